@@ -1,0 +1,1 @@
+"""trainplan's benchmark harness: the only package that imports torch and pynvml (lazily, inside functions)."""

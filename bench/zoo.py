@@ -1,0 +1,427 @@
+"""The model zoo: named training workloads (model, synthetic batch, real loss), their catalog and FLOPs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench import models_cnn, models_transformer
+
+CATALOG_PATH = Path(__file__).resolve().parent.parent / "planner" / "zoo_catalog.json"
+SEED = 0
+MASK_TOKEN_ID = 103  # [MASK] in the bert-base-uncased vocabulary
+PALM_CONVENTION = "6*N + 12*L*h*s per token (PaLM, Chowdhery et al. 2022, App. B) x seq_len {seq_len}"
+COUNTER_CONVENTION = (
+    "FlopCounterMode fwd+bwd (torch.utils.flop_counter: matmul/conv/attention, 2 FLOPs per multiply-add)"
+)
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """Catalog data about one zoo model; plain values only, so it serialises to planner/zoo_catalog.json."""
+
+    id: str
+    family: str  # cnn | vit | encoder | decoder | rnn | mlp
+    description: str
+    params: int
+    input_desc: str
+    seq_len: int | None
+    transformer: dict | None  # {layers, hidden, heads, seq_len, vocab, mlp: gelu|swiglu, ffn}
+    flops_per_sample: float  # model FLOPs, forward+backward, 2 per multiply-add
+    flop_convention: str
+    largest_layer_params: int
+    activation_precision: str = "input dtype"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What bench runs: `loss_fn(model, make_batch(batch_size, device))` is a real, differentiable loss."""
+
+    model: nn.Module
+    make_batch: Callable[[int, torch.device], tuple]
+    loss_fn: Callable[[nn.Module, tuple], torch.Tensor]
+
+
+class UnknownModelError(KeyError, ValueError):
+    """A model id that is not in the zoo; the message lists the valid ids."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class _Built:
+    workload: Workload
+    description: str
+    input_desc: str
+    seq_len: int | None = None
+    transformer: dict | None = None
+    palm_flops: bool = False  # model FLOPs by the PaLM formula instead of the counter
+
+
+# --- construction helpers ------------------------------------------------------------------------------------
+def _materialize(factory: Callable[[], nn.Module], device) -> nn.Module:
+    """Build on the meta device, then allocate on `device` and initialise once (no double init, and "meta"
+    stays free: describing LLaMA-7B allocates nothing)."""
+    device = torch.device(device if device is not None else "cpu")
+    with torch.device("meta"):
+        model = factory()
+    if device.type == "meta":
+        return model
+    model = model.to_empty(device=device)
+    with torch.no_grad():
+        if hasattr(model, "init_weights"):
+            model.init_weights()
+        else:
+            for m in model.modules():
+                if hasattr(m, "reset_parameters"):
+                    m.reset_parameters()
+    return model
+
+
+def _generator(device: torch.device) -> torch.Generator | None:
+    device = torch.device(device)
+    if device.type == "meta":
+        return None
+    return torch.Generator(device=device).manual_seed(SEED)
+
+
+def _image_batch(channels: int, size: int, classes: int, flat: bool = False):
+    def make_batch(batch_size: int, device: torch.device) -> tuple:
+        g = _generator(device)
+        shape = (batch_size, channels * size * size) if flat else (batch_size, channels, size, size)
+        images = torch.randn(shape, generator=g, device=device)
+        labels = torch.randint(0, classes, (batch_size,), generator=g, device=device)
+        return images, labels
+
+    return make_batch
+
+
+def _classify_loss(model: nn.Module, batch: tuple) -> torch.Tensor:
+    inputs, labels = batch
+    return F.cross_entropy(model(inputs), labels)
+
+
+def _next_token_batch(vocab: int, seq_len: int):
+    def make_batch(batch_size: int, device: torch.device) -> tuple:
+        tokens = torch.randint(0, vocab, (batch_size, seq_len + 1), generator=_generator(device), device=device)
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    return make_batch
+
+
+def _next_token_loss(model: nn.Module, batch: tuple) -> torch.Tensor:
+    tokens, targets = batch
+    logits = model(tokens)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def _check_seq_len(model_id: str, seq_len: int, limit: int | None) -> None:
+    if not isinstance(seq_len, int) or seq_len < 1 or (limit is not None and seq_len > limit):
+        raise ValueError(f"{model_id}: seq_len {seq_len!r} must be an integer in 1..{limit or 'any'}")
+
+
+# --- the models ------------------------------------------------------------------------------------------------
+def _resnet(depth: int):
+    factory = {18: models_cnn.resnet18, 50: models_cnn.resnet50}[depth]
+
+    def build(*, image_size: int = 224, device=None) -> _Built:
+        return _Built(
+            Workload(_materialize(factory, device), _image_batch(3, image_size, 1000), _classify_loss),
+            f"ResNet-{depth} (He et al. 2016), torchvision architecture",
+            f"3x{image_size}x{image_size} image, 1000 classes",
+        )
+
+    return build
+
+
+def _vit_b16(*, dropout: float = 0.0, device=None) -> _Built:
+    model = _materialize(lambda: models_transformer.VisionTransformer(dropout=dropout), device)
+    return _Built(
+        Workload(model, _image_batch(3, 224, 1000), _classify_loss),
+        "ViT-B/16 (Dosovitskiy et al. 2021), torchvision layout: class token, learned positions",
+        "3x224x224 image, 1000 classes",
+        seq_len=197,
+        transformer={"layers": 12, "hidden": 768, "heads": 12, "seq_len": 197, "vocab": None, "mlp": "gelu",
+                     "ffn": 3072},
+    )
+
+
+def _bert(name: str, layers: int, hidden: int, heads: int):
+    def build(*, seq_len: int = 128, dropout: float = 0.1, device=None) -> _Built:
+        _check_seq_len(name, seq_len, 512)
+        vocab = 30522
+        model = _materialize(lambda: models_transformer.Bert(layers, hidden, heads, vocab, dropout=dropout), device)
+
+        def make_batch(batch_size: int, device: torch.device) -> tuple:
+            g = _generator(device)
+            ids = torch.randint(0, vocab, (batch_size, seq_len), generator=g, device=device)
+            types = (torch.arange(seq_len, device=device) >= seq_len // 2).long().expand(batch_size, -1)
+            masked = torch.rand((batch_size, seq_len), generator=g, device=device) < 0.15
+            masked[:, 0] = True  # at least one prediction per sequence, so the loss is never 0/0
+            mlm_labels = torch.where(masked, ids, torch.full_like(ids, -100))
+            nsp_labels = torch.randint(0, 2, (batch_size,), generator=g, device=device)
+            inputs = torch.where(masked, torch.full_like(ids, MASK_TOKEN_ID), ids)
+            return inputs, types.contiguous(), mlm_labels, nsp_labels
+
+        def loss_fn(model: nn.Module, batch: tuple) -> torch.Tensor:
+            ids, types, mlm_labels, nsp_labels = batch
+            logits, pooled = model(ids, types)
+            mlm = F.cross_entropy(logits.reshape(-1, vocab), mlm_labels.reshape(-1), ignore_index=-100)
+            # Parameter-free stand-in for the 2-way NSP classifier (first two pooled features as logits): the
+            # pooler gets a gradient (DDP needs every parameter used) and the count stays the published one.
+            return mlm + F.cross_entropy(pooled[:, :2], nsp_labels)
+
+        return _Built(
+            Workload(model, make_batch, loss_fn),
+            f"{name.upper().replace('_', '-')} (Devlin et al. 2019) encoder + pooler; loss: masked-LM through the "
+            "tied word embeddings (no bias) + a parameter-free next-sentence term",
+            f"{seq_len} token ids (vocab {vocab}, 2 segments), 15% masked",
+            seq_len=seq_len,
+            transformer={"layers": layers, "hidden": hidden, "heads": heads, "seq_len": seq_len, "vocab": vocab,
+                         "mlp": "gelu", "ffn": 4 * hidden},
+            palm_flops=True,
+        )
+
+    return build
+
+
+def _gpt2(name: str, layers: int, hidden: int, heads: int):
+    def build(*, seq_len: int = 1024, dropout: float = 0.1, device=None) -> _Built:
+        _check_seq_len(name, seq_len, 1024)
+        vocab = 50257
+        model = _materialize(lambda: models_transformer.GPT2(layers, hidden, heads, vocab, dropout=dropout), device)
+        return _Built(
+            Workload(model, _next_token_batch(vocab, seq_len), _next_token_loss),
+            f"GPT-2 {'small' if layers == 12 else 'medium'} (Radford et al. 2019): {layers} layers, {hidden} "
+            "hidden, tied embeddings, 1024 context",
+            f"{seq_len} token ids (vocab {vocab}), next-token loss",
+            seq_len=seq_len,
+            transformer={"layers": layers, "hidden": hidden, "heads": heads, "seq_len": seq_len, "vocab": vocab,
+                         "mlp": "gelu", "ffn": 4 * hidden},
+            palm_flops=True,
+        )
+
+    return build
+
+
+LLAMA_PRESETS = {
+    # LLaMA's FFN width: 2/3 of 4h rounded up to a multiple of 256 (Touvron et al. 2023 / Meta's reference code).
+    "small": {"layers": 8, "hidden": 512, "heads": 8, "ffn": 1536, "vocab": 32000, "seq_len": 512},
+    "7b": {"layers": 32, "hidden": 4096, "heads": 32, "ffn": 11008, "vocab": 32000, "seq_len": 2048},
+    "13b": {"layers": 40, "hidden": 5120, "heads": 40, "ffn": 13824, "vocab": 32000, "seq_len": 2048},
+}
+
+
+def llama_param_count(layers: int, hidden: int, heads: int, ffn: int, vocab: int) -> int:
+    """Embedding + untied head (2Vh) + per layer 4h² attention, 3hf SwiGLU, 2h RMSNorm + final RMSNorm h."""
+    del heads  # no bias, no grouped KV: head count does not change the count
+    return 2 * vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * ffn + 2 * hidden) + hidden
+
+
+def _llama(*, preset: str = "small", layers: int | None = None, hidden: int | None = None,
+           heads: int | None = None, ffn: int | None = None, vocab: int | None = None, seq_len: int | None = None,
+           device=None) -> _Built:
+    if preset not in LLAMA_PRESETS:
+        raise ValueError(f"llama: preset {preset!r} is not one of {sorted(LLAMA_PRESETS)}")
+    given = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "vocab": vocab, "seq_len": seq_len}
+    cfg = {**LLAMA_PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
+    for key, value in cfg.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"llama: {key} {value!r} must be a positive integer")
+    shape = {k: cfg[k] for k in ("layers", "hidden", "heads", "ffn", "vocab")}
+    model = _materialize(lambda: models_transformer.Llama(**shape), device)
+    s = cfg["seq_len"]
+    return _Built(
+        Workload(model, _next_token_batch(cfg["vocab"], s), _next_token_loss),
+        f"LLaMA-style decoder (Touvron et al. 2023; preset {preset}): {cfg['layers']} layers, {cfg['hidden']} hidden, "
+        f"{cfg['heads']} heads, SwiGLU {cfg['ffn']}, RMSNorm, rotary, untied head",
+        f"{s} token ids (vocab {cfg['vocab']}), next-token loss",
+        seq_len=s,
+        transformer={"layers": cfg["layers"], "hidden": cfg["hidden"], "heads": cfg["heads"], "seq_len": s,
+                     "vocab": cfg["vocab"], "mlp": "swiglu", "ffn": cfg["ffn"]},
+        palm_flops=True,
+    )
+
+
+def _lstm_lm(*, seq_len: int = 35, dropout: float = 0.5, device=None) -> _Built:
+    _check_seq_len("lstm_lm", seq_len, None)
+    model = _materialize(lambda: models_cnn.LSTMLanguageModel(dropout=dropout), device)
+    return _Built(
+        Workload(model, _next_token_batch(10000, seq_len), _next_token_loss),
+        "2-layer LSTM language model, Zaremba et al. 2014 'medium' (650 units, untied, dropout 0.5)",
+        f"{seq_len} token ids (vocab 10000, PTB-sized), next-token loss",
+        seq_len=seq_len,
+    )
+
+
+def _mlp(*, device=None) -> _Built:
+    return _Built(
+        Workload(_materialize(models_cnn.MLP, device), _image_batch(1, 28, 10, flat=True), _classify_loss),
+        "MLP 784-512-512-10 (ReLU): quick runs",
+        "784 features (flattened 28x28), 10 classes",
+    )
+
+
+def _small_cnn(*, device=None) -> _Built:
+    return _Built(
+        Workload(_materialize(models_cnn.SmallCNN, device), _image_batch(3, 32, 10), _classify_loss),
+        "Small CNN (2 conv + 2 linear layers): quick runs",
+        "3x32x32 image, 10 classes",
+    )
+
+
+_REGISTRY: dict[str, tuple[str, Callable[..., _Built]]] = {
+    "resnet18": ("cnn", _resnet(18)),
+    "resnet50": ("cnn", _resnet(50)),
+    "vit_b16": ("vit", _vit_b16),
+    "bert_base": ("encoder", _bert("bert_base", 12, 768, 12)),
+    "bert_large": ("encoder", _bert("bert_large", 24, 1024, 16)),
+    "gpt2": ("decoder", _gpt2("gpt2", 12, 768, 12)),
+    "gpt2_medium": ("decoder", _gpt2("gpt2_medium", 24, 1024, 16)),
+    "llama": ("decoder", _llama),
+    "lstm_lm": ("rnn", _lstm_lm),
+    "mlp": ("mlp", _mlp),
+    "small_cnn": ("cnn", _small_cnn),
+}
+
+
+# --- public API ------------------------------------------------------------------------------------------------
+def list_models() -> list[str]:
+    return list(_REGISTRY)
+
+
+def _build(model_id: str, options: dict) -> tuple[str, _Built]:
+    if model_id not in _REGISTRY:
+        raise UnknownModelError(f"unknown model {model_id!r}; valid ids: {', '.join(_REGISTRY)}")
+    family, builder = _REGISTRY[model_id]
+    try:
+        inspect.signature(builder).bind(**options)
+    except TypeError:
+        valid = [p for p in inspect.signature(builder).parameters]
+        raise ValueError(f"{model_id}: unknown option(s) {sorted(options)}; valid options: {valid}") from None
+    return family, builder(**options)
+
+
+def build(model_id: str, **options) -> Workload:
+    """The workload for a zoo model; options: `device` for all (default cpu), `seq_len` for token models,
+    `image_size` for ResNets, `dropout`, and the llama shape (`preset`, layers, hidden, heads, ffn, vocab)."""
+    return _build(model_id, options)[1].workload
+
+
+def load_custom(spec: str) -> Workload:
+    """A user workload from "pkg.module:callable"; the callable returns a Workload or (model, make_batch, loss_fn)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"custom model {spec!r}: expected 'package.module:callable'")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"custom model {spec!r}: cannot load it ({type(exc).__name__}: {exc})") from exc
+    if not callable(target):
+        raise ValueError(f"custom model {spec!r}: {attr} is not callable")
+    result = target()
+    if isinstance(result, Workload):
+        return result
+    if (isinstance(result, tuple) and len(result) == 3 and isinstance(result[0], nn.Module)
+            and callable(result[1]) and callable(result[2])):
+        return Workload(*result)
+    raise ValueError(
+        f"custom model {spec!r}: returned {type(result).__name__}; expected a Workload or a tuple "
+        "(torch.nn.Module, make_batch(batch_size, device), loss_fn(model, batch))"
+    )
+
+
+def _sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
+    # QK^T and PV: 2 FLOPs per multiply-add; causal masking not discounted (as torch's CUDA SDPA formulas).
+    return 2 * math.prod(query[:-2]) * query[-2] * key[-2] * (query[-1] + value[-1])
+
+
+def _sdpa_backward_flops(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return 2 * _sdpa_flops(query, key, value)  # dV, dP, dQ, dK: twice the forward
+
+
+def _cpu_sdpa_mapping() -> dict:
+    """FLOP formulas for CPU's fused SDPA kernels, which FlopCounterMode counts as 0 (ESTIMATION.md §2); meta
+    and CUDA tensors already go through counted ops."""
+    names = {"_scaled_dot_product_flash_attention_for_cpu": _sdpa_flops,
+             "_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa_backward_flops}
+    return {getattr(torch.ops.aten, n): f for n, f in names.items() if hasattr(torch.ops.aten, n)}
+
+
+def count_flops_per_sample(workload: Workload, batch_size: int = 2) -> float:
+    """FlopCounterMode over forward + backward at `batch_size`, divided by it. Runs on the model's device (meta
+    costs nothing); gradients are returned, not accumulated into the model's .grad."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    param = next(workload.model.parameters(), None)
+    device = param.device if param is not None else torch.device("cpu")
+    batch = workload.make_batch(batch_size, device)
+    params = [p for p in workload.model.parameters() if p.requires_grad]
+    with FlopCounterMode(display=False, custom_mapping=_cpu_sdpa_mapping()) as counter:
+        loss = workload.loss_fn(workload.model, batch)
+        if params:
+            torch.autograd.grad(loss, params, allow_unused=True)
+    return counter.get_total_flops() / batch_size
+
+
+def largest_layer_params(model: nn.Module) -> int:
+    """DeepSpeed's estimator definition: the most parameters held directly by one module."""
+    return max((sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules()), default=0)
+
+
+def describe(model_id: str, **options) -> ZooEntry:
+    """Catalog entry for a zoo model; builds on the meta device, so it allocates nothing."""
+    family, built = _build(model_id, {**options, "device": "meta"})
+    model = built.workload.model
+    params = sum(p.numel() for p in model.parameters())
+    if built.palm_flops:
+        t, s = built.transformer, built.seq_len
+        flops = float((6 * params + 12 * t["layers"] * t["hidden"] * s) * s)
+        convention = PALM_CONVENTION.format(seq_len=s)
+    else:
+        flops = count_flops_per_sample(built.workload)
+        convention = COUNTER_CONVENTION
+    return ZooEntry(
+        id=model_id, family=family, description=built.description, params=params, input_desc=built.input_desc,
+        seq_len=built.seq_len, transformer=built.transformer, flops_per_sample=flops, flop_convention=convention,
+        largest_layer_params=largest_layer_params(model),
+    )
+
+
+def catalog() -> list[dict]:
+    return [asdict(describe(model_id)) for model_id in list_models()]
+
+
+def write_catalog(path: str | Path = CATALOG_PATH) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(catalog(), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.zoo", description=__doc__)
+    parser.add_argument("--write-catalog", nargs="?", const=str(CATALOG_PATH), metavar="PATH",
+                        help=f"write the torch-free catalog (default {CATALOG_PATH})")
+    args = parser.parse_args(argv)
+    if args.write_catalog:
+        print(f"wrote {write_catalog(args.write_catalog)}")
+        return 0
+    for entry in map(describe, list_models()):
+        print(f"{entry.id:12} {entry.params:>13,} params  {entry.flops_per_sample:10.3e} FLOPs/sample  "
+              f"{entry.input_desc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

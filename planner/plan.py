@@ -1,0 +1,290 @@
+"""Build a Plan: every GPU x count x precision option with memory fit, step time, convergence and cost."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from planner import convergence, cost, memory, scaling, steptime
+from planner.errors import InputError
+from planner.estimates import (
+    GIB,
+    ActivationLine,
+    ConvergenceEstimate,
+    Plan,
+    PlanOption,
+    ResolvedModel,
+    Source,
+    StepEstimate,
+)
+from planner.measurements import MeasurementIndex, index_measurements
+from planner.models import resolve_model
+from planner.profiles import GpuProfile, PriceQuote, load_profiles
+from planner.recommend import recommend
+from planner.resultfile import ResultFile, scan_results
+from planner.scenario import Scenario
+from planner.userdata import (
+    SHIPPED_PROFILES_DIR,
+    SHIPPED_RESULTS_DIR,
+    load_price_overrides,
+    user_profiles_dir,
+    user_results_dir,
+)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything a plan reads besides the scenario: profiles, result files, user price overrides."""
+
+    profiles: dict[str, GpuProfile]
+    results: tuple[ResultFile, ...] = ()
+    price_overrides: dict[str, list[PriceQuote]] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+    profile_dirs: tuple[str, ...] = ()
+    result_dirs: tuple[str, ...] = ()
+
+
+def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: Sequence[str | Path] | None = None,
+                include_user_data: bool = True) -> Inputs:
+    """Shipped folders (or the given ones) + $TRAINPLAN_HOME; bad files become problems, never hide the rest."""
+    rdirs = [Path(d) for d in (result_dirs or [SHIPPED_RESULTS_DIR])]
+    pdirs = [Path(d) for d in (profile_dirs or [SHIPPED_PROFILES_DIR])]
+    overrides: dict[str, list[PriceQuote]] = {}
+    problems: list[str] = []
+    if include_user_data:
+        rdirs.append(user_results_dir())
+        pdirs.append(user_profiles_dir())
+        try:
+            overrides = load_price_overrides()
+        except InputError as exc:
+            problems.append(str(exc))
+    profiles, profile_problems = load_profiles(*[d for d in pdirs if d.is_dir()])
+    results, result_problems = scan_results(*rdirs)
+    return Inputs(
+        profiles=profiles, results=tuple(results), price_overrides=overrides,
+        problems=tuple(profile_problems + result_problems + problems),
+        profile_dirs=tuple(str(d) for d in pdirs), result_dirs=tuple(str(d) for d in rdirs),
+    )
+
+
+# ---------------------------------------------------------------- plan
+
+def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None, source: str = "<scenario>") -> Plan:
+    """Plan every option of the scenario. Bad input raises InputError; infeasible options carry their numbers."""
+    today = today or dt.date.today()
+    model = resolve_model(scenario.model, inputs.results, source)
+    gpu_ids = _gpu_ids(scenario, inputs, source)
+    idx = index_measurements(inputs.results, model, scenario.training)
+    trainable = memory.trainable_params(model, scenario.training)
+    conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+    lines = {p: _activation_line(idx, model, scenario, p) for p in scenario.training.precisions}
+    options: list[PlanOption] = []
+    for gpu_id in gpu_ids:
+        gpu = inputs.profiles[gpu_id]
+        for precision in scenario.training.precisions:
+            for n in scenario.hardware.gpu_counts:
+                options.append(_option(scenario, inputs, model, trainable, gpu, n, precision, conv, idx,
+                                       lines, today))
+    rec = recommend(options, scenario.constraints)
+    warnings = list(inputs.problems) + _plan_warnings(scenario, options, today)
+    return Plan(
+        scenario_name=scenario.name,
+        options=tuple(options),
+        recommendation=rec,
+        assumptions=tuple(_assumptions(scenario, model, conv, idx)),
+        warnings=tuple(dict.fromkeys(warnings)),
+        profiles_used=tuple(gpu_ids),
+        result_files_used=tuple(sorted(idx.files_used)),
+        extra={"model": model, "convergence": conv, "trainable_params": trainable, "skipped_files": idx.skipped},
+    )
+
+
+def _gpu_ids(scenario: Scenario, inputs: Inputs, source: str) -> list[str]:
+    if scenario.hardware.gpus is None:
+        return sorted(inputs.profiles)
+    for i, gid in enumerate(scenario.hardware.gpus):
+        if gid not in inputs.profiles:
+            raise InputError(source, f"hardware.gpus[{i}]", gid,
+                             "a known GPU profile id: " + ", ".join(sorted(inputs.profiles)))
+    return list(scenario.hardware.gpus)
+
+
+def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scenario,
+                     precision: str) -> dict[str, ActivationLine | None]:
+    """Per GPU id (and '*' for any GPU), the activation line fitted on measured or traced peaks."""
+    out: dict[str, ActivationLine | None] = {}
+    for (gpu, p), points in idx.peaks.items():
+        if p != precision or len(points) < 2:
+            continue
+        first = points[0]
+        trainable = first.trainable_params or model.params
+        states = memory.model_state_bytes(model.params, trainable, first.optimizer, "torch_amp", "none", 1, precision)
+        kind = "traced" if gpu == "traced" else "measured"
+        detail = ", ".join(sorted({pt.label for pt in points}))
+        line = memory.fit_activation_line([(pt.batch_size, pt.peak_bytes) for pt in points],
+                                          states.weights + states.grads + states.optimizer, precision,
+                                          Source(kind, f"peaks fitted over batches "
+                                                       f"{sorted({pt.batch_size for pt in points})} in {detail}"))
+        if line is not None:
+            out[gpu] = line
+    measured = [line for g, line in out.items() if g != "traced" and line is not None]
+    out["*"] = measured[0] if measured else out.get("traced")
+    return out
+
+
+def _divisors_desc(n: int) -> list[int]:
+    return [d for d in range(n, 0, -1) if n % d == 0]
+
+
+def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int,
+            precision: str, conv: ConvergenceEstimate, idx: MeasurementIndex,
+            lines: dict[str, dict[str, ActivationLine | None]], today: dt.date) -> PlanOption:
+    t = scenario.training
+    option_id = f"{gpu.id}-x{n}-{precision}"
+    base = PlanOption(id=option_id, gpu_id=gpu.id, gpu_name=gpu.name, n_gpus=n, precision=precision, fits=False,
+                      micro_batch=None, grad_accum=None, memory=None, step=None, convergence=conv, cost=None,
+                      scaling=None, checkpoint_gib=None)
+    if not gpu.supports(precision):
+        return replace(base, notes=(f"{precision} not supported on {gpu.name}",))
+    per_gpu = t.global_batch // n
+    line = lines[precision].get(gpu.id) or lines[precision].get("*")
+    candidates = [t.micro_batch] if t.micro_batch else _divisors_desc(per_gpu)
+    mem = None
+    micro = candidates[-1]
+    for b in candidates:
+        mem = memory.estimate_memory(model, t, precision, b, per_gpu // b, n, gpu.memory_gib, line=line,
+                                     workspace_gib=scenario.hardware.workspace_gib,
+                                     compute_capability=gpu.compute_capability)
+        micro = b
+        if mem.fits:
+            break
+    assert mem is not None  # candidates is never empty
+    accum = per_gpu // micro
+    notes = list(mem.notes)
+    ckpt = memory.checkpoint_bytes(model.params, trainable, t.optimizer, t.state_layout) / GIB
+    if not mem.fits:
+        notes.insert(0, f"does not fit: needs {mem.total / GIB:.1f} GiB per GPU at micro-batch {micro}, "
+                        f"has {mem.usable / GIB:.1f} GiB usable of {mem.capacity / GIB:.1f}")
+        return replace(base, micro_batch=micro, grad_accum=accum, memory=mem, checkpoint_gib=ckpt,
+                       notes=tuple(notes))
+    step, scale = _step(scenario, model, trainable, gpu, n, precision, micro, accum, idx, inputs)
+    notes.extend(step.notes)
+    if precision == "fp16":
+        notes.append("fp16 needs loss scaling (GradScaler): watch for skipped steps and overflow")
+    try:
+        c = cost.estimate_cost(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
+                               scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
+                               inputs.price_overrides.get(gpu.id, []), today)
+    except cost.NoQuoteError as exc:
+        notes.append(str(exc))
+        c = None
+    if c is not None:
+        notes.extend(c.notes)
+    return replace(base, fits=True, micro_batch=micro, grad_accum=accum, memory=mem, step=step, cost=c,
+                   scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
+
+
+def _micro_step(model: ResolvedModel, gpu: GpuProfile, precision: str, micro: int, idx: MeasurementIndex,
+                inputs: Inputs, scenario: Scenario) -> tuple[float, Source, tuple[float, float], float | None]:
+    """Seconds for one micro-step (forward+backward+optimizer as measured), by the strongest method available."""
+    own = idx.times.get((gpu.id, precision), [])
+    got = steptime.measured_micro_step(own, micro) if own else None
+    opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
+    if got:
+        return (*got, opt_measured)
+    flops = (model.flops_per_sample or 0.0) * micro * steptime.compute_factor(
+        scenario.training.activation_checkpointing, 1.0 - scenario.training.frozen_fraction)
+    for other_id in sorted(idx.gpus_with_times(precision), key=lambda g: -len(idx.times[(g, precision)])):
+        other = inputs.profiles.get(other_id)
+        if other is None or not other.peak_tflops_for(precision) or not flops:
+            continue
+        pts = idx.times[(other_id, precision)]
+        src = steptime.measured_micro_step(pts, micro)
+        if not src:
+            continue
+        t_a, src_source, _band = src
+        t0, _c = steptime.fit_time_line([(p.batch_size, p.step_time_s) for p in pts]) if len(pts) >= 2 else (0.0, 0)
+        t_b, band = steptime.transfer_micro_step(
+            t_a, min(t0, t_a), flops, other.peak_tflops_for(precision), gpu.peak_tflops_for(precision),
+            other.memory_bandwidth_gb_per_s, gpu.memory_bandwidth_gb_per_s)
+        detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
+        return t_b, Source("transferred", detail), band, None
+    if not flops:
+        raise InputError("<scenario>", "model.flops_per_sample", None,
+                         f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
+                         "or run `python -m bench run`")
+    mfu = model.mfu or steptime.default_mfu(model.family, precision)
+    t = steptime.analytic_micro_step(flops, gpu.peak_tflops_for(precision), mfu)
+    opt = steptime.optimizer_step_s(idx_trainable(model, scenario), scenario.training.optimizer,
+                                    scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s)
+    t += opt
+    mfu_origin = "scenario" if model.mfu else f"default for {model.family} {precision}"
+    peak = gpu.peak_tflops_for(precision)
+    source = Source("analytic", f"F / (P × MFU) with MFU {mfu:.2f} ({mfu_origin}), P = {peak:g} TFLOP/s dense")
+    return t, source, (0.6 * t, 1.6 * t), opt
+
+
+def idx_trainable(model: ResolvedModel, scenario: Scenario) -> int:
+    return memory.trainable_params(model, scenario.training)
+
+
+def _step(scenario: Scenario, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int, precision: str,
+          micro: int, accum: int, idx: MeasurementIndex, inputs: Inputs) -> tuple[StepEstimate, object]:
+    t_micro, source, band, opt_s = _micro_step(model, gpu, precision, micro, idx, inputs, scenario)
+    if opt_s is None:
+        opt_s = steptime.optimizer_step_s(trainable, scenario.training.optimizer, scenario.training.optimizer_impl,
+                                          gpu.memory_bandwidth_gb_per_s)
+    opt_s = min(opt_s, 0.5 * t_micro)
+    compute_s = t_micro - opt_s
+    scale = None
+    exposed = 0.0
+    if n > 1:
+        measured_ddp = scaling.select_measured_ddp(idx.ddp, gpu.id, n, scenario.hardware.gpus_per_node)
+        scale = scaling.estimate_scaling(gpu, n, trainable, model.params, precision, scenario.training,
+                                         scenario.hardware, compute_s,
+                                         measured_ddp=measured_ddp[1] if measured_ddp else None)
+        exposed = scale.exposed_comm_s
+    input_s = steptime.input_time_s(micro, model.input_cpu_s_per_sample, scenario.hardware.cpu_workers_per_gpu)
+    lo, hi = band
+    band_compute = (max(lo - opt_s, 0.0), max(hi - opt_s, 0.0))
+    step = steptime.assemble_step(compute_s, band_compute, accum, opt_s, input_s, exposed, source,
+                                  scenario.training.global_batch, [])
+    return step, scale
+
+
+def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
+                 idx: MeasurementIndex) -> list[str]:
+    out = [
+        f"model {model.name}: {model.params:,} parameters; FLOPs/sample "
+        f"{model.flops_per_sample:.3g} ({model.flops_source})" if model.flops_per_sample else
+        f"model {model.name}: {model.params:,} parameters",
+        f"steps: {conv.steps:,.0f} ({conv.source})",
+        "memory fit: required ≤ 95% of the driver-reported capacity (ESTIMATION.md §1)",
+        f"state layout {scenario.training.state_layout}, optimizer {scenario.training.optimizer} "
+        f"({scenario.training.optimizer_impl})",
+    ]
+    if scenario.pricing.exchange_rate != 1.0 or scenario.pricing.currency != "USD":
+        as_of = scenario.pricing.exchange_rate_as_of
+        out.append(f"exchange rate {scenario.pricing.exchange_rate:g} {scenario.pricing.currency}/USD "
+                   f"({'as of ' + as_of.isoformat() if as_of else 'undated'})")
+    out.extend(conv.notes)
+    out.extend(idx.skipped)
+    return out
+
+
+def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[str]:
+    out = []
+    w = cost.undated_rate_warning(scenario.pricing)
+    if w:
+        out.append(w)
+    if options and not any(o.fits for o in options):
+        out.append("no option fits in GPU memory: try activation checkpointing, a smaller micro-batch, sharding "
+                   "(zero2/zero3), more GPUs, or a GPU with more memory")
+    return out
+
+
+def is_finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
