@@ -40,21 +40,50 @@ def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, str
     return instances, billed, note
 
 
-def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overrides: Iterable = ()):
+def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overrides: Iterable = (),
+                 today: dt.date | None = None):
     """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
 
-    User overrides replace the published quote with the same provider, instance and tier, and add new ones.
+    User overrides replace every published quote with the same provider, instance and tier, and add new ones.
+    Within one provider, instance, tier and region only the newest quote counts (an old, cheaper price is
+    history, not an offer); quotes dated after `today` are ignored so a plan can be reproduced as of a day.
     Returns None when nothing matches.
     """
-    by_key: dict[tuple[str, str, str], object] = {}
-    for quote in [*prices, *overrides]:  # overrides last: they win on the same key
-        by_key[(quote.provider.lower(), quote.instance, quote.tier)] = quote
-    candidates = [q for q in by_key.values() if q.tier == tier]
-    if provider != "cheapest":
-        candidates = [q for q in candidates if q.provider.lower() == provider.lower()]
-    if not candidates:
+    overrides = list(overrides)
+    replaced = {_offer_key(q) for q in overrides}
+    pool = [q for q in prices if _offer_key(q) not in replaced] + overrides
+    pool = [q for q in pool if q.tier == tier and _offered_by(q, provider) and _published_by(q, today)]
+    latest: dict[tuple, object] = {}
+    for q in pool:
+        key = (*_offer_key(q), (getattr(q, "region", None) or "").lower())
+        if key not in latest or _recency(q) > _recency(latest[key]):
+            latest[key] = q
+    if not latest:
         return None
-    return min(candidates, key=lambda q: (q.usd_per_gpu_hour, getattr(q, "origin", "published") != "user"))
+    # Ties: a user price, then the newest, then alphabetical, so the choice is deterministic.
+    return min(latest.values(), key=lambda q: (q.usd_per_gpu_hour, *(-x for x in _recency(q)),
+                                               q.provider.lower(), q.instance.lower(),
+                                               getattr(q, "region", None) or ""))
+
+
+def _offered_by(quote, provider: str) -> bool:
+    return provider == "cheapest" or quote.provider.lower() == provider.lower()
+
+
+def _published_by(quote, today: dt.date | None) -> bool:
+    as_of = _as_date(quote.as_of)
+    return today is None or as_of is None or as_of <= today
+
+
+def _offer_key(quote) -> tuple[str, str, str]:
+    return quote.provider.lower(), quote.instance.lower(), quote.tier
+
+
+def _recency(quote) -> tuple[int, int, int]:
+    """(user price, dated, day ordinal): larger is more current."""
+    as_of = _as_date(quote.as_of)
+    return (int(getattr(quote, "origin", "published") == "user"), int(as_of is not None),
+            as_of.toordinal() if as_of else 0)
 
 
 def run_hours(steps: float, step_time_s: float, early_stop_fraction: float, eval_overhead: float,
@@ -154,7 +183,7 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     today = today or dt.date.today()
     notes: list[str] = []
     power_w = _power_w(gpu, mean_power_w, notes)
-    price, pue = _price(gpu, pricing, overrides, power_w, notes)
+    price, pue = _price(gpu, pricing, overrides, power_w, today, notes)
     instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
     if rounding_note:
         notes.append(rounding_note)
@@ -228,12 +257,12 @@ def _power_w(gpu, mean_power_w: float | None, notes: list[str]) -> float | None:
     return power_w
 
 
-def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None,
+def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None, today: dt.date,
            notes: list[str]) -> tuple[PriceChoice, float]:
     """(price, PUE for energy): computed for on-prem, else the chosen quote; PUE 1.0 for cloud."""
     if pricing.tier == "on_prem":
         return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
-    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides)
+    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today)
     if quote is None:
         raise NoQuoteError(_no_quote_message(gpu, pricing, overrides))
     choice = PriceChoice(

@@ -86,8 +86,13 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         gpu = inputs.profiles[gpu_id]
         for precision in scenario.training.precisions:
             for n in scenario.hardware.gpu_counts:
-                options.append(_option(scenario, inputs, model, trainable, gpu, n, precision, conv, idx,
-                                       lines, today))
+                try:
+                    options.append(_option(scenario, inputs, model, trainable, gpu, n, precision, conv, idx,
+                                           lines, today))
+                except InputError:
+                    raise
+                except ValueError as exc:  # the engine's "cannot estimate this" (e.g. no activation figure)
+                    raise InputError(source, "model", scenario.model.name, str(exc)) from None
     rec = recommend(options, scenario.constraints)
     warnings = list(inputs.problems) + _plan_warnings(scenario, options, today)
     return Plan(
@@ -133,6 +138,9 @@ def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scen
     measured = [line for g, line in out.items() if g != "traced" and line is not None]
     out["*"] = measured[0] if measured else out.get("traced")
     return out
+
+
+_ENERGY_NOTE_PREFIX = "energy assumes"  # said once in the assumptions, not on every option
 
 
 def _divisors_desc(n: int) -> list[int]:
@@ -182,76 +190,117 @@ def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable:
         notes.append(str(exc))
         c = None
     if c is not None:
-        notes.extend(c.notes)
+        notes.extend(n for n in c.notes if not n.startswith(_ENERGY_NOTE_PREFIX))
     return replace(base, fits=True, micro_batch=micro, grad_accum=accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
 
 
+@dataclass(frozen=True)
+class _Micro:
+    """One micro-step time and whether it already contains an optimizer step (measured and transferred do)."""
+
+    seconds: float
+    source: Source
+    band: tuple[float, float]
+    optimizer_s: float | None
+    includes_optimizer: bool
+
+
 def _micro_step(model: ResolvedModel, gpu: GpuProfile, precision: str, micro: int, idx: MeasurementIndex,
-                inputs: Inputs, scenario: Scenario) -> tuple[float, Source, tuple[float, float], float | None]:
-    """Seconds for one micro-step (forward+backward+optimizer as measured), by the strongest method available."""
+                inputs: Inputs, scenario: Scenario) -> _Micro:
+    """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     own = idx.times.get((gpu.id, precision), [])
     got = steptime.measured_micro_step(own, micro) if own else None
-    opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
     if got:
-        return (*got, opt_measured)
+        opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
+        return _Micro(got[0], got[1], got[2], opt_measured, True)
     flops = (model.flops_per_sample or 0.0) * micro * steptime.compute_factor(
         scenario.training.activation_checkpointing, 1.0 - scenario.training.frozen_fraction)
+    transferred = _transferred(gpu, precision, micro, flops, idx, inputs)
+    if transferred:
+        return transferred
+    if not flops:
+        raise InputError("<scenario>", "model.flops_per_sample", None,
+                         f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
+                         "or run `python -m bench run`")
+    t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
+    mfu_origin = "scenario" if model.mfu else f"default for {model.family} {used}"
+    detail = (f"F / (P × MFU): F = {flops:.3g} FLOPs per micro-step, P = {gpu.peak_tflops_for(used):g} TFLOP/s "
+              f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
+    if used != precision:
+        detail += f"; {precision} is assumed no slower than {used}"
+    return _Micro(t, Source("analytic", detail), (0.6 * t, 1.6 * t), None, False)
+
+
+# A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
+# fastest kernel), so the analytic time takes the best of the precision and those below it.
+_NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16", "tf32", "fp32"),
+                   "bf16": ("bf16", "tf32", "fp32")}
+
+
+def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flops: float) -> tuple[float, float, str]:
+    best: tuple[float, float, str] | None = None
+    for p in _NO_SLOWER_THAN[precision]:
+        peak = gpu.peak_tflops_for(p)
+        if not peak:
+            continue
+        mfu = model.mfu or steptime.default_mfu(model.family, p)
+        t = steptime.analytic_micro_step(flops, peak, mfu)
+        if best is None or t < best[0]:
+            best = (t, mfu, p)
+    assert best is not None  # fp32 is always present in a profile
+    return best
+
+
+def _transferred(gpu: GpuProfile, precision: str, micro: int, flops: float, idx: MeasurementIndex,
+                 inputs: Inputs) -> _Micro | None:
+    """Transfer a measurement of the same precision from the GPU with the most points (ESTIMATION.md §2)."""
+    if not flops or not gpu.peak_tflops_for(precision):
+        return None
     for other_id in sorted(idx.gpus_with_times(precision), key=lambda g: -len(idx.times[(g, precision)])):
         other = inputs.profiles.get(other_id)
-        if other is None or not other.peak_tflops_for(precision) or not flops:
+        if other is None or other.id == gpu.id or not other.peak_tflops_for(precision):
             continue
         pts = idx.times[(other_id, precision)]
         src = steptime.measured_micro_step(pts, micro)
         if not src:
             continue
         t_a, src_source, _band = src
-        t0, _c = steptime.fit_time_line([(p.batch_size, p.step_time_s) for p in pts]) if len(pts) >= 2 else (0.0, 0)
+        t0 = steptime.fit_time_line([(p.batch_size, p.step_time_s) for p in pts])[0] if len(pts) >= 2 else 0.0
         t_b, band = steptime.transfer_micro_step(
             t_a, min(t0, t_a), flops, other.peak_tflops_for(precision), gpu.peak_tflops_for(precision),
             other.memory_bandwidth_gb_per_s, gpu.memory_bandwidth_gb_per_s)
+        opt_a = next((p.optimizer_s for p in pts if p.optimizer_s), None)
+        opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
-        return t_b, Source("transferred", detail), band, None
-    if not flops:
-        raise InputError("<scenario>", "model.flops_per_sample", None,
-                         f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
-                         "or run `python -m bench run`")
-    mfu = model.mfu or steptime.default_mfu(model.family, precision)
-    t = steptime.analytic_micro_step(flops, gpu.peak_tflops_for(precision), mfu)
-    opt = steptime.optimizer_step_s(idx_trainable(model, scenario), scenario.training.optimizer,
-                                    scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s)
-    t += opt
-    mfu_origin = "scenario" if model.mfu else f"default for {model.family} {precision}"
-    peak = gpu.peak_tflops_for(precision)
-    source = Source("analytic", f"F / (P × MFU) with MFU {mfu:.2f} ({mfu_origin}), P = {peak:g} TFLOP/s dense")
-    return t, source, (0.6 * t, 1.6 * t), opt
-
-
-def idx_trainable(model: ResolvedModel, scenario: Scenario) -> int:
-    return memory.trainable_params(model, scenario.training)
+        return _Micro(t_b, Source("transferred", detail), band, opt_b, True)
+    return None
 
 
 def _step(scenario: Scenario, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int, precision: str,
           micro: int, accum: int, idx: MeasurementIndex, inputs: Inputs) -> tuple[StepEstimate, object]:
-    t_micro, source, band, opt_s = _micro_step(model, gpu, precision, micro, idx, inputs, scenario)
+    """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping)."""
+    m = _micro_step(model, gpu, precision, micro, idx, inputs, scenario)
+    opt_s = m.optimizer_s
     if opt_s is None:
         opt_s = steptime.optimizer_step_s(trainable, scenario.training.optimizer, scenario.training.optimizer_impl,
                                           gpu.memory_bandwidth_gb_per_s)
-    opt_s = min(opt_s, 0.5 * t_micro)
-    compute_s = t_micro - opt_s
+    if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
+        opt_s = min(opt_s, 0.5 * m.seconds)
+    fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
     scale = None
     exposed = 0.0
     if n > 1:
         measured_ddp = scaling.select_measured_ddp(idx.ddp, gpu.id, n, scenario.hardware.gpus_per_node)
-        scale = scaling.estimate_scaling(gpu, n, trainable, model.params, precision, scenario.training,
-                                         scenario.hardware, compute_s,
-                                         measured_ddp=measured_ddp[1] if measured_ddp else None)
+        scale = scaling.estimate_scaling(
+            gpu, n, trainable, model.params, precision, scenario.training, scenario.hardware, fwd_bwd_s,
+            measured_ddp=measured_ddp[1] if measured_ddp else None, grad_accum=accum, optimizer_s=opt_s,
+            measured_label=measured_ddp[0] if measured_ddp else "bench ddp result")
         exposed = scale.exposed_comm_s
     input_s = steptime.input_time_s(micro, model.input_cpu_s_per_sample, scenario.hardware.cpu_workers_per_gpu)
-    lo, hi = band
-    band_compute = (max(lo - opt_s, 0.0), max(hi - opt_s, 0.0))
-    step = steptime.assemble_step(compute_s, band_compute, accum, opt_s, input_s, exposed, source,
-                                  scenario.training.global_batch, [])
+    step = steptime.assemble_step(m.seconds, m.band, accum, opt_s, input_s, exposed, m.source,
+                                  scenario.training.global_batch, [], optimizer_included=m.includes_optimizer,
+                                  input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0)
     return step, scale
 
 
@@ -270,6 +319,8 @@ def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEsti
         as_of = scenario.pricing.exchange_rate_as_of
         out.append(f"exchange rate {scenario.pricing.exchange_rate:g} {scenario.pricing.currency}/USD "
                    f"({'as of ' + as_of.isoformat() if as_of else 'undated'})")
+    out.append("energy: measured mean power where a result file has it, else 70% of the GPU's TDP; "
+               "cloud PUE 1.0, on-prem PUE from the scenario")
     out.extend(conv.notes)
     out.extend(idx.skipped)
     return out

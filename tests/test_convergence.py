@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from planner.convergence import (
     CAVEATS,
     ConvergenceFitError,
+    estimate_convergence,
     fit_mccandlish,
     lr_advice,
     s_min_from_one_point,
     steps_at_batch,
-    estimate_convergence,
 )
 from planner.scenario import ReferencePoint, Workload
 

@@ -18,7 +18,7 @@ from planner.resultfile import (
     scan_results,
     write_result_atomic,
 )
-from tests.fixtures.make_fixtures import measurement, result, resnet50_h100
+from tests.fixtures.make_fixtures import measurement, resnet50_h100, result
 
 ROOT = Path(__file__).resolve().parent.parent
 

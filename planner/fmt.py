@@ -1,0 +1,61 @@
+"""Locale-aware formatting of numbers, money, dates and durations (babel/CLDR): es-MX 1,234.5; es-AR 1.234,5."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from babel.dates import format_date
+from babel.numbers import format_currency, format_decimal
+
+
+def babel_locale(locale: str | None) -> str:
+    """'es-AR' -> 'es_AR'; bare 'en' -> 'en_US' and bare 'es' -> 'es_ES' (CLDR's defaults)."""
+    loc = (locale or "en").replace("-", "_")
+    return {"en": "en_US", "es": "es_ES"}.get(loc, loc)
+
+
+def number(x: float | None, locale: str | None = "en", digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
+    return format_decimal(x, format=pattern, locale=babel_locale(locale))
+
+
+def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
+    """A number with about `figures` significant figures (step times, ratios)."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    if x == 0:
+        return number(0, locale, 0)
+    digits = max(0, figures - 1 - int(math.floor(math.log10(abs(x)))))
+    return number(x, locale, min(digits, 6))
+
+
+def money(x: float | None, currency: str = "USD", locale: str | None = "en", digits: int | None = None) -> str:
+    if x is None or not math.isfinite(x):
+        return "—"
+    if digits is None:
+        digits = 0 if abs(x) >= 100 else 2
+    fmt = "¤#,##0" + ("." + "0" * digits if digits else "")
+    return format_currency(x, currency, format=fmt, locale=babel_locale(locale), currency_digits=False)
+
+
+def date(d: dt.date | str | None, locale: str | None = "en") -> str:
+    if d is None:
+        return "—"
+    if isinstance(d, str):
+        d = dt.date.fromisoformat(d[:10])
+    return format_date(d, format="medium", locale=babel_locale(locale))
+
+
+def hours(x: float | None, locale: str | None = "en") -> str:
+    if x is None or not math.isfinite(x):
+        return "—"
+    return number(x, locale, 1 if x < 100 else 0) + " h"
+
+
+def percent(x: float | None, locale: str | None = "en", digits: int = 0) -> str:
+    if x is None or not math.isfinite(x):
+        return "—"
+    return number(100 * x, locale, digits) + " %"

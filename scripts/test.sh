@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh machine (venv, packages, Debian chromium) and run them all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+if [ requirements-dev.txt -nt .venv/.installed-dev ] || [ requirements.txt -nt .venv/.installed-dev ] \
+   || ! .venv/bin/python -c "import pytest, hypothesis, playwright, streamlit, torch" 2>/dev/null; then
+  .venv/bin/pip install -q -r requirements-dev.txt
+  touch .venv/.installed-dev
+fi
+# Browser tests drive Debian's chromium (never `playwright install`); pdftoppm renders PDF pages to look at.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils >/dev/null
+  else
+    echo "note: chromium/poppler-utils missing and not root: browser tests will skip" >&2
+  fi
+fi
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest -q "$@"

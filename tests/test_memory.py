@@ -1,0 +1,368 @@
+"""Memory per GPU: one test per published figure (source, layout, unit, tolerance in the test) + hand checks."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.errors import InputError
+from planner.estimates import GIB, ActivationLine, ResolvedModel, Source
+from planner.memory import (
+    CUBLAS_WORKSPACE_BYTES,
+    CUBLAS_WORKSPACE_SM90_BYTES,
+    CUDA_CONTEXT_BYTES,
+    CUDNN_WORKSPACE_CNN_BYTES,
+    NCCL_BUFFER_BYTES,
+    StateBytes,
+    activation_bytes,
+    checkpoint_bytes,
+    estimate_memory,
+    fit_activation_line,
+    logits_loss_bytes,
+    max_micro_batch_that_fits,
+    model_state_bytes,
+    trainable_params,
+    transformer_activation_bytes,
+    transient_bytes,
+    transient_parts,
+    workspace_bytes,
+)
+from planner.memory_activations import layer_activation_coefficients, mlp_activation_coefficient
+from planner.scenario import Adapter, TrainingSetup, TransformerShape
+
+REL = 0.005  # published figures: within 0.5%
+GPT2 = TransformerShape(layers=12, hidden=768, heads=12, seq_len=1024, vocab=50257)
+LLAMA7B = TransformerShape(layers=32, hidden=4096, heads=32, seq_len=2048, vocab=32000, mlp="swiglu", ffn=11008)
+
+
+def states(*args, **kw) -> StateBytes:
+    return model_state_bytes(*args, **kw)
+
+
+# ---------------------------------------------------------------- published figures
+
+
+@pytest.mark.parametrize("sharding, expected_gb", [("none", 120.0), ("zero1", 31.4), ("zero2", 16.6),
+                                                   ("zero3", 1.875)])
+def test_zero_paper_figure_1(sharding, expected_gb):
+    # Rajbhandari et al. 2020, "ZeRO", Fig. 1: 7.5B params, N = 64, K = 12 (mixed-precision Adam),
+    # layout zero_paper, model states only, decimal GB; within 0.5%.
+    got = states(7_500_000_000, 7_500_000_000, "adam", "zero_paper", sharding, 64, "fp16").total / 1e9
+    assert got == pytest.approx(expected_gb, rel=REL)
+
+
+def test_deepspeed_docs_t5_3b_zero2():
+    # DeepSpeed docs, memory requirements: estimate_zero2_model_states_mem_needs_all_live(t5-3b), 2851M params,
+    # 1 node x 8 GPUs, offload off: "15.93GB" per GPU (GiB); layout deepspeed; within 0.5%.
+    got = states(2_851_000_000, 2_851_000_000, "adam", "deepspeed", "zero2", 8, "fp16").total / GIB
+    assert got == pytest.approx(15.93, rel=REL)
+
+
+@pytest.mark.parametrize("largest, expected_gib", [(32_000_000, 6.09), (32128 * 1024, 6.10)])
+def test_deepspeed_docs_t5_3b_zero3(largest, expected_gib):
+    # DeepSpeed docs, estimate_zero3_model_states_mem_needs: t5-3b 2851M params, 1 node x 8 GPUs, no offload:
+    # "cold" example (largest layer 32M) 6.09 GiB; "all_live" 6.10 GiB (largest layer 32128 x 1024); within 0.5%.
+    got = states(2_851_000_000, 2_851_000_000, "adam", "deepspeed", "zero3", 8, "fp16", largest).total / GIB
+    assert got == pytest.approx(expected_gib, rel=REL)
+
+
+def test_lora_llama7b_q_v_rank8():
+    # Hu et al. 2021 (LoRA): r·(d_in + d_out) per adapted matrix; LLaMA-7B (32 x 4096), r = 8 on q and v:
+    # 32 * 2 * 8 * (4096 + 4096) = 4,194,304 (exact; ESTIMATION.md §1).
+    model = ResolvedModel("llama", "decoder", 6_738_415_616, transformer=LLAMA7B)
+    training = TrainingSetup(global_batch=8, adapter=Adapter("lora", 8, "qv", "bf16"))
+    assert trainable_params(model, training) == 4_194_304
+
+
+def test_fp32_adamw_foreach_peaks_at_20_bytes_per_param():
+    # ESTIMATION.md §1 (checked on torch): fp32 AdamW foreach peaks at step() at 4 w + 4 g + 8 m,v + 4 temp
+    # = 20 B/param for small batches; fused has no temporary (16 B/param). Exact.
+    params = 10_000_000
+    model = ResolvedModel("mlp", "mlp", params, activation_bytes_per_sample=1000.0, activation_precision="fp32")
+    for impl, per_param in (("foreach", 20), ("fused", 16)):
+        training = TrainingSetup(global_batch=1, optimizer="adamw", optimizer_impl=impl)
+        est = estimate_memory(model, training, "fp32", 1, 1, 1, 80.0)
+        peak = est.weights + est.grads + est.optimizer + est.activations + est.transients
+        assert peak == pytest.approx(per_param * params + (1000.0 if impl == "fused" else 0.0))
+
+
+@pytest.mark.parametrize("precision, per_param, distributed", [("fp16", 20, 4 + 16 / 8), ("bf16", 18, 6 + 12 / 8),
+                                                               ("fp32", 16, 8 + 8 / 8)])
+def test_megatron_bytes_per_param(precision, per_param, distributed):
+    # Megatron-LM distributed optimizer docs: fp16 20, bf16 (fp32 grads) 18, fp32 16 B/param; distributed
+    # optimizer (zero1) 4 + 16/d, 6 + 12/d, 8 + 8/d; d = 8 here. Exact.
+    assert states(1000, 1000, "adam", "megatron", "none", 8, precision).total == pytest.approx(per_param * 1000)
+    assert states(1000, 1000, "adam", "megatron", "zero1", 8, precision).total == pytest.approx(distributed * 1000)
+
+
+def test_gpt2_logits_4sbv():
+    # ESTIMATION.md §1: GPT-2 (s = 1024, V = 50257) fp32 log-softmax 4sbV ≈ 206 MB per sample; within 0.5%.
+    assert logits_loss_bytes(1024, 1, 50257) / 1e6 == pytest.approx(206, rel=REL)
+
+
+# ---------------------------------------------------------------- model states, by hand
+
+
+@pytest.mark.parametrize("layout, sharding, per_param", [
+    ("torch_amp", "none", 16), ("torch_amp", "zero1", 8 + 8 / 4), ("torch_amp", "zero2", 4 + 12 / 4),
+    ("torch_amp", "zero3", 16 / 4), ("zero_paper", "zero1", 4 + 12 / 4), ("zero_paper", "zero2", 2 + 14 / 4),
+    ("pure_bf16", "none", 8), ("pure_bf16", "zero1", 4 + 4 / 4), ("pure_bf16", "zero2", 2 + 6 / 4),
+    ("pure_bf16", "zero3", 8 / 4),
+])
+def test_state_layout_table(layout, sharding, per_param):
+    # ESTIMATION.md §1 table, Adam, N = 4, no gathered unit (largest layer not given).
+    assert states(1000, 1000, "adamw", layout, sharding, 4, "bf16").total == pytest.approx(per_param * 1000)
+
+
+@pytest.mark.parametrize("optimizer, opt_bytes", [("sgd", 0), ("sgd_momentum", 4), ("adam", 8), ("adafactor", 0),
+                                                  ("adam8bit", 2)])
+def test_optimizers_torch_amp(optimizer, opt_bytes):
+    s = states(1000, 1000, optimizer, "torch_amp", "none", 1, "fp32")
+    assert (s.weights, s.grads, s.optimizer) == (4000, 4000, opt_bytes * 1000)
+
+
+def test_frozen_params_hold_weights_only():
+    s = states(1000, 250, "adamw", "torch_amp", "none", 1, "bf16")
+    assert (s.weights, s.grads, s.optimizer) == (4000, 1000, 2000)
+
+
+def test_qlora_nf4_base_bytes():
+    # nf4 = 4 bits + fp32 absmax per 64 weights = 0.5625 B/param (QLoRA §2, no double quantisation).
+    s = states(1_000_000 + 64, 64, "adamw", "torch_amp", "none", 1, "bf16", adapter_base_dtype="nf4")
+    assert s.weights == pytest.approx(1_000_000 * 0.5625 + 64 * 4)
+    assert s.optimizer == 64 * 8
+
+
+def test_zero3_gathered_unit():
+    # torch_amp Z3: 16Ψ/N + largest layer's fp32 weights and grads (4 + 4 B each).
+    s = states(8000, 8000, "adamw", "torch_amp", "zero3", 8, "bf16", largest_layer_params=100)
+    assert s.total == pytest.approx(16 * 8000 / 8 + 8 * 100)
+
+
+def test_checkpoint_bytes():
+    assert checkpoint_bytes(1000, 1000, "adamw", "torch_amp") == 12_000
+    assert checkpoint_bytes(1000, 1000, "adam", "deepspeed") == 2000 + 12_000
+
+
+# ---------------------------------------------------------------- activation formulas, by hand
+
+
+@pytest.mark.parametrize("precision, layout, attention, dropout, expected", [
+    ("bf16", "megatron", "manual", True, (34, 5, 0)),    # Korthikanti et al. 2022 eq. 1
+    ("bf16", "megatron", "manual", False, (32, 2, 0)),
+    ("fp16", "pure_bf16", "sdpa", True, (34, 0, 4)),     # + 4·a·s·b fp32 logsumexp
+    ("bf16", "zero_paper", "sdpa", False, (32, 0, 4)),
+    ("fp32", "torch_amp", "manual", True, (66, 9, 0)),
+    ("tf32", "torch_amp", "manual", False, (64, 4, 0)),
+    ("fp32", "torch_amp", "sdpa", True, (66, 0, 4)),
+    ("fp32", "torch_amp", "sdpa", False, (64, 0, 4)),
+    ("bf16", "torch_amp", "manual", True, (38, 7, 0)),   # fp32 LayerNorm inputs + fp32 softmax
+    ("bf16", "torch_amp", "manual", False, (36, 6, 0)),
+    ("fp16", "torch_amp", "sdpa", True, (38, 0, 4)),
+    ("bf16", "torch_amp", "sdpa", False, (36, 0, 4)),
+])
+def test_layer_coefficients(precision, layout, attention, dropout, expected):
+    # ESTIMATION.md §1 "Activations": coefficients of (s·b·h, a·s²·b, a·s·b) for the 4h GeLU block.
+    assert layer_activation_coefficients(GPT2, precision, attention, dropout, layout) == expected
+
+
+def test_swiglu_mlp_term():
+    # Derived in mlp_activation_coefficient: 2 + 8f/h at 16-bit; LLaMA-7B f/h = 11008/4096 = 2.6875 -> 23.5.
+    assert mlp_activation_coefficient(LLAMA7B, 2) == pytest.approx(23.5)
+    # whole block, 16-bit, SDPA, no dropout: LN 4 + attention 10 + MLP 23.5.
+    assert layer_activation_coefficients(LLAMA7B, "bf16", "sdpa", False, "megatron")[0] == pytest.approx(37.5)
+    # GeLU at f = 4h gives Korthikanti's MLP 18 (+1 mask).
+    assert mlp_activation_coefficient(GPT2, 2) == 18
+
+
+def test_gpt2_amp_sdpa_total_by_hand():
+    # b = 1, bf16 AMP, SDPA, dropout: 12 * (38·sbh + 4·a·s) + (1 + 4 + 2)·sbh + (2 + 4 + 4)·sbV
+    sbh, sbv = 1024 * 768, 1024 * 50257
+    expected = 12 * (38 * sbh + 4 * 12 * 1024) + 7 * sbh + 10 * sbv
+    assert expected == 879_339_520
+    got = transformer_activation_bytes(GPT2, 1, "bf16", "sdpa", dropout=True, layout="torch_amp")
+    assert got == expected
+
+
+def test_gpt2_fp32_manual_total_by_hand():
+    # b = 2, fp32, manual attention, no dropout: 12 * (64·sbh + 4·a·s²·b) + (4 + 4)·sbh + (4 + 4 + 4)·sbV
+    s, b, h, a, v = 1024, 2, 768, 12, 50257
+    expected = 12 * (64 * s * b * h + 4 * a * s * s * b) + 8 * s * b * h + 12 * s * b * v
+    assert transformer_activation_bytes(GPT2, 2, "fp32", "manual", dropout=False) == expected
+
+
+def test_checkpointing_by_hand():
+    # 16-bit (megatron), SDPA, no dropout: L block inputs at 2·sbh + one block (32·sbh + 4·a·s·b) + head.
+    sbh, sbv = 1024 * 768, 1024 * 50257
+    head = (0 + 2 + 2) * sbh + (2 + 8) * sbv
+    expected = 12 * 2 * sbh + (32 * sbh + 4 * 12 * 1024) + head
+    assert transformer_activation_bytes(GPT2, 1, "bf16", "sdpa", False, True, "megatron") == expected
+    # torch AMP keeps the fp32 residual: 4·sbh per block input.
+    amp = transformer_activation_bytes(GPT2, 1, "bf16", "sdpa", False, True, "torch_amp")
+    assert amp == 12 * 4 * sbh + (36 * sbh + 4 * 12 * 1024) + (4 + 2) * sbh + 10 * sbv
+
+
+# ---------------------------------------------------------------- activation sources
+
+
+def test_activation_precedence_and_sources():
+    line = ActivationLine(1e8, 2e8, "bf16", Source("measured", "gpt2 h100 2026-01-01"))
+    model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2, activation_bytes_per_sample=5.0)
+    value, src = activation_bytes(model, "bf16", 4, False, line)
+    assert (value, src.kind) == (1e8 + 4 * 2e8, "measured")
+    value, src = activation_bytes(model, "bf16", 1, False, None)
+    assert src.kind == "analytic" and "Korthikanti" in src.detail and value > 8e8
+    user = ResolvedModel("cnn", "cnn", 25_000_000, activation_bytes_per_sample=1e8, activation_precision="fp32")
+    value, src = activation_bytes(user, "fp32", 3, False, None)
+    assert (value, src.kind) == (3e8, "user")
+    # fp32 -> pure 16-bit halves; checkpointing keeps 0.5 without a shape (Chen et al. 2016).
+    value, _ = activation_bytes(user, "bf16", 1, True, None, layout="pure_bf16")
+    assert value == pytest.approx(1e8 / 2 * 0.5)
+
+
+def test_checkpointing_scales_line_slope_by_formula_ratio():
+    model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
+    line = ActivationLine(1e8, 1e9, "bf16", Source("traced"))
+    full = transformer_activation_bytes(GPT2, 1, "bf16", dropout=True)
+    kept = transformer_activation_bytes(GPT2, 1, "bf16", dropout=True, checkpointing=True)
+    value, src = activation_bytes(model, "bf16", 2, True, line)
+    assert value == pytest.approx(1e8 + 2 * 1e9 * kept / full)
+    assert "checkpointing" in src.detail
+
+
+def test_no_activation_data_is_a_clear_error():
+    model = ResolvedModel("mystery", "custom", 1000)
+    with pytest.raises(ValueError, match=r"no activation memory for model mystery.*bench trace"):
+        activation_bytes(model, "bf16", 1, False, None)
+
+
+# ---------------------------------------------------------------- transients
+
+
+def test_transients_by_hand():
+    t = 1000
+    # bf16 AMP foreach AdamW, DDP over 8: step = temp 4T + buckets 4T; forward = cache 2T + buckets 4T.
+    parts = transient_parts(t, "bf16", "adamw", "foreach", 1, 8, "none")
+    assert (parts.step, parts.forward) == (8 * t, 6 * t)
+    assert transient_bytes(t, "bf16", "adamw", "foreach", 1, 8, "none", activations=5 * t) == 6 * t
+    # ZeRO-1 over 4: the step runs on a 1/4 shard, no DDP buckets.
+    assert transient_parts(t, "fp32", "adamw", "foreach", 1, 4, "zero1").step == t
+    assert transient_parts(t, "fp32", "sgd_momentum", "fused", 4, 1, "none").step == 0
+    assert transient_parts(t, "fp32", "adam8bit", "foreach", 1, 1, "none").step == 0
+
+
+# ---------------------------------------------------------------- overheads, fit and notes
+
+
+def test_workspace_defaults():
+    assert workspace_bytes("decoder", "8.0") == 2 * CUBLAS_WORKSPACE_BYTES == 2 * 8.125 * 2**20
+    assert workspace_bytes("decoder", "9.0") == 2 * CUBLAS_WORKSPACE_SM90_BYTES == 64 * 2**20
+    assert workspace_bytes("cnn", "8.6") == 2 * CUBLAS_WORKSPACE_BYTES + CUDNN_WORKSPACE_CNN_BYTES
+
+
+def _boundary_model():
+    # 2^25 params x 16 B (fp32 fused AdamW) = 0.5 GiB; activations 0.5 GiB: exactly 1 GiB before overheads.
+    return ResolvedModel("m", "mlp", 2**25, activation_bytes_per_sample=2.0**29, activation_precision="fp32")
+
+
+def test_fit_boundary_at_exactly_95_percent():
+    training = TrainingSetup(global_batch=1, optimizer="adamw", optimizer_impl="fused")
+    at = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 1, 20.0, workspace_gib=18.0, context_gib=0.0)
+    assert at.total == 19 * GIB == at.usable and at.fits
+    over = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 1, 20.0, workspace_gib=18.0 + 2**-20,
+                           context_gib=0.0)
+    assert not over.fits
+
+
+def test_overhead_defaults_and_tight_note():
+    training = TrainingSetup(global_batch=1, optimizer="adamw", optimizer_impl="fused")
+    est = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 2, 2.0, compute_capability="9.0")
+    assert est.context == CUDA_CONTEXT_BYTES and est.nccl == NCCL_BUFFER_BYTES
+    assert est.workspace == 64 * 2**20
+    single = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 1, 1.8, workspace_gib=0.5, context_gib=0)
+    assert single.nccl == 0 and single.workspace == 0.5 * GIB
+    assert single.headroom == pytest.approx(1 - 1.5 / 1.8)
+    assert single.notes == ()
+    tight = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 1, 1.62, workspace_gib=0.5, context_gib=0)
+    assert tight.fits and tight.notes == ("headroom 7% (tight)",)
+
+
+def test_measured_line_skips_in_allocator_workspace():
+    training = TrainingSetup(global_batch=1)
+    line = ActivationLine(0.0, 1e6, "fp32", Source("measured", "x.json"))
+    est = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 1, 80.0, line=line)
+    assert est.workspace == 0 and est.activations == 1e6
+
+
+def test_max_micro_batch_that_fits():
+    training = TrainingSetup(global_batch=64, optimizer="adamw", optimizer_impl="fused")
+    # 0.5 GiB states + 0.5 GiB per sample, no overheads: b fits while 0.5 + 0.5·b <= 0.95 x 4 GiB.
+    b = max_micro_batch_that_fits(_boundary_model(), training, "fp32", 1, 4.0, [1, 2, 4, 6, 7, 8],
+                                  workspace_gib=0.0, context_gib=0.0)
+    assert b == 6
+    assert max_micro_batch_that_fits(_boundary_model(), training, "fp32", 1, 0.5, [1, 2]) is None
+
+
+# ---------------------------------------------------------------- fitting measured peaks
+
+
+def test_fit_recovers_line_and_ignores_flat_points():
+    states_bytes, m0, slope, m_step = 10e9, 12e9, 0.5e9, 13.5e9
+    points = [(b, max(m_step, m0 + slope * b)) for b in (1, 2, 4, 8, 16)]
+    line = fit_activation_line(points, states_bytes, "bf16", Source("measured"))
+    assert line.bytes_per_sample == pytest.approx(slope) and line.intercept_bytes == pytest.approx(2e9)
+    assert line.max_batch_measured == 16 and line.precision == "bf16"
+
+
+def test_fit_two_points_exact_one_point_none_and_clamp():
+    line = fit_activation_line([(2, 5e9), (4, 7e9)], 4.5e9, "fp32", Source("traced"))
+    assert (line.bytes_per_sample, line.intercept_bytes) == (1e9, 0.0)  # M0 = 3e9 < states: clamped
+    assert fit_activation_line([(8, 5e9)], 0.0, "fp32", Source("traced")) is None
+    assert fit_activation_line([(1, 5e9), (2, 5e9), (4, 5e9)], 0.0, "fp32", Source("traced")) is None
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"state_layout": "apex"}, "state_layout"),
+    ({"state_layout": "deepspeed", "sharding": "zero1"}, "zero2 or zero3 with state_layout deepspeed"),
+    ({"state_layout": "megatron", "sharding": "zero3"}, "distributed optimizer"),
+    ({"optimizer": "lion"}, "training.optimizer"),
+    ({"sharding": "zero4"}, "training.sharding"),
+])
+def test_bad_state_inputs_raise(kwargs, match):
+    args = {"params": 1000, "trainable": 1000, "optimizer": "adamw", "state_layout": "torch_amp",
+            "sharding": "none", "n_gpus": 8, "precision": "bf16"} | kwargs
+    with pytest.raises(ValueError, match=match):
+        model_state_bytes(**args)
+
+
+def test_adapter_without_transformer_is_input_error():
+    model = ResolvedModel("resnet50", "cnn", 25_557_032)
+    training = TrainingSetup(global_batch=8, adapter=Adapter("lora", 8, "qv", "bf16"))
+    with pytest.raises(InputError, match="model.transformer"):
+        trainable_params(model, training)
+
+
+# ---------------------------------------------------------------- invariant
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    b=st.integers(1, 64), n=st.sampled_from([1, 2, 8]), precision=st.sampled_from(["fp32", "tf32", "fp16", "bf16"]),
+    optimizer=st.sampled_from(["sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit"]),
+    impl=st.sampled_from(["foreach", "fused"]), sharding=st.sampled_from(["none", "zero1", "zero2", "zero3"]),
+    checkpointing=st.booleans(),
+)
+def test_breakdown_is_non_negative_and_sums_to_the_peak(b, n, precision, optimizer, impl, sharding, checkpointing):
+    # ESTIMATION.md §1: peak = states + max(step transients, activations + forward transients).
+    model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
+    training = TrainingSetup(global_batch=64, optimizer=optimizer, optimizer_impl=impl, sharding=sharding,
+                             activation_checkpointing=checkpointing)
+    est = estimate_memory(model, training, precision, b, 1, n, 80.0, compute_capability="8.0")
+    assert all(v >= 0 for v in est.parts_gib().values())
+    parts = transient_parts(124_000_000, precision, optimizer, impl, 1, n, sharding)
+    peak = est.weights + est.grads + est.optimizer + max(parts.step, est.activations + parts.forward)
+    assert est.total == pytest.approx(peak + est.workspace + est.context + est.nccl)
