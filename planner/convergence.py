@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from planner.estimates import ConvergenceEstimate, Source
+from planner.notes import Note
 
 if TYPE_CHECKING:
     from planner.scenario import Workload
@@ -21,11 +22,7 @@ FAR_PAST_B_CRIT = 2.0
 SGD_FAMILY = ("sgd", "sgd_momentum")
 ADAM_FAMILY = ("adam", "adamw", "adam8bit", "adafactor")
 
-CAVEATS = (
-    "convergence fit assumes every reference point reached the same target (loss or accuracy)",
-    "convergence fit assumes LR and warm-up were re-tuned for each batch size",
-    "b_crit grows as the target loss falls: a lower target needs a new fit",
-)
+CAVEATS = (Note("caveat_same_target"), Note("caveat_lr_retuned"), Note("caveat_b_crit_grows"))
 
 
 class ConvergenceFitError(ValueError):
@@ -186,13 +183,12 @@ def _from_reference_points(workload: Workload, batch: int) -> ConvergenceEstimat
             if workload.b_crit is None:
                 raise
             s_min, e_min, detail = _one_point(points, batch, workload.b_crit)
-            notes.append(f"{exc}; used workload.b_crit ({_num(workload.b_crit)}) with the nearest point instead")
+            notes.append(Note("fit_fallback", error=str(exc), b_crit=workload.b_crit))
         else:
             detail = (f"McCandlish et al. 2018 fit of {len(points)} points; "
                       f"S_min={_num(s_min)}, E_min={_num(e_min)}")
             if workload.b_crit is not None:
-                notes.append(f"workload.b_crit ({_num(workload.b_crit)}) not used: the fit gives "
-                             f"b_crit {_num(e_min / s_min)}")
+                notes.append(Note("b_crit_ignored", given=workload.b_crit, fitted=e_min / s_min))
     else:
         if workload.b_crit is None:
             raise ValueError("one reference point needs workload.b_crit (or give two or more points)")
@@ -200,7 +196,7 @@ def _from_reference_points(workload: Workload, batch: int) -> ConvergenceEstimat
     b_crit = e_min / s_min
     steps = math.ceil(steps_at_batch(s_min, e_min, batch) - 1e-9)
     band = max(FIT_BAND_FRACTION, _largest_relative_residual(points, s_min, e_min))
-    notes.append(f"steps band +/-{band:.0%}: fit residuals, at least {FIT_BAND_FRACTION:.0%} (planning assumption)")
+    notes.append(Note("steps_band", pct=round(band * 100), min_pct=round(FIT_BAND_FRACTION * 100)))
     notes += _outside_range_notes(points, batch)
     notes += _b_crit_notes(batch, b_crit)
     notes += CAVEATS
@@ -238,15 +234,14 @@ def _outside_range_notes(points: list[tuple[float, float]], batch: int) -> list[
     low, high = min(b for b, _ in points), max(b for b, _ in points)
     if low <= batch <= high:
         return []
-    return [f"batch {batch:,} is outside the reference batches ({_num(low)}-{_num(high)}): "
-            "steps follow the fitted curve, not a measurement"]
+    return [Note("outside_reference", batch=int(batch), low=low, high=high)]
 
 
 def _b_crit_notes(batch: float, b_crit: float | None) -> tuple[str, ...]:
     """Far past b_crit the run takes ~S_min steps whatever the batch (ESTIMATION.md §4)."""
     if not b_crit or batch <= FAR_PAST_B_CRIT * b_crit:
         return ()
-    return (f"batch {batch / b_crit:.1f}x past b_crit ({_num(b_crit)}): more GPUs buy little time",)
+    return (Note("past_b_crit", ratio=round(batch / b_crit, 1), b_crit=b_crit),)
 
 
 def _dataset_samples(workload: Workload, needed_by: str) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.estimates import CostEstimate, PriceChoice
+from planner.notes import Note
 
 if TYPE_CHECKING:
     from planner.scenario import OnPrem, Pricing, Workload
@@ -36,13 +37,16 @@ def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, str
     billed = instances * gpus_per_instance
     note = None
     if billed != n_gpus:
-        note = f"rounded {n_gpus} GPUs up to {billed}: the quote sells {gpus_per_instance}-GPU instances"
+        note = Note("instances_rounded", n=n_gpus, billed=billed, k=gpus_per_instance)
     return instances, billed, note
 
 
 def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overrides: Iterable = (),
-                 today: dt.date | None = None):
+                 today: dt.date | None = None, n_gpus: int | None = None):
     """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
+
+    With `n_gpus`, the lowest bill for that many GPUs: an 8-GPU instance at a lower hourly rate still bills
+    8 GPUs for a 1-GPU job, so it loses to a dearer 1-GPU instance when that costs less in total.
 
     User overrides replace every published quote with the same provider, instance and tier, and add new ones.
     Within one provider, instance, tier and region only the newest quote counts (an old, cheaper price is
@@ -61,7 +65,12 @@ def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overri
     if not latest:
         return None
     # Ties: a user price, then the newest, then alphabetical, so the choice is deterministic.
-    return min(latest.values(), key=lambda q: (q.usd_per_gpu_hour, *(-x for x in _recency(q)),
+    def billed_rate(q) -> float:
+        if n_gpus is None:
+            return q.usd_per_gpu_hour
+        return instances_needed(n_gpus, q.gpus_per_instance)[1] * q.usd_per_gpu_hour
+
+    return min(latest.values(), key=lambda q: (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)),
                                                q.provider.lower(), q.instance.lower(),
                                                getattr(q, "region", None) or ""))
 
@@ -144,20 +153,19 @@ def stale_quote_warning(quote, today: dt.date, max_age_days: int = STALE_QUOTE_D
     if as_of is None:
         if getattr(quote, "origin", "published") == "user":
             return None
-        return f"price for {quote.provider} {quote.instance} has no date: check it is current"
+        return Note("price_undated", provider=quote.provider, instance=quote.instance)
     age_days = (today - as_of).days
     if age_days <= max_age_days:
         return None
-    return (f"price from {as_of.isoformat()} is {age_days} days old (over {max_age_days}): "
-            f"check {quote.provider}'s current {quote.instance} price")
+    return Note("price_stale", as_of=as_of.isoformat(), days=age_days, max_days=max_age_days,
+                provider=quote.provider, instance=quote.instance)
 
 
 def undated_rate_warning(pricing: Pricing) -> str | None:
     """A warning when amounts are converted out of USD at a rate with no date."""
     if pricing.currency == "USD" or pricing.exchange_rate_as_of is not None:
         return None
-    return (f"exchange rate {pricing.exchange_rate:g} {pricing.currency} per USD has no date "
-            f"(pricing.exchange_rate_as_of): amounts in {pricing.currency} may be out of date")
+    return Note("rate_undated", rate=pricing.exchange_rate, currency=pricing.currency)
 
 
 # ---------------------------------------------------------------- the estimate
@@ -183,7 +191,7 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     today = today or dt.date.today()
     notes: list[str] = []
     power_w = _power_w(gpu, mean_power_w, notes)
-    price, pue = _price(gpu, pricing, overrides, power_w, today, notes)
+    price, pue = _price(gpu, pricing, overrides, power_w, today, notes, n_gpus)
     instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
     if rounding_note:
         notes.append(rounding_note)
@@ -198,10 +206,11 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     high = run(max(steps_high, steps), max(step_band_s[1], step_time_s))
 
     if pricing.tier == "spot":
-        notes.append(f"spot: expect {likely.preemptions:.1f} preemptions, +{likely.lost_hours:.1f} h lost")
+        notes.append(Note("spot_preemptions", preemptions=round(likely.preemptions, 1),
+                          hours=round(likely.lost_hours, 1)))
     if likely.billed_hours - likely.hours > BILLING_NOTE_FRACTION * likely.hours:
-        notes.append(f"billed in {_increment_text(increment_s)} increments: "
-                     f"{likely.hours:.2f} h -> {likely.billed_hours:.2f} h")
+        notes.append(Note("billed_increments", increment=_increment_text(increment_s),
+                          hours=round(likely.hours, 2), billed=round(likely.billed_hours, 2)))
     for warning in (stale_quote_warning(price, today) if price.origin != "on_prem" else None,
                     undated_rate_warning(pricing)):
         if warning:
@@ -249,20 +258,19 @@ def _power_w(gpu, mean_power_w: float | None, notes: list[str]) -> float | None:
         return mean_power_w
     tdp_w = getattr(gpu, "tdp_w", None)
     if not tdp_w:
-        notes.append("no energy estimate: no measured power and no TDP in the GPU profile")
+        notes.append(Note("no_energy"))
         return None
     power_w = tdp_w * TDP_UTILISATION
-    notes.append(f"energy assumes {TDP_UTILISATION:.0%} of TDP ({tdp_w:,.0f} W -> {power_w:,.0f} W per GPU): "
-                 "no measured power")
+    notes.append(Note("energy_tdp", pct=round(TDP_UTILISATION * 100), tdp=round(tdp_w), power=round(power_w)))
     return power_w
 
 
 def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None, today: dt.date,
-           notes: list[str]) -> tuple[PriceChoice, float]:
+           notes: list[str], n_gpus: int | None = None) -> tuple[PriceChoice, float]:
     """(price, PUE for energy): computed for on-prem, else the chosen quote; PUE 1.0 for cloud."""
     if pricing.tier == "on_prem":
         return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
-    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today)
+    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus)
     if quote is None:
         raise NoQuoteError(_no_quote_message(gpu, pricing, overrides))
     choice = PriceChoice(
@@ -276,7 +284,7 @@ def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None, to
 
 def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[str]) -> PriceChoice:
     if power_w is None:
-        notes.append("on-prem price leaves out electricity: no measured power and no TDP")
+        notes.append(Note("on_prem_no_power"))
     usd_per_gpu_hour = on_prem_usd_per_gpu_hour(on_prem, power_w or 0.0)
     source = (f"${on_prem.purchase_usd_per_gpu:,.0f} / ({on_prem.lifetime_years:g} y x {HOURS_PER_YEAR:,} h x "
               f"{on_prem.fleet_utilisation:g} utilisation) + {(power_w or 0.0) / 1000:.3g} kW x PUE "
@@ -286,11 +294,11 @@ def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[str]) -> 
 
 
 def _no_quote_message(gpu, pricing: Pricing, overrides: Sequence) -> str:
-    who = "any provider" if pricing.provider == "cheapest" else f"provider {pricing.provider!r}"
+    who = Note("no_quote_any_provider") if pricing.provider == "cheapest" else Note("no_quote_provider",
+                                                                                     provider=pricing.provider)
     tiers = sorted({q.tier for q in [*gpu.prices, *overrides]})
-    have = f"it has quotes for: {', '.join(tiers)}" if tiers else "it has no price quotes"
-    return (f"no {pricing.tier} price for {gpu.name} ({gpu.id}) from {who}; {have}. "
-            "Add a price override (provider, instance, tier, USD per GPU-hour) or choose another tier")
+    have = Note("no_quote_has_tiers", tiers=", ".join(tiers)) if tiers else Note("no_quote_none")
+    return Note("no_quote", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, who=who, have=have)
 
 
 def _as_date(value) -> dt.date | None:

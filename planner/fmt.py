@@ -22,6 +22,12 @@ def number(x: float | None, locale: str | None = "en", digits: int = 1) -> str:
     return format_decimal(x, format=pattern, locale=babel_locale(locale))
 
 
+def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) -> str:
+    """Up to `decimals` decimals, trailing zeros dropped: 1.3, 1.25, 12 (for numbers inside sentences)."""
+    pattern = "#,##0" + ("." + "#" * decimals if decimals > 0 else "")
+    return format_decimal(x, format=pattern, locale=babel_locale(locale))
+
+
 def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
     """A number with about `figures` significant figures (step times, ratios)."""
     if x is None or not math.isfinite(x):

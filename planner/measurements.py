@@ -40,6 +40,9 @@ def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup)
     """None when the file measured this configuration; else why not (shown to the user)."""
     if rf.model_name != model.name:
         return "another model"
+    file_params = rf.model.get("params")
+    if file_params and abs(float(file_params) - model.params) > 0.01 * model.params:
+        return f"another size of the model ({float(file_params):,.0f} parameters, the scenario has {model.params:,})"
     seq = rf.model.get("seq_len")
     if seq and model.seq_len and int(seq) != int(model.seq_len):
         return f"sequence length {seq} differs from the scenario's {model.seq_len}"

@@ -15,6 +15,7 @@ from planner.memory_activations import (
     logits_loss_bytes,
     transformer_activation_bytes,
 )
+from planner.notes import Note
 
 __all__ = [
     "StateBytes", "TransientParts", "trainable_params", "total_params", "adapter_params", "model_state_bytes",
@@ -372,14 +373,14 @@ def estimate_memory(model: ResolvedModel, training, precision: str, micro_batch:
         workspace = 0.0 if from_measurement else workspace_bytes(model.family, compute_capability)
         context = context_gib * GIB if context_gib is not None else CUDA_CONTEXT_BYTES
     if training.sharding == "zero3" and largest is None:
-        notes.append("ZeRO-3 gathered layer not counted: largest_layer_params unknown")
+        notes.append(Note("zero3_layer_unknown"))
     estimate = MemoryEstimate(
         weights=states.weights, grads=states.grads, optimizer=states.optimizer, activations=activations,
         transients=parts.beyond(activations), workspace=workspace, context=context,
         nccl=NCCL_BUFFER_BYTES if n_gpus > 1 else 0.0, capacity=capacity_gib * GIB, source=source,
     )
     if estimate.fits and estimate.headroom < TIGHT_HEADROOM:
-        notes.append(f"headroom {estimate.headroom * 100:.0f}% (tight)")
+        notes.append(Note("headroom_tight", pct=round(estimate.headroom * 100)))
     return replace(estimate, notes=tuple(notes))
 
 

@@ -11,11 +11,14 @@ from planner.scenario import ModelSpec, TransformerShape
 from planner.zoo_catalog import load_catalog
 
 
-def transformer_params(shape: TransformerShape, tied_embeddings: bool = True) -> int:
-    """Parameter count of a decoder/encoder stack from its shape (weights + biases ignored: < 0.1%).
+def transformer_params(shape: TransformerShape, tied_embeddings: bool | None = None) -> int:
+    """Parameter count of a decoder/encoder stack from its shape (biases and norms ignored: < 0.1%).
 
     Per layer: attention 4h^2; MLP 2·h·f (gelu) or 3·h·f (swiglu); embeddings V·h (+ V·h when untied).
+    By default GeLU models tie the output head to the embeddings (GPT-2, BERT) and SwiGLU ones do not (LLaMA).
     """
+    if tied_embeddings is None:
+        tied_embeddings = shape.mlp == "gelu"
     h, f = shape.hidden, shape.ffn_width
     mlp = (3 if shape.mlp == "swiglu" else 2) * h * f
     per_layer = 4 * h * h + mlp
@@ -42,6 +45,8 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     """Fill every number the planner needs, saying where each came from."""
     catalog = load_catalog()
     entry = catalog.get(spec.name or "")
+    if entry and spec.transformer is not None and _shape_from_dict(entry.get("transformer")) != spec.transformer:
+        entry = None  # the zoo's default size is another model: use the scenario's shape, not its numbers
     files = [r for r in results if r.model_name == spec.name]
     file_model = files[-1].model if files else {}
     shape = spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
@@ -49,6 +54,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
 
     params, params_from = _first(
         (spec.params, "scenario"),
+        (transformer_params(spec.transformer) if spec.transformer else None, "scenario transformer shape"),
         (file_model.get("params"), f"result file {files[-1].label}" if files else ""),
         (entry.get("params") if entry else None, "zoo catalog"),
         (transformer_params(shape) if shape else None, "transformer shape (4h²+MLP per layer + embeddings)"),

@@ -6,6 +6,7 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from planner import convergence, cost, memory, scaling, steptime
@@ -22,6 +23,7 @@ from planner.estimates import (
 )
 from planner.measurements import MeasurementIndex, index_measurements
 from planner.models import resolve_model
+from planner.notes import Note
 from planner.profiles import GpuProfile, PriceQuote, load_profiles
 from planner.recommend import recommend
 from planner.resultfile import ResultFile, scan_results
@@ -143,8 +145,28 @@ def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scen
 _ENERGY_NOTE_PREFIX = "energy assumes"  # said once in the assumptions, not on every option
 
 
-def _divisors_desc(n: int) -> list[int]:
-    return [d for d in range(n, 0, -1) if n % d == 0]
+@lru_cache(maxsize=256)
+def _divisors_desc(n: int) -> tuple[int, ...]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return tuple(sorted({*small, *(n // d for d in small)}, reverse=True))
+
+
+def _largest_fitting(candidates_desc: tuple[int, ...], memory_at) -> tuple[int, object]:
+    """Largest candidate micro-batch that fits (memory grows with the batch: binary search), else the smallest."""
+    lo, hi = 0, len(candidates_desc) - 1
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        mem = memory_at(candidates_desc[mid])
+        if mem.fits:
+            best = (candidates_desc[mid], mem)
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    if best is not None:
+        return best
+    smallest = candidates_desc[-1]
+    return smallest, memory_at(smallest)
 
 
 def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int,
@@ -156,32 +178,29 @@ def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable:
                       micro_batch=None, grad_accum=None, memory=None, step=None, convergence=conv, cost=None,
                       scaling=None, checkpoint_gib=None)
     if not gpu.supports(precision):
-        return replace(base, notes=(f"{precision} not supported on {gpu.name}",))
+        return replace(base, notes=(Note("unsupported_precision", precision=precision, gpu=gpu.name),))
     per_gpu = t.global_batch // n
     line = lines[precision].get(gpu.id) or lines[precision].get("*")
-    candidates = [t.micro_batch] if t.micro_batch else _divisors_desc(per_gpu)
-    mem = None
-    micro = candidates[-1]
-    for b in candidates:
-        mem = memory.estimate_memory(model, t, precision, b, per_gpu // b, n, gpu.memory_gib, line=line,
-                                     workspace_gib=scenario.hardware.workspace_gib,
-                                     compute_capability=gpu.compute_capability)
-        micro = b
-        if mem.fits:
-            break
-    assert mem is not None  # candidates is never empty
+    candidates = (t.micro_batch,) if t.micro_batch else _divisors_desc(per_gpu)
+
+    def memory_at(b: int):
+        return memory.estimate_memory(model, t, precision, b, per_gpu // b, n, gpu.memory_gib, line=line,
+                                      workspace_gib=scenario.hardware.workspace_gib,
+                                      compute_capability=gpu.compute_capability)
+
+    micro, mem = _largest_fitting(candidates, memory_at)
     accum = per_gpu // micro
     notes = list(mem.notes)
     ckpt = memory.checkpoint_bytes(model.params, trainable, t.optimizer, t.state_layout) / GIB
     if not mem.fits:
-        notes.insert(0, f"does not fit: needs {mem.total / GIB:.1f} GiB per GPU at micro-batch {micro}, "
-                        f"has {mem.usable / GIB:.1f} GiB usable of {mem.capacity / GIB:.1f}")
+        notes.insert(0, Note("does_not_fit", need=round(mem.total / GIB, 1), micro=micro,
+                             usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
         return replace(base, micro_batch=micro, grad_accum=accum, memory=mem, checkpoint_gib=ckpt,
                        notes=tuple(notes))
     step, scale = _step(scenario, model, trainable, gpu, n, precision, micro, accum, idx, inputs)
     notes.extend(step.notes)
     if precision == "fp16":
-        notes.append("fp16 needs loss scaling (GradScaler): watch for skipped steps and overflow")
+        notes.append(Note("fp16_loss_scaling"))
     try:
         c = cost.estimate_cost(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
                                scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
@@ -319,8 +338,7 @@ def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEsti
         as_of = scenario.pricing.exchange_rate_as_of
         out.append(f"exchange rate {scenario.pricing.exchange_rate:g} {scenario.pricing.currency}/USD "
                    f"({'as of ' + as_of.isoformat() if as_of else 'undated'})")
-    out.append("energy: measured mean power where a result file has it, else 70% of the GPU's TDP; "
-               "cloud PUE 1.0, on-prem PUE from the scenario")
+    out.append(Note("energy_assumption"))
     out.extend(conv.notes)
     out.extend(idx.skipped)
     return out
@@ -332,8 +350,7 @@ def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.
     if w:
         out.append(w)
     if options and not any(o.fits for o in options):
-        out.append("no option fits in GPU memory: try activation checkpointing, a smaller micro-batch, sharding "
-                   "(zero2/zero3), more GPUs, or a GPU with more memory")
+        out.append(Note("no_option_fits"))
     return out
 
 

@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from planner.estimates import Source, StepEstimate, TimePoint
+from planner.notes import Note
 
 # ---------------------------------------------------------------- constants (editable; each with its source)
 
@@ -350,16 +351,14 @@ def assemble_step(
     low, _ = _step_time(fwd_bwd(band[0]), grad_accum, optimizer_s, input_s, exposed_comm_s, input_overlaps)
     high, _ = _step_time(fwd_bwd(band[1]), grad_accum, optimizer_s, input_s, exposed_comm_s, input_overlaps)
     if optimizer_included and grad_accum > 1:
-        notes.append(f"the measured micro-step includes the optimizer ({format_duration(optimizer_part)}), "
-                     f"counted once per step of {grad_accum} micro-steps")
+        notes.append(Note("optimizer_counted_once", duration=format_duration(optimizer_part), k=grad_accum))
     if input_s is not None:
         loading = grad_accum * input_s
         if not input_overlaps:
-            notes.append(f"data loading in the main process (no workers): {format_duration(loading)} per step "
-                         f"added to compute {format_duration(busy)}")
+            notes.append(Note("loading_main_process", loading=format_duration(loading),
+                              compute=format_duration(busy)))
         elif loading > busy:
-            notes.append(f"input-bound: loading {format_duration(loading)} vs compute {format_duration(busy)} "
-                         f"per step (add data-loader workers or cache decoded samples)")
+            notes.append(Note("input_bound", loading=format_duration(loading), compute=format_duration(busy)))
     return StepEstimate(
         step_time_s=step,
         micro_step_time_s=fwd_bwd(micro_step_s),

@@ -150,14 +150,14 @@ def test_b_crit_note_quotes_its_numbers():
         ReferencePoint(global_batch=1000, steps=5000), ReferencePoint(global_batch=8000, steps=1500)))
     est = estimate_convergence(w, 32000, None)
     assert est.steps == 1125  # 1000 + 4e6/32000
-    assert "batch 8.0x past b_crit (4,000): more GPUs buy little time" in est.notes
+    assert "batch 8x past b_crit (4,000): more GPUs buy little time" in est.notes
     assert any("outside the reference batches (1,000-8,000)" in n for n in est.notes)
 
 
 def test_b_crit_note_for_user_epochs_with_given_b_crit():
     w = Workload(dataset_samples=1_281_167, epochs=90, b_crit=40000)
     est = estimate_convergence(w, 320000, None)
-    assert "batch 8.0x past b_crit (40,000): more GPUs buy little time" in est.notes
+    assert "batch 8x past b_crit (40,000): more GPUs buy little time" in est.notes
     assert est.b_crit == 40000
     assert estimate_convergence(w, 80000, None).notes == ()  # exactly 2x: not "far past"
 

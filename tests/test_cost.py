@@ -183,7 +183,7 @@ def test_on_demand_rounding_billing_tax_and_currency():
     assert est.energy_kwh == pytest.approx(3.528)
     assert est.co2_kg == pytest.approx(1.764)
     assert "rounded 6 GPUs up to 8: the quote sells 8-GPU instances" in est.notes
-    assert "billed in 1-hour increments: 2.10 h -> 3.00 h" in est.notes
+    assert "billed in 1-hour increments: 2.1 h -> 3 h" in est.notes
     assert any(n.startswith("energy assumes 70% of TDP (400 W -> 280 W per GPU)") for n in est.notes)
     assert est.price.provider == "aws" and est.price.as_of == "2026-10-01" and est.price.origin == "published"
 
@@ -197,7 +197,7 @@ def test_spot_adds_lost_hours_and_preemptions():
     assert est.preemptions == pytest.approx(1.0)
     assert est.hours == pytest.approx(10 + 25 / 60)
     assert est.usd == pytest.approx(16 * (10 + 25 / 60) * 2.0)
-    assert "spot: expect 1.0 preemptions, +0.4 h lost" in est.notes
+    assert "spot: expect 1 preemptions, +0.4 h lost" in est.notes
     assert est.energy_kwh == pytest.approx(16 * 0.5 * (10 + 25 / 60))
     assert not any("TDP" in n for n in est.notes)  # measured power given
 

@@ -30,7 +30,7 @@ class ChartItem:
     key: str  # cost_time | memory | gpu_count
     title: str
     alt_text: str  # what the chart shows, in words with its numbers (HTML alt, Markdown text)
-    spec: dict  # Vega-Lite, rendered to PNG/SVG by the output formats
+    spec: dict | None  # Vega-Lite, drawn to PNG/SVG by the output formats; None when only words are needed
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         options_intro=_options_intro(plan, shown, locale),
         options=_options_table(plan, shown, locale),
         options_legend=t("report.options_legend", locale),
-        charts=tuple(_charts(plan, scenario, shown, locale)) if with_charts else (),
+        charts=tuple(_charts(plan, scenario, shown, locale, with_charts)),
         charts_intro=t("report.charts_intro", locale),
         assumptions=tuple(_assumptions(plan, scenario, locale)),
         option_sources=tuple(_option_sources(plan, shown, locale)),
@@ -214,10 +214,10 @@ def _key_figures(scenario: Scenario, o: PlanOption | None, locale: str) -> list[
     deadline, budget = scenario.constraints.deadline_hours, scenario.constraints.budget_usd
     if deadline is not None:
         ok = t("report.kf.met" if c.hours <= deadline else "report.kf.missed", locale)
-        out.append((t("report.kf.deadline", locale), f"{fmt.hours(deadline, locale)}: {ok}"))
+        out.append((t("report.kf.deadline", locale), f"≤ {fmt.hours(deadline, locale)}: {ok}"))
     if budget is not None:
         ok = t("report.kf.met" if c.usd <= budget else "report.kf.missed", locale)
-        out.append((t("report.kf.budget", locale), f"{fmt.money(budget, 'USD', locale)}: {ok}"))
+        out.append((t("report.kf.budget", locale), f"≤ {fmt.money(budget, 'USD', locale)}: {ok}"))
     return out
 
 
@@ -287,35 +287,35 @@ def _role_text(o: PlanOption, r, locale: str) -> str:
 
 # ---------------------------------------------------------------- charts
 
-def _charts(plan: Plan, scenario: Scenario, shown: list[PlanOption], locale: str) -> list[ChartItem]:
+def _charts(plan: Plan, scenario: Scenario, shown: list[PlanOption], locale: str,
+            with_specs: bool) -> list[ChartItem]:
+    """The three charts with a text alternative quoting their numbers; specs only when an image will be drawn."""
     from planner import charts
+
+    def spec(build, *args) -> dict | None:
+        return build(plan, locale, *args) if with_specs else None
 
     out = []
     if costed(plan.options):
-        frontier = pareto_frontier(plan.options)
         pts = "; ".join(f"{option_label(o)}: {fmt.hours(o.cost.hours, locale)}, {cost_text(o, locale)}"
-                        for o in frontier)
+                        for o in pareto_frontier(plan.options))
         out.append(ChartItem("cost_time", t("report.chart.cost_time_title", locale),
                              t("report.chart.cost_time_alt", locale, points=pts),
-                             _spec(charts.cost_time_chart(plan, locale, scenario.constraints.deadline_hours,
-                                                          scenario.constraints.budget_usd))))
-    with_memory = [o for o in shown if o.memory is not None][:8]
+                             spec(charts.cost_time_spec, scenario.constraints.deadline_hours,
+                                  scenario.constraints.budget_usd)))
+    with_memory = [o for o in shown if o.memory is not None][:charts.MAX_OPTIONS_IN_MEMORY_CHART]
     if with_memory:
         parts = "; ".join(f"{option_label(o)}: {fmt.number(o.memory.total / GIB, locale)} / "
                           f"{fmt.number(o.memory.capacity / GIB, locale)} GiB" for o in with_memory)
         out.append(ChartItem("memory", t("report.chart.memory_title", locale),
                              t("report.chart.memory_alt", locale, parts=parts),
-                             _spec(charts.memory_chart(plan, locale, with_memory))))
+                             spec(charts.memory_spec, with_memory)))
     if len(scenario.hardware.gpu_counts) > 1 and costed(plan.options):
         out.append(ChartItem("gpu_count", t("report.chart.count_title", locale),
                              t("report.chart.count_alt", locale,
                                counts=", ".join(str(n) for n in scenario.hardware.gpu_counts)),
-                             _spec(charts.gpu_count_chart(plan, locale))))
+                             spec(charts.gpu_count_spec)))
     return out
-
-
-def _spec(chart) -> dict:
-    return chart.to_dict(validate=False)
 
 
 # ---------------------------------------------------------------- assumptions and sources
@@ -326,7 +326,8 @@ def _assumptions(plan: Plan, scenario: Scenario, locale: str) -> list[str]:
     out.append(t("report.assume.overheads", locale, eval=fmt.percent(w.eval_overhead, locale),
                  ckpt=fmt.percent(w.checkpoint_overhead, locale), failure=fmt.percent(p.failure_overhead, locale),
                  early=fmt.percent(w.early_stop_fraction, locale), runs=p.runs))
-    out.append(t("report.assume.pricing", locale, tier=t(f"report.tier.{p.tier}", locale), provider=p.provider,
+    provider = t("report.assume.cheapest", locale) if p.provider == "cheapest" else p.provider
+    out.append(t("report.assume.pricing", locale, tier=t(f"report.tier.{p.tier}", locale), provider=provider,
                  tax=fmt.percent(p.tax_rate, locale)))
     return out
 

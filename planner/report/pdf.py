@@ -24,8 +24,8 @@ PX_TO_MM = 25.4 / 96  # a chart's CSS pixel at 96 dpi
 
 # Relative widths of the options table's columns (option, precision, batch, memory, step, source, time, [local
 # cost,] USD cost, price, role).
-OPTION_WIDTHS = {10: (25, 8, 9, 11, 7, 10, 14, 9, 8, 13), 11: (23, 7, 8, 11, 7, 9, 13, 9, 9, 8, 12)}
-PRICE_WIDTHS = (16, 9, 14, 9, 8, 10, 8, 30)
+OPTION_WIDTHS = {10: (23, 10, 8, 11, 7, 10, 15, 9, 10, 13), 11: (21, 10, 8, 11, 7, 9, 14, 10, 9, 10, 12)}
+PRICE_WIDTHS = (15, 9, 13, 9, 9, 11, 11, 28)
 
 
 class _Pdf(FPDF):
@@ -57,10 +57,10 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
 
     pdf.set_font(FONT, "", 9)
     pdf.set_text_color(*ACCENT)
-    pdf.cell(0, 5, model.title.upper(), new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(0, 5, model.title.upper(), new_x="LMARGIN", new_y="NEXT", align="L")
     pdf.set_text_color(0, 0, 0)
     pdf.set_font(FONT, "B", 17)
-    pdf.multi_cell(0, 8, model.scenario_name, new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(0, 8, model.scenario_name, new_x="LMARGIN", new_y="NEXT", align="L")
     w.small(model.generated)
     pdf.set_draw_color(*ACCENT)
     pdf.set_line_width(0.8)
@@ -116,8 +116,7 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
         w.para(model.no_risks)
 
     w.heading(h["reproducibility"])
-    for k, v in model.reproducibility:
-        w.pair(k, v)
+    w.pairs(model.reproducibility)
     w.subheading(t("report.sub.scenario_yaml", model.locale))
     w.code(model.scenario_yaml)
     return bytes(pdf.output())
@@ -136,7 +135,7 @@ class Writer:
         pdf.ln(3)
         pdf.set_font(FONT, "B", 13)
         pdf.set_text_color(*ACCENT)
-        pdf.multi_cell(0, 7, text, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(0, 7, text, new_x="LMARGIN", new_y="NEXT", align="L")
         pdf.set_draw_color(*LINE)
         pdf.set_line_width(0.3)
         pdf.line(pdf.l_margin, pdf.get_y(), pdf.w - pdf.r_margin, pdf.get_y())
@@ -149,7 +148,7 @@ class Writer:
 
     def para(self, text: str, bold: bool = False, size: float = 9.5) -> None:
         self.pdf.set_font(FONT, "B" if bold else "", size)
-        self.pdf.multi_cell(0, size * 0.5, text, new_x="LMARGIN", new_y="NEXT")
+        self.pdf.multi_cell(0, size * 0.5, text, new_x="LMARGIN", new_y="NEXT", align="L")
         self.pdf.ln(1)
 
     def small(self, text: str) -> None:
@@ -161,15 +160,18 @@ class Writer:
         pdf = self.pdf
         pdf.set_font(FONT, "", size)
         pdf.cell(4, size * 0.48, "•")
-        pdf.multi_cell(0, size * 0.48, text, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(0, size * 0.48, text, new_x="LMARGIN", new_y="NEXT", align="L")
         pdf.ln(0.6)
 
-    def pair(self, key: str, value: str) -> None:
+    def pairs(self, pairs) -> None:
         pdf = self.pdf
         pdf.set_font(FONT, "B", 8.5)
-        pdf.cell(45, 4.5, key)
-        pdf.set_font(FONT, "", 8.5)
-        pdf.multi_cell(0, 4.5, value, new_x="LMARGIN", new_y="NEXT")
+        key_w = min(70.0, max(pdf.get_string_width(k) for k, _ in pairs) + 4)
+        for key, value in pairs:
+            pdf.set_font(FONT, "B", 8.5)
+            pdf.cell(key_w, 4.5, key)
+            pdf.set_font(FONT, "", 8.5)
+            pdf.multi_cell(0, 4.5, value, new_x="LMARGIN", new_y="NEXT", align="L")
 
     def key_figures(self, pairs) -> None:
         pdf = self.pdf
@@ -180,7 +182,7 @@ class Writer:
             pdf.cell(32, 6, key.upper(), fill=True)
             pdf.set_text_color(0, 0, 0)
             pdf.set_font(FONT, "B", 10)
-            pdf.multi_cell(0, 6, value, fill=True, new_x="LMARGIN", new_y="NEXT")
+            pdf.multi_cell(0, 6, value, fill=True, new_x="LMARGIN", new_y="NEXT", align="L")
             pdf.ln(0.8)
         pdf.ln(1.5)
 
@@ -188,9 +190,9 @@ class Writer:
         pdf = self.pdf
         pdf.set_fill_color(*RISK_FILL)
         pdf.set_font(FONT, "B", 9)
-        pdf.multi_cell(0, 5, title, fill=True, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(0, 5, title, fill=True, new_x="LMARGIN", new_y="NEXT", align="L")
         pdf.set_font(FONT, "", 8.5)
-        pdf.multi_cell(0, 4.4, text, fill=True, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(0, 4.4, text, fill=True, new_x="LMARGIN", new_y="NEXT", align="L")
         pdf.ln(2)
 
     def code(self, text: str) -> None:
@@ -200,7 +202,7 @@ class Writer:
         # Leading spaces carry YAML structure: keep them as non-breaking spaces so they are not collapsed.
         lines = [line[: len(line) - len(line.lstrip(" "))].replace(" ", "\u00a0") + line.lstrip(" ")
                  for line in text.rstrip("\n").split("\n")]
-        pdf.multi_cell(0, 3.4, "\n".join(lines), fill=True, new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(0, 3.4, "\n".join(lines), fill=True, new_x="LMARGIN", new_y="NEXT", align="L")
 
     def table(self, tbl: Table, widths: tuple[float, ...] | None, size: float = 7) -> None:
         pdf = self.pdf

@@ -1,0 +1,247 @@
+"""The plan orchestrator and CLI: sources picked in order, recommendation, JSON contract, exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.errors import InputError
+from planner.estimates import GIB
+from planner.plan import build_plan, load_inputs
+from planner.planjson import plan_to_dict
+from planner.recommend import pareto_frontier, trade_off_text
+from planner.scenario import load_scenario_file, parse_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "results"
+TODAY = dt.date(2026, 11, 29)
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return load_inputs([FIXTURES], include_user_data=False)
+
+
+@pytest.fixture(scope="module")
+def bare_inputs(tmp_path_factory):
+    return load_inputs([tmp_path_factory.mktemp("empty")], include_user_data=False)
+
+
+def _scenario(**over):
+    base = {
+        "schema": "trainplan.scenario/1", "name": "test",
+        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
+        "training": {"global_batch": 256, "precisions": ["fp32", "bf16"], "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "epochs": 90},
+        "hardware": {"gpus": ["h100-sxm-80gb", "a100-sxm-80gb", "t4-16gb"], "gpu_counts": [1, 8]},
+    }
+    for key, value in over.items():
+        section, _, field = key.partition("__")
+        if field:
+            base.setdefault(section, {})[field] = value
+        else:
+            base[section] = value
+    return parse_scenario(base, "test.yaml")
+
+
+def test_measured_file_is_used_for_its_gpu_and_transferred_to_others(inputs):
+    plan = build_plan(_scenario(), inputs, TODAY)
+    h100 = plan.option("h100-sxm-80gb-x1-bf16")
+    assert h100.step.source.kind == "measured"
+    assert "resnet50-20261120T100000Z.json" in h100.step.source.detail
+    # fixture: t(256) = 0.004 + 0.00042*256 = 0.11152 s; no accumulation at 256 per GPU
+    assert h100.micro_batch == 256 and h100.grad_accum == 1
+    assert h100.step.compute_step_time_s == pytest.approx(0.11152, rel=1e-6)
+    a100 = plan.option("a100-sxm-80gb-x1-bf16")
+    assert a100.step.source.kind == "transferred" and "H100" in a100.step.source.detail
+    assert a100.step.step_time_s > h100.step.step_time_s
+    assert any(str(Path(f).name).startswith("resnet50-") for f in plan.result_files_used)
+
+
+def test_memory_line_from_measured_peaks_is_used(inputs):
+    plan = build_plan(_scenario(), inputs, TODAY)
+    h100 = plan.option("h100-sxm-80gb-x1-bf16")
+    assert h100.memory.source.kind in ("measured", "interpolated")
+    # fixture peaks: 0.6 GiB + 0.06 GiB * b -> activations ~ 0.06 GiB/sample * 256 = 15.4 GiB
+    assert h100.memory.activations / GIB == pytest.approx(0.06 * 256, rel=0.1)
+
+
+def test_nothing_measured_falls_back_to_analytic_and_says_so(bare_inputs):
+    plan = build_plan(_scenario(), bare_inputs, TODAY)
+    o = plan.option("h100-sxm-80gb-x1-bf16")
+    assert o.step.source.kind == "analytic" and "MFU" in o.step.source.detail
+    assert o.memory.source.kind == "user"
+
+
+def test_unsupported_precision_is_listed_with_a_note(bare_inputs):
+    plan = build_plan(_scenario(), bare_inputs, TODAY)
+    t4 = plan.option("t4-16gb-x1-bf16")
+    assert not t4.fits and "bf16 not supported on" in t4.notes[0]
+
+
+def test_impossible_config_does_not_fit_and_quotes_numbers(bare_inputs):
+    s = _scenario(model={"name": "llama", "transformer": {"layers": 32, "hidden": 4096, "heads": 32,
+                                                         "seq_len": 2048, "vocab": 32000, "mlp": "swiglu",
+                                                         "ffn": 11008}},
+                  training={"global_batch": 8, "precisions": ["bf16"], "optimizer": "adamw"},
+                  hardware={"gpus": ["a100-sxm-80gb"], "gpu_counts": [1]})
+    plan = build_plan(s, bare_inputs, TODAY)
+    o = plan.options[0]
+    assert not o.fits
+    assert o.notes[0].startswith("does not fit: needs ") and "GiB usable of 80" in o.notes[0]
+    assert plan.recommendation.primary is None
+    assert any("no option fits" in w for w in plan.warnings)
+
+
+def test_more_gpus_lower_hours_and_auto_micro_batch_divides(bare_inputs):
+    plan = build_plan(_scenario(), bare_inputs, TODAY)
+    one, eight = plan.option("h100-sxm-80gb-x1-bf16"), plan.option("h100-sxm-80gb-x8-bf16")
+    assert eight.cost.hours < one.cost.hours
+    assert eight.micro_batch * eight.grad_accum * 8 == 256
+    assert eight.scaling is not None and 0 < eight.scaling.efficiency <= 1
+
+
+def test_spot_is_cheaper_and_notes_preemptions(bare_inputs):
+    # same provider (gcp a3-highgpu-1g: on-demand 10.98, spot 6.57 USD/GPU-h in the shipped profile)
+    od = build_plan(_scenario(pricing={"provider": "gcp"}), bare_inputs, TODAY).option("h100-sxm-80gb-x1-bf16")
+    spot = build_plan(_scenario(pricing={"tier": "spot", "provider": "gcp"}), bare_inputs,
+                      TODAY).option("h100-sxm-80gb-x1-bf16")
+    assert spot.cost.usd < od.cost.usd
+    assert any(n.startswith("spot: expect") for n in spot.notes)
+
+
+def test_recommendation_is_cheapest_within_deadline_and_runner_up_on_frontier(bare_inputs):
+    plan = build_plan(_scenario(constraints={"deadline_hours": 48}), bare_inputs, TODAY)
+    rec = plan.recommendation
+    primary = plan.option(rec.primary)
+    within = [o for o in plan.options if o.fits and o.cost and o.cost.hours <= 48]
+    assert primary.cost.usd == min(o.cost.usd for o in within)
+    frontier_ids = {o.id for o in pareto_frontier(plan.options)}
+    if rec.runner_up:
+        assert rec.runner_up in frontier_ids
+        assert trade_off_text(primary, plan.option(rec.runner_up)) in rec.reason
+
+
+def test_pareto_frontier_is_the_non_dominated_set(bare_inputs):
+    plan = build_plan(_scenario(), bare_inputs, TODAY)
+    costed = [o for o in plan.options if o.fits and o.cost]
+    frontier = pareto_frontier(plan.options)
+    for f in frontier:
+        assert not any(o.cost.hours < f.cost.hours and o.cost.usd < f.cost.usd for o in costed)
+    for o in costed:
+        if o not in frontier:
+            assert any(f.cost.hours <= o.cost.hours and f.cost.usd <= o.cost.usd for f in frontier)
+
+
+def test_currency_conversion_and_exchange_rate_assumption(bare_inputs):
+    plan = build_plan(_scenario(pricing={"currency": "MXN", "exchange_rate": 18.5,
+                                         "exchange_rate_as_of": "2026-11-01"}), bare_inputs, TODAY)
+    o = plan.option("h100-sxm-80gb-x1-bf16")
+    assert o.cost.amount_in_currency == pytest.approx(o.cost.usd * 18.5)
+    assert any("18.5 MXN/USD (as of 2026-11-01)" in a for a in plan.assumptions)
+
+
+def test_plan_does_not_depend_on_shipped_results_being_synthetic():
+    # estimation must not depend on anything synthetic in results/: every shipped file is a real run
+    inputs = load_inputs(include_user_data=False)
+    for r in inputs.results:
+        assert r.environment.get("hostname") != "fixture"
+
+
+def test_json_contract_fields(inputs):
+    s = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
+    d = plan_to_dict(build_plan(s, inputs, TODAY))
+    assert d["schema"] == "trainplan.plan/1"
+    assert set(d) >= {"schema", "trainplan_version", "scenario_name", "inputs", "options", "recommendation",
+                      "assumptions", "warnings"}
+    assert set(d["recommendation"]) == {"primary", "runner_up", "cheapest_within_deadline",
+                                        "fastest_within_budget", "reason"}
+    required = {"id", "gpu_id", "gpu_name", "n_gpus", "precision", "fits", "micro_batch", "grad_accum",
+                "memory_gib", "headroom", "memory_source", "step_time_s", "micro_step_time_s",
+                "step_time_source", "samples_per_s", "steps", "epochs", "convergence_source", "hours",
+                "hours_range", "gpu_hours", "cost_usd", "cost_usd_range", "cost_local", "price", "scaling",
+                "energy_kwh", "co2_kg", "checkpoint_gib", "notes"}
+    ids = set()
+    for o in d["options"]:
+        assert required <= set(o), required - set(o)
+        assert o["id"] == f"{o['gpu_id']}-x{o['n_gpus']}-{o['precision']}"
+        ids.add(o["id"])
+        if o["fits"] and o["cost_usd"] is not None:
+            assert set(o["memory_gib"]) >= {"weights", "grads", "optimizer", "activations", "transients",
+                                            "workspace", "context", "nccl", "total", "capacity", "usable"}
+            assert o["hours_range"][0] <= o["hours"] <= o["hours_range"][1]
+            assert {"provider", "instance", "tier", "usd_per_gpu_hour", "as_of", "source"} <= set(o["price"])
+    for key in ("primary", "runner_up", "cheapest_within_deadline", "fastest_within_budget"):
+        assert d["recommendation"][key] is None or d["recommendation"][key] in ids
+    json.dumps(d, allow_nan=False)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_scenario_plans(path, bare_inputs):
+    s = load_scenario_file(path)
+    plan = build_plan(s, load_inputs(include_user_data=False), TODAY)
+    assert plan.options
+
+
+def test_qlora_7b_fits_on_a_24gb_card():
+    s = load_scenario_file(ROOT / "scenarios" / "llama7b-qlora-24gb.yaml")
+    plan = build_plan(s, load_inputs(include_user_data=False), TODAY)
+    assert plan.option("rtx4090-24gb-x1-bf16").fits
+
+
+def test_7b_full_finetune_needs_more_than_one_gpu():
+    s = load_scenario_file(ROOT / "scenarios" / "llama7b-full-finetune.yaml")
+    plan = build_plan(s, load_inputs(include_user_data=False), TODAY)
+    assert not plan.option("h100-sxm-80gb-x1-bf16").fits
+    assert plan.option("h100-sxm-80gb-x8-bf16").fits
+
+
+def test_unknown_gpu_in_plan_is_input_error(bare_inputs):
+    s = dataclasses.replace(_scenario(), hardware=dataclasses.replace(_scenario().hardware, gpus=("h900",)))
+    with pytest.raises(InputError, match="h900"):
+        build_plan(s, bare_inputs, TODAY)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_cli_table_and_json():
+    out = _cli("scenarios/resnet50-imagenet.yaml", "--no-user-data")
+    assert out.returncode == 0, out.stderr
+    assert "Recommendation:" in out.stdout and "Runner-up" in out.stdout
+    out = _cli("scenarios/resnet50-imagenet.yaml", "--format", "json", "--results", str(FIXTURES), "--no-user-data")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert any(o["step_time_source"].startswith("measured") for o in d["options"])
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["nope.yaml"], "existing scenario file"),
+    (["scenarios/resnet50-imagenet.yaml", "--results", "/no/such/dir"], "existing folder"),
+])
+def test_cli_bad_input_exits_2_with_one_message(args, needle):
+    out = _cli(*args)
+    assert out.returncode == 2
+    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_cli_bad_field_names_file_and_field(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("model: {name: resnet50}\ntraining: {global_batch: -1}\nworkload: {dataset_samples: 10, epochs: 1}\n")
+    out = _cli(str(p))
+    assert out.returncode == 2
+    assert "s.yaml: training.global_batch: got -1" in out.stderr
+
+
+def test_quote_choice_counts_instance_rounding(bare_inputs):
+    # AWS p5 spot sells 8-GPU instances at 3.79/GPU-h: for one GPU that bills 8, so GCP's 1-GPU spot wins
+    o = build_plan(_scenario(pricing={"tier": "spot"}), bare_inputs, TODAY).option("h100-sxm-80gb-x1-bf16")
+    assert o.cost.price.gpus_per_instance == 1 and o.cost.n_gpus_billed == 1
