@@ -14,7 +14,7 @@ def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
 
 def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
     """Options no other option beats on both hours and cost (ties keep the first), fastest first."""
-    pts = sorted(costed(options), key=lambda o: (o.cost.hours, o.cost.usd))
+    pts = sorted(costed(options), key=lambda o: (o.cost.hours, o.cost.usd, _PRECISION_PREFERENCE.get(o.precision, 9)))
     frontier: list[PlanOption] = []
     best_usd = float("inf")
     for o in pts:
@@ -43,14 +43,14 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
     budget = constraints.budget_usd
     in_deadline = [o for o in pool if deadline is None or o.cost.hours <= deadline]
     in_budget = [o for o in pool if budget is None or o.cost.usd <= budget]
-    cheapest_in_deadline = min(in_deadline, key=lambda o: (o.cost.usd, o.cost.hours), default=None)
-    fastest_in_budget = min(in_budget, key=lambda o: (o.cost.hours, o.cost.usd), default=None)
+    cheapest_in_deadline = min(in_deadline, key=_cheapest_key, default=None)
+    fastest_in_budget = min(in_budget, key=lambda o: (round(o.cost.hours, 6), round(o.cost.usd, 6), _PRECISION_PREFERENCE.get(o.precision, 9)), default=None)
     if cheapest_in_deadline is not None:
         primary = cheapest_in_deadline
         reason = ("cheapest option" if deadline is None
                   else f"cheapest option that finishes within the {deadline:g} h deadline")
     else:
-        primary = min(pool, key=lambda o: (o.cost.usd, o.cost.hours))
+        primary = min(pool, key=_cheapest_key)
         reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
     if budget is not None and primary.cost.usd > budget:
         reason += f"; over the {budget:,.0f} USD budget"
@@ -64,6 +64,14 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
         fastest_within_budget=fastest_in_budget.id if fastest_in_budget else None,
         reason=reason,
     )
+
+
+# Equal cost and time (e.g. an input-bound run): prefer bf16 (no loss scaling), then fp16, tf32, fp32.
+_PRECISION_PREFERENCE = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3}
+
+
+def _cheapest_key(o: PlanOption) -> tuple[float, float, int]:
+    return (round(o.cost.usd, 6), round(o.cost.hours, 6), _PRECISION_PREFERENCE.get(o.precision, 9))
 
 
 def _runner_up(primary: PlanOption, frontier: list[PlanOption]) -> PlanOption | None:

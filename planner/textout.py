@@ -16,6 +16,10 @@ def _fmt(x: float | None, spec: str = ",.1f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _money(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
+
+
 def _row(o: PlanOption) -> list[str]:
     m, s, c = o.memory, o.step, o.cost
     parts = "-"
@@ -31,13 +35,13 @@ def _row(o: PlanOption) -> list[str]:
     price = "-"
     if c and c.price:
         price = f"{c.price.provider} {c.price.tier} {c.price.as_of or 'undated'} ${c.price.usd_per_gpu_hour:.2f}"
-    local = f"{c.amount_in_currency:,.0f} {c.currency}" if c else "-"
+    local = f"{_money(c.amount_in_currency)} {c.currency}" if c else "-"
     return [
         o.id, "yes" if o.fits else "NO", parts, total,
         f"{o.micro_batch}x{o.grad_accum}" if o.micro_batch else "-",
         _fmt(s.step_time_s, ".3f") if s else "-", s.source.kind if s else "-",
         _fmt(o.convergence.steps, ",.0f") if o.convergence else "-", hours,
-        _fmt(c.gpu_hours, ",.1f") if c else "-", _fmt(c.usd, ",.0f") if c else "-", local, price,
+        _fmt(c.gpu_hours, ",.1f") if c else "-", _money(c.usd) if c else "-", local, price,
         _fmt(c.energy_kwh, ",.0f") if c else "-",
     ]
 
@@ -70,8 +74,8 @@ def recommendation_lines(plan: Plan) -> list[str]:
         return [f"Recommendation: none ({r.reason})"]
     c = primary.cost
     out = [f"Recommendation: {primary.id} (micro-batch {primary.micro_batch} x {primary.grad_accum} accumulation): "
-           f"{c.hours:,.1f} h [{c.hours_range[0]:,.1f}-{c.hours_range[1]:,.1f}], {c.usd:,.0f} USD "
-           f"({c.amount_in_currency:,.0f} {c.currency}) — {r.reason}"]
+           f"{c.hours:,.1f} h [{c.hours_range[0]:,.1f}-{c.hours_range[1]:,.1f}], {_money(c.usd)} USD "
+           f"({_money(c.amount_in_currency)} {c.currency}) — {r.reason}"]
     runner = plan.option(r.runner_up)
     out.append(f"Runner-up: {runner.id}: {trade_off_text(primary, runner)}" if runner
                else "Runner-up: none (no other point on the time-cost frontier)")
