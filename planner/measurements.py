@@ -76,6 +76,8 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
             idx.ddp.append((rf.label, dict(rf.ddp)))
         for row in rf.dataloader:
             idx.dataloader.append((rf.label, dict(row)))
+        if rf.settings.get("sync_method") == "ddp":
+            continue  # an N-process DDP step already holds communication: it is scaling data, not a 1-GPU time
         for m in rf.measurements:
             if not m.ok:
                 continue
