@@ -1,0 +1,68 @@
+"""`python -m bench list|detect|run|trace|ddp`: one subcommand per module, imported only when it is used.
+
+Extension point: a subcommand is a module with `add_arguments(parser)` and `main(args) -> int` (exit status),
+registered in SUBCOMMANDS below. Modules that are not present (e.g. bench/trace.py before it is written) are
+left out of the command list, so adding one is a single line here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from planner.errors import InputError
+
+SUBCOMMANDS = {
+    "list": ("bench.cli_list", "the model zoo: ids, parameter counts, input shapes, FLOPs per sample"),
+    "detect": ("bench.detect", "GPUs seen by NVML and torch, driver, CUDA, matched GPU profile (--json)"),
+    "run": ("bench.cli_run", "measure training steps: precisions x batch sizes, max batch, data loader"),
+    "trace": ("bench.trace", "trace a training step without a GPU (memory and FLOPs)"),
+    "ddp": ("bench.ddp", "measure data-parallel scaling across GPUs"),
+}
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def available() -> dict[str, tuple[str, str]]:
+    """The subcommands whose module exists (found without importing it)."""
+    out = {}
+    for name, (module, text) in SUBCOMMANDS.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:
+            found = False
+        if found:
+            out[name] = (module, text)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = available()
+    epilog = "commands:\n" + "\n".join(f"  {name:8} {text}" for name, (_, text) in commands.items())
+    top = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0], epilog=epilog,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("command", choices=list(commands))
+    top.add_argument("args", nargs=argparse.REMAINDER, help="its options: python -m bench COMMAND --help")
+    if not argv or argv[0] not in commands:
+        top.parse_args(argv)  # prints help, or the error naming the valid commands, and exits
+        return EXIT_BAD_INPUT
+    name = argv[0]
+    module = importlib.import_module(commands[name][0])
+    parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=commands[name][1])
+    module.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    try:
+        return int(module.main(args) or 0)
+    except InputError as exc:
+        print(f"bench {name}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"bench {name}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Largest batch that fits: fit peak(b) on >= 3 sizes, predict, confirm in a few trials (pure logic).
+
+peak(b) = max(M_step, M0 + b * m_act) (ESTIMATION.md §1): the line is fitted on the largest sizes that ran, and
+only once they are in the activation-dominated regime (the peak visibly grows with b); until then the probe size
+grows geometrically. The search stops when the largest size that ran and the smallest that failed are within the
+tolerance (default: adjacent sizes or 1%, whichever is larger).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+OK = "ok"
+FLAT_RISE = 0.05  # the peak must rise this much across the fitted sizes to count as activation-dominated
+
+
+@dataclass(frozen=True)
+class Trial:
+    batch_size: int
+    status: str                 # ok | oom | error
+    peak_bytes: float | None = None
+
+
+@dataclass(frozen=True)
+class MaxBatchResult:
+    max_batch: int              # 0 = not even batch 1 fits
+    trials: tuple[Trial, ...]
+    converged: bool
+    reason: str | None = None
+    fit: tuple[float, float] | None = None  # (intercept_bytes, bytes_per_sample)
+
+    def trials_json(self) -> list[dict]:
+        return [{"batch_size": t.batch_size, "status": t.status} for t in self.trials]
+
+
+def fit_line(points: Iterable[tuple[int, float]]) -> tuple[float, float] | None:
+    """Least-squares (intercept, slope) of peak over batch size; None with fewer than 2 distinct sizes."""
+    pts = list(points)
+    if len({b for b, _ in pts}) < 2:
+        return None
+    n = len(pts)
+    mb = sum(b for b, _ in pts) / n
+    mp = sum(p for _, p in pts) / n
+    sxx = sum((b - mb) ** 2 for b, _ in pts)
+    slope = sum((b - mb) * (p - mp) for b, p in pts) / sxx
+    return mp - slope * mb, slope
+
+
+def _collinear(pts: list[tuple[int, float]], rel_tol: float = 0.02) -> bool:
+    (b0, p0), (b1, p1), (b2, p2) = pts
+    on_line = p0 + (p2 - p0) * (b1 - b0) / (b2 - b0)
+    return abs(p1 - on_line) <= rel_tol * max(p1, 1.0)
+
+
+def _activation_fit(points: dict[int, float]) -> tuple[float, float] | None:
+    """The line through the three largest sizes that ran (the two largest when the third is still on the
+    optimizer-step plateau), if the peak grows with b there."""
+    ordered = sorted(points.items())
+    top = ordered[-3:]
+    if len(top) == 3 and not _collinear(top):
+        top = top[-2:]
+    line = fit_line(top)
+    if line is None or line[1] <= 0:
+        return None
+    lo_peak, hi_peak = top[0][1], top[-1][1]
+    if lo_peak > 0 and (hi_peak - lo_peak) / lo_peak < FLAT_RISE:
+        return None
+    return line
+
+
+def _resolution(lo: int, tol: float) -> int:
+    return max(1, math.ceil(tol * lo))
+
+
+def _next_candidate(points: dict[int, float], lo: int, hi: int | None, capacity: float, margin: float,
+                    tol: float) -> tuple[int, tuple[float, float] | None]:
+    line = _activation_fit(points)
+    if line is None:
+        guess = max(1, lo * 4)  # still in the optimizer-dominated regime: grow geometrically
+    else:
+        guess = math.floor((capacity * (1 - margin) - line[0]) / line[1])
+    step = _resolution(lo, tol)
+    if guess < lo + step:
+        guess = lo + step  # the fit says lo is (about) the largest: confirm by trying just above it
+    if hi is not None and guess >= hi:
+        guess = (lo + hi) // 2  # the fit overestimates: fall back to bisection for this step
+    return guess, line
+
+
+def find_max_batch(try_batch: Callable[[int], Trial], capacity_bytes: float, probes: Iterable[int] = (1, 2, 4),
+                   known: Iterable[Trial] = (), max_trials: int = 12, tol: float = 0.01, margin: float = 0.005,
+                   limit: int = 65536) -> MaxBatchResult:
+    """Search the largest batch that runs. `known` are earlier results (e.g. the sweep's) used for the fit but
+    not counted as trials; `try_batch(b)` runs one short trial and reports its status and peak (reserved) bytes."""
+    points: dict[int, float] = {}
+    lo, hi = 0, None
+    trials: list[Trial] = []
+
+    def record(t: Trial, counted: bool) -> None:
+        nonlocal lo, hi
+        if counted:
+            trials.append(t)
+        if t.status == OK:
+            lo = max(lo, t.batch_size)
+            if t.peak_bytes is not None:
+                points[t.batch_size] = float(t.peak_bytes)
+        else:
+            hi = t.batch_size if hi is None else min(hi, t.batch_size)
+
+    for t in known:
+        record(t, counted=False)
+    for b in sorted(set(probes)):
+        if len(points) >= 3 or (hi is not None and b >= hi) or b in points or len(trials) >= max_trials:
+            continue
+        record(try_batch(b), counted=True)
+    while lo == 0 and len(trials) < max_trials and (hi is None or hi > 1):
+        b = 1 if hi is None else max(1, hi // 2)  # even the smallest probe failed: halve down to 1
+        record(try_batch(b), counted=True)
+    if lo == 0:
+        return MaxBatchResult(0, tuple(trials), hi == 1, None if hi == 1 else "no size ran within the trial budget")
+
+    line = None
+    while len(trials) < max_trials:
+        if hi is not None and hi - lo <= _resolution(lo, tol):
+            return MaxBatchResult(lo, tuple(trials), True, None, _activation_fit(points) or line)
+        b, line = _next_candidate(points, lo, hi, capacity_bytes, margin, tol)
+        if b > limit:
+            if lo >= limit:
+                return MaxBatchResult(lo, tuple(trials), False, f"reached the search limit of {limit}", line)
+            b = limit
+        record(try_batch(b), counted=True)
+    converged = hi is not None and hi - lo <= _resolution(lo, tol)
+    reason = None if converged else f"stopped after {len(trials)} trials: {lo} ran, {hi or 'no size'} failed"
+    return MaxBatchResult(lo, tuple(trials), converged, reason, _activation_fit(points) or line)
+
+
+def doubling_bisection(try_batch: Callable[[int], Trial], tol: float = 0.01, limit: int = 65536) -> MaxBatchResult:
+    """The usual search (Lightning's 'binsearch' mode): double from 1 until a failure, then bisect. For comparison."""
+    trials: list[Trial] = []
+    lo, hi, b = 0, None, 1
+    while b <= limit:
+        t = try_batch(b)
+        trials.append(t)
+        if t.status != OK:
+            hi = b
+            break
+        lo, b = b, b * 2
+    if hi is None:
+        return MaxBatchResult(lo, tuple(trials), False, f"reached the search limit of {limit}")
+    while hi - lo > _resolution(lo, tol):
+        mid = (lo + hi) // 2
+        t = try_batch(mid)
+        trials.append(t)
+        if t.status == OK:
+            lo = mid
+        else:
+            hi = mid
+    return MaxBatchResult(lo, tuple(trials), True)
+
+
+def auto_batches(max_batch: int, count: int = 4) -> list[int]:
+    """Sizes for `--batch auto`: the maximum and its halvings (max, max/2, max/4, ...), ascending."""
+    sizes = sorted({max(1, max_batch >> k) for k in range(count)})
+    return [s for s in sizes if s >= 1] if max_batch >= 1 else []
+
+
+class FakeMemory:
+    """A linear memory model for tests and the benchmark: peak(b) = max(step_bytes, base + b * per_sample),
+    rounded up to the allocator's 2 MiB segments; a trial fails above `capacity_bytes`."""
+
+    def __init__(self, base_bytes: float, per_sample_bytes: float, capacity_bytes: float, step_bytes: float = 0.0,
+                 round_bytes: int = 2 << 20):
+        self.base, self.per_sample, self.capacity = base_bytes, per_sample_bytes, capacity_bytes
+        self.step_bytes, self.round = step_bytes, round_bytes
+        self.calls: list[int] = []
+
+    def peak(self, b: int) -> float:
+        raw = max(self.step_bytes, self.base + b * self.per_sample)
+        return math.ceil(raw / self.round) * self.round
+
+    def true_max(self, limit: int = 1 << 30) -> int:
+        lo, hi = 0, limit  # peak is non-decreasing in b: bisect for the last size that fits
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if self.peak(mid) <= self.capacity else (lo, mid)
+        return lo
+
+    def __call__(self, b: int) -> Trial:
+        self.calls.append(b)
+        peak = self.peak(b)
+        return Trial(b, OK, peak) if peak <= self.capacity else Trial(b, "oom", None)

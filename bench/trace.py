@@ -1,0 +1,346 @@
+"""`python -m bench trace`: predict a training step's CUDA memory on CPU fake tensors, and write a traced result file."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+from planner.errors import InputError
+from planner.resultfile import PRECISIONS, parse_result, result_path, write_result_atomic
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "results"
+SOURCE = "bench trace"
+GIB = 2**30
+
+CUDA_BEHAVIOURS = (
+    "autocast follows CUDA's op lists (layer_norm, softmax, log_softmax, sum, pow, rsqrt, losses ... in fp32; "
+    "matmul/conv/SDPA in 16-bit) and its per-forward cache of 16-bit weight copies",
+    "scaled_dot_product_attention as CUDA's fused kernels: no s x s score matrix and no dropout mask; a float32 "
+    "logsumexp (b*a*s*4 bytes) is kept; backward allocates FlashAttention-2's dq accumulator and softmax_d "
+    "(16-bit, no mask, head dim <= 256) or the memory-efficient kernel's delta (fp32 or masked)",
+    "dropout masks stored as 1-byte booleans (CUDA's fused dropout) instead of the input dtype",
+    "optimizers run their CUDA default foreach path (or fused when asked): foreach AdamW adds a 4 B/param "
+    "temporary at step()",
+    "every allocation rounded up to the CUDA caching allocator's 512-byte blocks",
+)
+STILL_DIFFERS = (
+    "workspaces are not traced (cuBLAS/cuBLASLt, cuDNN incl. cudnn.benchmark, NCCL) and neither are the CUDA "
+    "context or allocator fragmentation: the planner adds those terms (ESTIMATION.md section 1)",
+    "kernels' internal scratch memory is not traced (only tensors that reach Python's dispatcher)",
+    "SDPA backend choice is fixed (flash for 16-bit without a mask, else memory-efficient); cuDNN attention, "
+    "the math fallback and padding for odd head sizes are not modelled",
+    "RNNs (nn.LSTM/GRU) run CPU's per-layer path, not cuDNN's fused kernels with their reserve space",
+    "free times follow Python reference counting; the caching allocator's stream-ordered reuse and delayed "
+    "frees across streams are not modelled",
+    "GradScaler (fp16) and optimizer host syncs read placeholder values; the step is never skipped",
+)
+
+
+# --- CLI ---------------------------------------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True,
+                        help="zoo model id (python -m bench list) or a custom workload 'package.module:callable'")
+    parser.add_argument("--precision", default="fp32,bf16", help="comma list of fp32, tf32, fp16, bf16")
+    parser.add_argument("--batch", default="1,8,32", help="comma list of micro-batch sizes")
+    parser.add_argument("--optimizer", default="adamw", help="sgd | sgd_momentum | adam | adamw | adafactor")
+    parser.add_argument("--optimizer-impl", default="foreach", choices=("foreach", "fused"))
+    parser.add_argument("--checkpointing", action="store_true", help="activation checkpointing of each block")
+    parser.add_argument("--frozen-fraction", type=float, default=0.0, metavar="F",
+                        help="freeze this fraction of the parameters (lowest layers first)")
+    parser.add_argument("--adapter", default=None, metavar="lora:R[:DTYPE]",
+                        help="LoRA on the attention projections; base weights frozen in DTYPE (default: the "
+                             "precision's 16-bit type, fp32 for fp32/tf32)")
+    parser.add_argument("--seq-len", type=int, default=None, help="sequence length (token models)")
+    parser.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="zoo build option, repeatable (e.g. preset=7b, layers=4, dropout=0.0)")
+    parser.add_argument("--emulate", default="cuda", choices=("cuda", "cpu"),
+                        help="cuda (default): apply CUDA's memory behaviours; cpu: plain CPU semantics, for "
+                             "checking the tracer against a real CPU run")
+    parser.add_argument("--out", default=str(DEFAULT_OUT),
+                        help="results root; the file goes to OUT/traced/<model>-<UTC>.json ('-': print the JSON)")
+
+
+def _split(value: str, field: str, convert, allowed=None) -> list:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    try:
+        out = [convert(v) for v in items]
+    except ValueError:
+        out = []
+    if not out or (allowed and any(v not in allowed for v in out)):
+        raise InputError(SOURCE, field, value, "a comma list of " + (", ".join(allowed) if allowed else
+                                                                     "positive integers"))
+    return out
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+def _model_options(args) -> dict:
+    options: dict = {}
+    for item in args.model_option:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise InputError(SOURCE, "--model-option", item, "KEY=VALUE")
+        try:
+            options[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key] = raw
+    if args.seq_len is not None:
+        if args.seq_len < 1:
+            raise InputError(SOURCE, "--seq-len", args.seq_len, "a positive integer")
+        options["seq_len"] = args.seq_len
+    return options
+
+
+# --- building workloads ------------------------------------------------------------------------------------------
+def _workload_builder(model: str, options: dict):
+    """(metadata dict, build() -> (module, make_batch, loss_fn)); zoo models are built on the meta device."""
+    from bench import zoo
+
+    if ":" in model:
+        if options:
+            raise InputError(SOURCE, "--model-option", options, "no options for a custom module:callable model")
+
+        def build_custom():
+            import torch
+
+            try:
+                with torch.device("meta"):  # parameters cost nothing when the callable uses the default device
+                    wl = zoo.load_custom(model)
+            except ValueError:
+                raise
+            except Exception:  # noqa: BLE001 - e.g. it loads a checkpoint: build it for real instead
+                wl = zoo.load_custom(model)
+            return wl.model, wl.make_batch, wl.loss_fn
+
+        try:
+            build_custom()  # fail early on a bad spec
+        except ValueError as exc:
+            raise InputError(SOURCE, "--model", model, f"a loadable package.module:callable ({exc})") from None
+        meta = {"name": model, "family": "custom", "input_desc": f"custom workload {model}", "transformer": None}
+        return meta, build_custom
+    try:
+        entry = zoo.describe(model, **options)
+    except zoo.UnknownModelError:
+        raise InputError(SOURCE, "--model", model, "a zoo model id (" + ", ".join(zoo.list_models())
+                         + ") or a custom workload package.module:callable") from None
+    except (ValueError, TypeError) as exc:
+        raise InputError(SOURCE, "--model-option/--seq-len", options, f"options {model} accepts ({exc})") from None
+
+    def build_zoo():
+        wl = zoo.build(model, device="meta", **options)
+        return wl.model, wl.make_batch, wl.loss_fn
+
+    meta = {"name": model, "family": entry.family, "input_desc": entry.input_desc, "transformer": entry.transformer}
+    return meta, build_zoo
+
+
+def _measurement(precision: str, batch: int, trace=None, error: str | None = None) -> dict:
+    no_device = "traced on CPU fake tensors: no GPU kernels run"
+    m = {"source": "traced", "precision": precision, "batch_size": batch, "status": "ok" if trace else "error",
+         "reason": error, "step_time_s": None, "phases_s": {}, "samples_per_s": None,
+         "peak_allocated_bytes": trace.peak_bytes if trace else None, "peak_reserved_bytes": None,
+         "static_bytes": trace.static_bytes if trace else None, "first_step_peak_bytes": None,
+         "device_used_bytes": None, "memory_breakdown_bytes": dict(trace.breakdown) if trace else {},
+         "achieved_tflops": None, "mfu": None, "gpu_util_pct": None, "power_w": None, "energy_j_per_step": None,
+         "loss_finite": None, "grad_scaler_skips": None}
+    reasons = {
+        "step_time_s": f"{no_device}, so there is no time to measure",
+        "samples_per_s": no_device, "achieved_tflops": no_device, "mfu": no_device, "gpu_util_pct": no_device,
+        "power_w": no_device, "energy_j_per_step": no_device,
+        "peak_reserved_bytes": "the caching allocator's segments and fragmentation are not emulated",
+        "first_step_peak_bytes": "traced in steady state (optimizer state allocated before the step)",
+        "device_used_bytes": "CUDA context and NCCL buffers are outside a tensor trace",
+        "loss_finite": "fake tensors carry no values", "grad_scaler_skips": "fake tensors carry no values",
+    }
+    if not trace:
+        reasons.update({k: f"trace failed: {error}" for k in ("peak_allocated_bytes", "static_bytes")})
+    m["unmeasured"] = {k: v for k, v in reasons.items() if m.get(k) is None}
+    return m
+
+
+def _environment() -> dict:
+    import torch
+
+    return {"device": "cpu", "hostname": socket.gethostname(), "gpu_name": None, "gpu_profile_id": None,
+            "gpu_count": 0, "total_memory_bytes": None, "driver": None, "cuda": None, "torch": torch.__version__,
+            "python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
+            "nvml_available": False, "fp32_precision": None, "cudnn_benchmark": None, "allocator_config": None,
+            "power_limit_w": None, "clocks": None, "mig": None}
+
+
+def run_traces(args) -> tuple[dict | None, int]:
+    """Trace every (precision, batch) of the arguments; returns (result document or None, exit code)."""
+    import torch
+
+    from bench.trace_core import StepPlan, UntraceableModelError, run_traced_step
+    from bench.trace_model import make_optimizer_factory, make_preparer, parse_adapter
+
+    precisions = _split(args.precision, "--precision", str, PRECISIONS)
+    batches = _split(args.batch, "--batch", _positive_int)
+    if not 0.0 <= args.frozen_fraction < 1.0:
+        raise InputError(SOURCE, "--frozen-fraction", args.frozen_fraction, "a fraction in [0, 1)")
+    adapter = parse_adapter(args.adapter) if args.adapter else None
+    make_optimizer = make_optimizer_factory(args.optimizer, args.optimizer_impl)
+    if adapter and args.frozen_fraction:
+        raise InputError(SOURCE, "--frozen-fraction", args.frozen_fraction, "0 with --adapter (LoRA freezes the base)")
+    meta, build = _workload_builder(args.model, _model_options(args))
+    emulate_cuda = args.emulate == "cuda"
+    dtypes = {"fp32": None, "tf32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+    measurements, flops, counts, notes, failed = [], None, None, [], 0
+    for precision in precisions:
+        prepare = make_preparer(frozen_fraction=args.frozen_fraction, adapter=adapter, precision=precision,
+                                checkpointing=args.checkpointing)
+        for batch in batches:
+            plan = StepPlan(build=build, prepare=prepare, make_optimizer=make_optimizer, batch_size=batch,
+                            autocast_dtype=dtypes[precision], grad_scaler=precision == "fp16",
+                            emulate_cuda=emulate_cuda)
+            try:
+                trace = run_traced_step(plan)
+            except (InputError, UntraceableModelError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - one failed configuration must not hide the others
+                failed += 1
+                reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                print(f"{precision} batch {batch}: trace failed: {reason}", file=sys.stderr)
+                measurements.append(_measurement(precision, batch, error=reason))
+                continue
+            measurements.append(_measurement(precision, batch, trace))
+            notes.extend(n for n in trace.notes if n not in notes)
+            if flops is None:
+                flops, counts = trace.flops / batch, (trace.params, trace.trainable_params)
+    if failed == len(measurements):
+        return None, 1
+    doc = _document(args, meta, measurements, flops, counts, notes, adapter)
+    parse_result(doc, "traced result")  # the contract: never write a file the planner would reject
+    return doc, 1 if failed else 0
+
+
+def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
+    import torch
+
+    created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    emulates = args.emulate
+    model = {"name": meta["name"], "family": meta["family"], "params": counts[0], "trainable_params": counts[1],
+             "input_desc": meta["input_desc"], "flops_per_sample": flops,
+             "flop_convention": "traced step: torch FlopCounterMode formulas over forward+backward (2 FLOPs per "
+                                "multiply-add; checkpoint recompute excluded) + attention analytically (QK^T and "
+                                "PV, causal not discounted)",
+             "options": _model_options(args), "transformer": meta["transformer"]}
+    precisions = sorted({m["precision"] for m in measurements})
+    settings = {
+        "warmup": 0, "steps": 1, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
+        "set_to_none": True, "grad_accum": 1, "activation_checkpointing": bool(args.checkpointing),
+        "frozen_fraction": args.frozen_fraction,
+        "adapter": adapter.describe(precisions[0]) if adapter else None,
+        "sharding": "none", "state_layout": "torch_amp", "sync_method": None, "emulates": emulates,
+        "trace": {
+            "method": "one training step on CPU FakeTensors (torch " + torch.__version__ + ") with a live-storage "
+                      "tracker; optimizer state allocated before the step (steady state)",
+            "cuda_behaviours": list(CUDA_BEHAVIOURS) if emulates == "cuda" else [],
+            "still_differs": list(STILL_DIFFERS) if emulates == "cuda" else
+            ["plain CPU semantics (--emulate cpu): a check of the tracer, not a CUDA prediction"],
+            "notes": notes,
+        },
+    }
+    return {"schema": "trainplan.bench/1", "created_utc": created, "partial": False, "environment": _environment(),
+            "model": model, "settings": settings, "measurements": measurements}
+
+
+def _summary(doc: dict) -> str:
+    lines = [f"{doc['model']['name']}: {doc['model']['params']:,} params "
+             f"({doc['model']['trainable_params']:,} trainable), traced, emulates {doc['settings']['emulates']}"]
+    for m in doc["measurements"]:
+        head = f"  {m['precision']:>4} batch {m['batch_size']:>4}: "
+        if m["status"] != "ok":
+            lines.append(head + f"{m['status']}: {m['reason']}")
+            continue
+        parts = ", ".join(f"{k} {_size(v)}" for k, v in m["memory_breakdown_bytes"].items())
+        lines.append(head + f"peak {_size(m['peak_allocated_bytes'])} ({parts}); static {_size(m['static_bytes'])}")
+    return "\n".join(lines)
+
+
+def _size(n: float) -> str:
+    return f"{n / GIB:.2f} GiB" if n >= GIB else f"{n / 2**20:.1f} MiB"
+
+
+def main(args) -> int:
+    """Run `bench trace` for parsed arguments; 0 ok, 2 bad input or untraceable model, 1 internal error."""
+    from bench.trace_core import UntraceableModelError
+
+    try:
+        doc, code = run_traces(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except UntraceableModelError as exc:
+        print(f"error: {exc.message(args.model)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - an internal error: the traceback for a bug report, then exit 1
+        traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    if doc is None:
+        print("error: every traced configuration failed (see above)", file=sys.stderr)
+        return code
+    if args.out == "-":
+        print(json.dumps(doc, indent=1))
+        print(_summary(doc), file=sys.stderr)
+        return code
+    path = write_result_atomic(doc, result_path(args.out, "traced", doc["model"]["name"], doc["created_utc"]))
+    print(_summary(doc))
+    print(f"wrote {path}")
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench trace", description=__doc__)
+    add_arguments(parser)
+    return parser
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """`python -m bench.trace ARGS` (the same as `python -m bench trace ARGS`)."""
+    return main(build_parser().parse_args(argv))
+
+
+# --- for callers that must survive a tracer crash (the app) -------------------------------------------------------
+def trace_in_subprocess(argv: list[str], timeout_s: float) -> tuple[int, str, str]:
+    """Run `python -m bench.trace ARGV` in a child process: (returncode, stdout, stderr). A crash, a hang past
+    `timeout_s` (returncode 124) or a missing torch never raises here. Imports no torch."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench.trace", *argv], capture_output=True, text=True,
+                              timeout=timeout_s, cwd=REPO_ROOT, env=env)
+    except subprocess.TimeoutExpired as exc:
+        return 124, _text(exc.stdout), _text(exc.stderr) + f"\nbench trace: timed out after {timeout_s:g} s\n"
+    except OSError as exc:
+        return 127, "", f"bench trace: could not start {sys.executable}: {exc}\n"
+    stderr = proc.stderr
+    if proc.returncode < 0:
+        stderr += f"\nbench trace: the tracer died from signal {-proc.returncode}\n"
+    return proc.returncode, proc.stdout, stderr
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli())

@@ -1,0 +1,232 @@
+"""`python -m bench`: a tiny sweep end to end, bad input (exit 2), Ctrl-C (partial file), OOM mid-sweep,
+custom models, max batch and --batch auto through the sweep with a fake GPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from bench import cli_run
+from bench.__main__ import main as bench_main
+from bench.maxbatch import FakeMemory
+from bench.sweep import Sweep
+from planner.resultfile import read_result_file, scan_results
+from tests.test_bench_harness import FakeClock, FakeDevice, MiB, fake_workload, sgd
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TRAINPLAN_HOME": "/nonexistent-trainplan-home"}
+
+
+def bench(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=240, **kw)
+
+
+def only_file(root: Path, device_dir: str = "cpu") -> Path:
+    files = sorted((root / device_dir).glob("*.json"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+# ------------------------------------------------------------------ custom workloads used by the tests
+
+def tiny_workload():
+    """A user model as the README describes: (model, make_batch(batch_size, device), loss_fn(model, batch))."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+    def make_batch(batch_size, device):
+        return torch.randn(batch_size, 8, device=device), torch.randint(0, 2, (batch_size,), device=device)
+
+    def loss_fn(m, batch):
+        x, y = batch
+        return nn.functional.cross_entropy(m(x), y)
+
+    return model, make_batch, loss_fn
+
+
+def oom_workload():
+    """Like tiny_workload, but batches of 16 or more fail the way CPU allocation failures do."""
+    model, make_batch, loss_fn = tiny_workload()
+
+    def failing_loss(m, batch):
+        if batch[0].shape[0] >= 16:
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
+        return loss_fn(m, batch)
+
+    return model, make_batch, failing_loss
+
+
+def broken_workload():
+    raise RuntimeError("my model is broken")
+
+
+# ------------------------------------------------------------------ end to end
+
+def test_tiny_sweep_end_to_end_writes_a_valid_file(tmp_path):
+    r = bench("run", "--model", "mlp", "--precision", "fp32,bf16,fp16", "--batch", "4,8", "--steps", "3",
+              "--warmup", "1", "--phase-steps", "1", "--max-batch", "--dataloader", "--dataloader-workers", "0,2",
+              "--dataloader-batches", "2", "--dataloader-batch", "4", "--cpu-cost-ms", "0.1", "--out",
+              str(tmp_path), "--progress-json")
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    progress = [e for e in events if e["event"] == "progress"]
+    assert [e["done"] for e in progress] == [1, 2, 3, 4, 5, 6] and progress[0]["total"] == 6
+    assert {"precision", "batch", "status"} <= set(progress[0])
+    assert events[-1]["event"] == "done"
+    path = only_file(tmp_path)
+    assert events[-1]["path"] == str(path) and path.name.startswith("mlp-")
+    rf = read_result_file(path)
+    assert not rf.partial and rf.device == "cpu" and rf.model["params"] == 669_706
+    assert [(m.precision, m.batch_size, m.status) for m in rf.measurements] == [
+        ("fp32", 4, "ok"), ("fp32", 8, "ok"), ("bf16", 4, "ok"), ("bf16", 8, "ok"), ("fp16", 4, "ok"),
+        ("fp16", 8, "ok")]
+    m = rf.measurements[0]
+    assert m.step_time_s.n == 3 and m.achieved_tflops > 0 and m.loss_finite
+    assert m.peak_allocated_bytes is None and "peak_allocated_bytes" in m.unmeasured
+    assert m.mfu is None and m.power_w is None and m.unmeasured["power_w"]
+    assert [mb["max_batch"] for mb in rf.max_batch] == [None] * 3 and rf.max_batch[0]["reason"]
+    assert [(d["num_workers"], d["pin_memory"]) for d in rf.dataloader] == [(0, False), (0, True), (2, False),
+                                                                             (2, True)]
+    assert rf.dataloader[0]["samples_per_s"] > 0 and rf.dataloader[1]["samples_per_s"] is None
+    assert rf.environment["fp32_precision"]["fp32"]
+    good, problems = scan_results(tmp_path)
+    assert len(good) == 1 and not problems
+    assert "No GPU used" in r.stderr and "results:" in r.stderr
+    assert "precision  batch" in r.stderr  # the table goes to stderr when stdout carries JSON
+
+
+def test_bad_input_exits_2_with_one_clear_message_in_a_subprocess(tmp_path):
+    r = bench("run", "--model", "mlp", "--batch", "0", "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert r.stderr.strip() == "bench run: --batch: got 0; expected an integer >= 1"
+    assert not list(tmp_path.rglob("*.json"))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--precision", "fp64"], ["--precision", "fp64", "fp32, tf32, fp16, bf16"]),
+    (["--batch", "8,x"], ["--batch", "'x'"]),
+    (["--batch", "-4"], ["--batch", "-4"]),
+    (["--steps", "0"], ["--steps"]),
+    (["--model", "resnet9000"], ["--model", "resnet9000", "resnet50", "package.module:callable"]),
+    (["--model", "no_such_pkg.mod:build"], ["--model", "no_such_pkg", "Custom models"]),
+    (["--model", "tests.test_bench_cli:broken_workload"], ["my model is broken"]),
+    (["--model", "gpt2", "--model-option", "seq_len=99999"], ["--model-option", "seq_len"]),
+])
+def test_bad_input_names_the_problem(tmp_path, capsys, args, words):
+    argv = ["run", "--model", "mlp", "--out", str(tmp_path), "--quiet", *args]
+    assert bench_main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bench run: ") and len(err.splitlines()) == 1
+    for word in words:
+        assert word in err
+
+
+def test_unwritable_out_exits_2(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert bench_main(["run", "--model", "mlp", "--out", str(blocker / "sub"), "--quiet"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_sigint_keeps_a_partial_valid_file(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench", "run", "--model", "mlp", "--precision", "fp32,bf16",
+         "--batch", ",".join(map(str, range(1, 41))), "--steps", "30", "--warmup", "1", "--phase-steps", "0",
+         "--out", str(tmp_path), "--progress-json", "--quiet"],
+        cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            if json.loads(line)["event"] == "progress":
+                break
+            assert time.monotonic() < deadline
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    stderr = proc.stderr.read()
+    assert rc == 130, stderr
+    assert "interrupted" in stderr and "partial" in stderr
+    rf = read_result_file(only_file(tmp_path))
+    assert rf.partial
+    assert 1 <= len(rf.measurements) < 80 and all(m.status == "ok" for m in rf.measurements)
+
+
+# ------------------------------------------------------------------ in-process runs
+
+def test_oom_mid_sweep_never_ends_it_and_custom_models_work(tmp_path, capsys):
+    argv = ["run", "--model", "tests.test_bench_cli:oom_workload", "--precision", "fp32,bf16", "--batch",
+            "4,16,32", "--steps", "2", "--warmup", "1", "--phase-steps", "1", "--out", str(tmp_path)]
+    assert bench_main(argv) == 0
+    rf = read_result_file(only_file(tmp_path))
+    assert [m.status for m in rf.measurements] == ["ok", "oom", "oom", "ok", "oom", "oom"]
+    assert "can't allocate memory" in rf.measurements[1].reason
+    assert rf.model["family"] == "custom" and rf.model["params"] == 8 * 16 + 16 + 16 * 2 + 2
+    assert rf.model["flops_per_sample"] > 0 and "8 float32" in rf.model["input_desc"]
+    out = capsys.readouterr()
+    assert "oom" in out.out and "continuing" in out.err
+
+
+def test_list_and_detect(capsys):
+    assert bench_main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "resnet50" in out and "25,557,032" in out and "Custom models" in out
+    assert bench_main(["detect", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["device"] in ("cpu", "cuda") and "nvml_available" in facts
+
+
+def test_unknown_subcommand_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_main(["frobnicate"])
+    assert exc.value.code == 2
+    assert "run" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ sweep with a fake GPU
+
+def fake_gpu_sweep(tmp_path, batches: str, max_batch: bool):
+    parser = argparse.ArgumentParser()
+    cli_run.add_arguments(parser)
+    args = parser.parse_args(["--model", "mlp", "--precision", "fp32", "--batch", batches, "--steps", "3",
+                              "--warmup", "1", "--phase-steps", "1", "--out", str(tmp_path), "--quiet"]
+                             + (["--max-batch"] if max_batch else []))
+    sweep = Sweep(args, cli_run.validate(args))
+    sweep.prepare()
+    clock = FakeClock()
+    mem = FakeMemory(500 * MiB, 40 * MiB, 16 * 1024 * MiB, step_bytes=600 * MiB)
+    dev = FakeDevice(clock, mem)
+    sweep.device, sweep.workload, sweep.make_optimizer = dev, fake_workload(clock, dev, memory=mem), sgd
+    sweep.snapshot = {k: v.clone() for k, v in sweep.workload.model.state_dict().items()}
+    return sweep, mem
+
+
+def test_max_batch_through_the_sweep_uses_the_sweep_points(tmp_path):
+    sweep, mem = fake_gpu_sweep(tmp_path, "64,128,256", max_batch=True)
+    sweep.run()
+    sweep.save(partial=False)
+    rf = read_result_file(sweep.path)
+    entry = rf.max_batch[0]
+    assert entry["known_sizes"] == [64, 128, 256]
+    assert mem.true_max() * 0.99 - 1 <= entry["max_batch"] <= mem.true_max()
+    assert 1 <= len(entry["trials"]) <= 3 and entry["converged"]
+    assert all(set(t) == {"batch_size", "status"} for t in entry["trials"])
+    assert [m.peak_allocated_bytes for m in rf.measurements] == [mem.peak(b) for b in (64, 128, 256)]
+
+
+def test_batch_auto_sweeps_up_to_the_maximum(tmp_path):
+    sweep, mem = fake_gpu_sweep(tmp_path, "auto", max_batch=False)
+    sweep.run()
+    found = sweep.data["max_batch"][0]["max_batch"]
+    assert [m["batch_size"] for m in sweep.data["measurements"]] == [found // 8, found // 4, found // 2, found]
+    assert all(m["status"] == "ok" for m in sweep.data["measurements"])

@@ -1,0 +1,79 @@
+"""Max-batch search (fit, predict, confirm) against a fake linear memory model; doubling + bisection baseline."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.maxbatch import FakeMemory, Trial, auto_batches, doubling_bisection, find_max_batch, fit_line
+
+GiB, MiB = 2**30, 2**20
+CASES = {
+    "resnet50-like": (0.4 * GiB, 75 * MiB, 139 * GiB, 0.5 * GiB),
+    "gpt2-like": (2.5 * GiB, 1.3 * GiB, 139 * GiB, 2.6 * GiB),
+    "linear": (1 * GiB, 20 * MiB, 24 * GiB, 0.0),
+    "plateau then linear": (1 * GiB, 10 * MiB, 16 * GiB, 8 * GiB),
+    "big model": (60 * GiB, 3 * GiB, 79.6 * GiB, 70 * GiB),
+}
+
+
+def test_fit_line_exact_and_degenerate():
+    assert fit_line([(1, 12.0), (2, 14.0), (4, 18.0)]) == pytest.approx((10.0, 2.0))
+    assert fit_line([(3, 1.0), (3, 2.0)]) is None
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_finds_the_true_maximum_within_tolerance(name):
+    base, per_sample, capacity, step = CASES[name]
+    mem = FakeMemory(base, per_sample, capacity, step_bytes=step)
+    result = find_max_batch(mem, capacity)
+    true = mem.true_max()
+    assert result.converged
+    assert true * 0.99 - 1 <= result.max_batch <= true  # never reports a size that failed
+    assert len(result.trials) <= 12
+    assert [t["batch_size"] for t in result.trials_json()] == mem.calls
+
+
+@pytest.mark.parametrize("name", ["resnet50-like", "gpt2-like", "linear"])
+def test_fewer_trials_than_doubling_and_bisection_from_one(name):
+    base, per_sample, capacity, step = CASES[name]
+    ours = find_max_batch(FakeMemory(base, per_sample, capacity, step), capacity)
+    baseline = doubling_bisection(FakeMemory(base, per_sample, capacity, step))
+    assert len(ours.trials) < len(baseline.trials) / 2
+
+
+def test_known_sweep_points_are_used_and_not_counted():
+    base, per_sample, capacity, step = CASES["resnet50-like"]
+    mem = FakeMemory(base, per_sample, capacity, step)
+    known = [Trial(b, "ok", mem.peak(b)) for b in (64, 128, 256)]
+    result = find_max_batch(mem, capacity, known=known)
+    assert 64 not in mem.calls and len(result.trials) <= 3 and result.converged
+
+
+def test_nothing_fits():
+    mem = FakeMemory(200 * GiB, GiB, 139 * GiB)
+    result = find_max_batch(mem, 139 * GiB)
+    assert result.max_batch == 0 and result.converged and mem.calls == [1]
+
+
+def test_smallest_probe_fails_then_halves_down():
+    mem = FakeMemory(10 * GiB, 1 * GiB, 13.5 * GiB)  # max 3
+    result = find_max_batch(mem, 13.5 * GiB, probes=(8, 16, 32))
+    assert result.max_batch == 3 and result.converged
+
+
+def test_search_limit_is_reported():
+    mem = FakeMemory(10 * MiB, 5000, 139 * GiB)
+    result = find_max_batch(mem, 139 * GiB, limit=4096)
+    assert result.max_batch == 4096 and not result.converged and "limit" in result.reason
+
+
+def test_trial_budget_is_respected():
+    mem = FakeMemory(1 * GiB, 10 * MiB, 16 * GiB, 8 * GiB)
+    result = find_max_batch(mem, 16 * GiB, max_trials=5)
+    assert len(result.trials) == 5 and not result.converged and result.reason
+
+
+def test_auto_batches():
+    assert auto_batches(1000) == [125, 250, 500, 1000]
+    assert auto_batches(3) == [1, 3]
+    assert auto_batches(0) == []
