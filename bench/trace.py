@@ -195,6 +195,9 @@ def run_traces(args) -> tuple[dict | None, int]:
         raise InputError(SOURCE, "--frozen-fraction", args.frozen_fraction, "a fraction in [0, 1)")
     adapter = parse_adapter(args.adapter) if args.adapter else None
     make_optimizer = make_optimizer_factory(args.optimizer, args.optimizer_impl)
+    if args.emulate == "cpu" and args.out != "-" and _inside(Path(args.out), DEFAULT_OUT):
+        raise InputError(SOURCE, "--out", args.out, "'-' or a folder outside results/ with --emulate cpu (CPU "
+                         "semantics check the tracer; the planner must never read them as a CUDA prediction)")
     if adapter and args.frozen_fraction:
         raise InputError(SOURCE, "--frozen-fraction", args.frozen_fraction, "0 with --adapter (LoRA freezes the base)")
     meta, build = _workload_builder(args.model, _model_options(args))
@@ -209,7 +212,7 @@ def run_traces(args) -> tuple[dict | None, int]:
                             autocast_dtype=dtypes[precision], grad_scaler=precision == "fp16",
                             emulate_cuda=emulate_cuda)
             try:
-                trace = run_traced_step(plan)
+                traced = run_traced_step(plan)
             except (InputError, UntraceableModelError):
                 raise
             except Exception as exc:  # noqa: BLE001 - one failed configuration must not hide the others
@@ -218,10 +221,10 @@ def run_traces(args) -> tuple[dict | None, int]:
                 print(f"{precision} batch {batch}: trace failed: {reason}", file=sys.stderr)
                 measurements.append(_measurement(precision, batch, error=reason))
                 continue
-            measurements.append(_measurement(precision, batch, trace))
-            notes.extend(n for n in trace.notes if n not in notes)
+            measurements.append(_measurement(precision, batch, traced))
+            notes.extend(n for n in traced.notes if n not in notes)
             if flops is None:
-                flops, counts = trace.flops / batch, (trace.params, trace.trainable_params)
+                flops, counts = traced.flops / batch, (traced.params, traced.trainable_params)
     if failed == len(measurements):
         return None, 1
     doc = _document(args, meta, measurements, flops, counts, notes, adapter)
@@ -229,8 +232,25 @@ def run_traces(args) -> tuple[dict | None, int]:
     return doc, 1 if failed else 0
 
 
+def _inside(path: Path, root: Path) -> bool:
+    path, root = path.resolve(), root.resolve()
+    return path == root or root in path.parents
+
+
+def _adapter_setting(adapter, precisions: list[str]) -> dict | None:
+    if adapter is None:
+        return None
+    bases = {adapter.resolved_base_dtype(p) for p in precisions}
+    setting = adapter.describe(precisions[0])
+    if len(bases) > 1:
+        setting["base_dtype"] = "per precision: fp32 for fp32/tf32 rows, else the row's 16-bit type"
+    return setting
+
+
 def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
     import torch
+
+    from bench.trace_model import OPTIMIZER_OPTIONS
 
     created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     emulates = args.emulate
@@ -245,8 +265,13 @@ def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
         "warmup": 0, "steps": 1, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
         "set_to_none": True, "grad_accum": 1, "activation_checkpointing": bool(args.checkpointing),
         "frozen_fraction": args.frozen_fraction,
-        "adapter": adapter.describe(precisions[0]) if adapter else None,
+        "adapter": _adapter_setting(adapter, precisions),
+        "lr": OPTIMIZER_OPTIONS[args.optimizer]["lr"], "optimizer_options": OPTIMIZER_OPTIONS[args.optimizer],
         "sharding": "none", "state_layout": "torch_amp", "sync_method": None, "emulates": emulates,
+        "memory_breakdown": "as bench run measures it, on the traced live bytes: weights/grads/optimizer: storage "
+                            "sizes; activations: live after forward minus before; transients: peak - static - "
+                            "max(activations, grads), static = live after a full step (weights, optimizer state, "
+                            "the batch)",
         "trace": {
             "method": "one training step on CPU FakeTensors (torch " + torch.__version__ + ") with a live-storage "
                       "tracker; optimizer state allocated before the step (steady state)",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import traceback
 import weakref
@@ -264,7 +263,6 @@ def _register_static(tracker: StorageTracker, model: nn.Module, opt: torch.optim
 
 def run_traced_step(plan: StepPlan) -> StepTrace:
     """One training step (forward, backward, optimizer.step, zero_grad) on fake tensors under the tracker."""
-    gc.collect()
     tracker = StorageTracker(round_to=CUDA_BLOCK_BYTES if plan.emulate_cuda else 1)
     autocast_rules = CudaAutocast() if (plan.emulate_cuda and plan.autocast_dtype is not None) else None
     functional = cuda_functional(tracker.add_flops) if plan.emulate_cuda else contextlib.nullcontext()

@@ -172,8 +172,7 @@ def memory_spec(plan: Plan, locale: str | None = "en", options: Sequence[PlanOpt
          "axis": {"labelLimit": 300}}
     bars = {"data": {"values": rows}, "mark": {"type": "bar"},
             "encoding": {"y": y,
-                         "x": {"field": "gib", "type": "quantitative", "aggregate": "sum", "stack": "zero",
-                               "title": x_title},
+                         "x": {"field": "gib", "type": "quantitative", "stack": "zero", "title": x_title},
                          "color": {"field": "part", "type": "nominal", "title": None, "sort": parts,
                                    "scale": {"domain": parts, "range": list(PART_COLOURS)},
                                    "legend": {"orient": "bottom", "columns": 4}},

@@ -342,12 +342,28 @@ def _largest_unit_params(model: ResolvedModel) -> int | None:
     return max(s.vocab * s.hidden, block)
 
 
+def peak_parts(grad_bytes: float, activations: float, parts: TransientParts,
+               grad_accum: int) -> tuple[float, float, float]:
+    """(grads, activations, transients) alive at the peak, which is the larger of two moments (ESTIMATION.md §1):
+
+    - end of forward: activations + forward transients, and gradients only when accumulation keeps them alive
+      (zero_grad(set_to_none=True), the default, frees them before forward at accumulation 1);
+    - optimizer.step(): all gradients + the optimizer's temporaries; activations are freed by then.
+    """
+    grads_in_forward = grad_bytes if grad_accum > 1 else 0.0
+    forward_peak = grads_in_forward + activations + parts.forward
+    step_peak = grad_bytes + parts.step
+    if forward_peak >= step_peak:
+        return grads_in_forward, activations, parts.forward
+    return grad_bytes, 0.0, parts.step
+
+
 def estimate_memory(model: ResolvedModel, training, precision: str, micro_batch: int, grad_accum: int,
                     n_gpus: int, capacity_gib: float, line: ActivationLine | None = None,
                     workspace_gib: float | None = None, context_gib: float | None = None,
                     compute_capability: str | None = None) -> MemoryEstimate:
-    """Per-GPU memory by part; total = states + max(step transients, activations + forward transients)
-    + workspace + context + NCCL, so the breakdown sums to the peak of ESTIMATION.md §1."""
+    """Per-GPU memory by part at the peak moment (see peak_parts) + workspace + context + NCCL, so the
+    breakdown sums to the peak of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act)."""
     layout = training.state_layout
     trainable = trainable_params(model, training)
     params = total_params(model, training)
@@ -374,9 +390,12 @@ def estimate_memory(model: ResolvedModel, training, precision: str, micro_batch:
         context = context_gib * GIB if context_gib is not None else CUDA_CONTEXT_BYTES
     if training.sharding == "zero3" and largest is None:
         notes.append(Note("zero3_layer_unknown"))
+    grads, shown_activations, transients = peak_parts(states.grads, activations, parts, grad_accum)
+    if shown_activations < activations:
+        notes.append(Note("peak_at_optimizer_step", activations_gib=round(activations / GIB, 2)))
     estimate = MemoryEstimate(
-        weights=states.weights, grads=states.grads, optimizer=states.optimizer, activations=activations,
-        transients=parts.beyond(activations), workspace=workspace, context=context,
+        weights=states.weights, grads=grads, optimizer=states.optimizer, activations=shown_activations,
+        transients=transients, workspace=workspace, context=context,
         nccl=NCCL_BUFFER_BYTES if n_gpus > 1 else 0.0, capacity=capacity_gib * GIB, source=source,
     )
     if estimate.fits and estimate.headroom < TIGHT_HEADROOM:

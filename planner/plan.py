@@ -206,7 +206,7 @@ def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable:
                                scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
                                inputs.price_overrides.get(gpu.id, []), today)
     except cost.NoQuoteError as exc:
-        notes.append(str(exc))
+        notes.append(exc.args[0] if exc.args and isinstance(exc.args[0], Note) else str(exc))
         c = None
     if c is not None:
         notes.extend(n for n in c.notes if not n.startswith(_ENERGY_NOTE_PREFIX))
@@ -326,18 +326,22 @@ def _step(scenario: Scenario, model: ResolvedModel, trainable: int, gpu: GpuProf
 def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
                  idx: MeasurementIndex) -> list[str]:
     out = [
-        f"model {model.name}: {model.params:,} parameters; FLOPs/sample "
-        f"{model.flops_per_sample:.3g} ({model.flops_source})" if model.flops_per_sample else
-        f"model {model.name}: {model.params:,} parameters",
-        f"steps: {conv.steps:,.0f} ({conv.source})",
-        "memory fit: required ≤ 95% of the driver-reported capacity (ESTIMATION.md §1)",
-        f"state layout {scenario.training.state_layout}, optimizer {scenario.training.optimizer} "
-        f"({scenario.training.optimizer_impl})",
+        Note("assumption_model_flops", model=model.name, params=model.params, flops=f"{model.flops_per_sample:.3g}",
+             source=str(model.flops_source)) if model.flops_per_sample else
+        Note("assumption_model", model=model.name, params=model.params),
+        Note("assumption_steps", steps=round(conv.steps), source=str(conv.source)),
+        Note("assumption_memory_fit"),
+        Note("assumption_layout", layout=scenario.training.state_layout, optimizer=scenario.training.optimizer,
+             impl=scenario.training.optimizer_impl),
     ]
     if scenario.pricing.exchange_rate != 1.0 or scenario.pricing.currency != "USD":
         as_of = scenario.pricing.exchange_rate_as_of
-        out.append(f"exchange rate {scenario.pricing.exchange_rate:g} {scenario.pricing.currency}/USD "
-                   f"({'as of ' + as_of.isoformat() if as_of else 'undated'})")
+        if as_of:
+            out.append(Note("assumption_rate_dated", rate=scenario.pricing.exchange_rate,
+                            currency=scenario.pricing.currency, as_of=as_of.isoformat()))
+        else:
+            out.append(Note("assumption_rate_undated", rate=scenario.pricing.exchange_rate,
+                            currency=scenario.pricing.currency))
     out.append(Note("energy_assumption"))
     out.extend(conv.notes)
     out.extend(idx.skipped)

@@ -28,10 +28,12 @@ CSS = """
 %R .kf dt { font-size: 12px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 %R .kf dd { margin: 0; font-weight: bold; font-size: 15px; }
 %R .summary p { margin: 6px 0; }
+%R .tw { overflow-x: auto; }
 %R table { border-collapse: collapse; width: 100%; font-size: 12.5px; margin: 8px 0; }
 %R th, %R td { border-bottom: 1px solid var(--line); padding: 5px 7px; text-align: left; vertical-align: top; }
 %R th { background: var(--bg); font-weight: bold; }
 %R td.num, %R th.num { text-align: right; white-space: nowrap; }
+%R td:first-child { min-width: 180px; }
 %R tr.primary td { background: #e3f0fb; font-weight: bold; }
 %R tr.runner_up td { background: #f2f7ee; }
 %R .legend, %R .note { color: var(--muted); font-size: 12.5px; }
@@ -74,7 +76,7 @@ def render_html(model: ReportModel, chart_svgs: dict[str, str] | None = None) ->
 
 def render_fragment(model: ReportModel, chart_svgs: dict[str, str] | None = None) -> str:
     """The report as a <div> with styles scoped to it, for previewing inside another page (the app)."""
-    css = CSS.replace("%R", ".tp-report")
+    css = CSS.replace("%R", ".tp-report") + ".tp-report main { padding: 4px 8px 16px; }"
     return f'<div class="tp-report" lang="{e(model.lang)}"><style>{css}</style><main>{body(model, chart_svgs)}</main></div>'
 
 
@@ -94,18 +96,17 @@ def body(model: ReportModel, chart_svgs: dict[str, str] | None = None) -> str:
         table(model.options),
         f'<p class="legend">{e(model.options_legend)}</p></section>',
     ]
-    if model.charts:
-        svgs = chart_svgs or {}
-        parts.append(f'<section id="charts"><h2>{e(h["charts"])}</h2><p class="note">{e(model.charts_intro)}</p>')
-        for c in model.charts:
-            svg = svgs.get(c.key) or (to_svg(c.spec) if c.spec else None)
-            if svg:
-                data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-                parts.append(f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{e(c.alt_text)}">'
-                             f"<figcaption>{e(c.alt_text)}</figcaption></figure>")
-            else:
-                parts.append(f"<p><strong>{e(c.title)}</strong>: {e(c.alt_text)}</p>")
-        parts.append("</section>")
+    svgs = chart_svgs or {}
+    parts.append(f'<section id="charts"><h2>{e(h["charts"])}</h2><p class="note">{e(model.charts_intro)}</p>')
+    for c in model.charts:
+        svg = svgs.get(c.key) or (to_svg(c.spec) if c.spec else None)
+        if svg:
+            data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+            parts.append(f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{e(c.alt_text)}">'
+                         f"<figcaption>{e(c.alt_text)}</figcaption></figure>")
+        else:
+            parts.append(f"<p><strong>{e(c.title)}</strong>: {e(c.alt_text)}</p>")
+    parts.append("</section>")
     parts += [
         f'<section id="sources"><h2>{e(h["sources"])}</h2>',
         f"<h3>{e(_sub(model, 'assumptions'))}</h3><ul>" + "".join(f"<li>{e(a)}</li>" for a in model.assumptions)
@@ -153,4 +154,4 @@ def table(tbl: Table) -> str:
         mark = tbl.marks[j] if j < len(tbl.marks) and tbl.marks[j] else ""
         tr = f'<tr class="{e(mark)}">' if mark else "<tr>"
         body.append(tr + "".join(f"<td{cls(i)}>{e(x)}</td>" for i, x in enumerate(row)) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'

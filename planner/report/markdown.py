@@ -26,10 +26,11 @@ def render_markdown(model: ReportModel) -> str:
         out += [md(sentence), ""]
     out += [f"## {md(h['options'])}", "", md(model.options_intro), "", table(model.options), "",
             f"_{md(model.options_legend)}_", ""]
-    if model.charts:
-        out += [f"## {md(h['charts'])}", ""]
-        for c in model.charts:
-            out += [f"**{md(c.title)}**: {md(c.alt_text)}", ""]
+    out += [f"## {md(h['charts'])}", ""]
+    if not model.charts:
+        out += [md(model.charts_intro), ""]
+    for c in model.charts:
+        out += [f"**{md(c.title)}**: {md(c.alt_text)}", ""]
     out += [f"## {md(h['sources'])}", "", f"### {md(t('report.sub.assumptions', model.locale))}", ""]
     out += [f"- {md(a)}" for a in model.assumptions] + [""]
     out += [f"### {md(t('report.sub.exchange', model.locale))}", "", md(model.exchange), ""]

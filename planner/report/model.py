@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from planner import __version__, fmt
 from planner.charts import option_label, top_options
@@ -58,7 +58,6 @@ class ReportModel:
     result_files: tuple[str, ...]
     scenario_yaml: str
     footer: str
-    extra: dict = field(default_factory=dict, compare=False)
 
 
 SECTIONS = ("summary", "options", "charts", "sources", "risks", "reproducibility")
@@ -73,6 +72,7 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
     shown = top_options(plan, None if all_options else top_n)
     primary = plan.option(plan.recommendation.primary)
     runner = plan.option(plan.recommendation.runner_up)
+    charts = tuple(_charts(plan, scenario, shown, locale, with_charts))
     return ReportModel(
         locale=locale,
         lang=language_of(locale),
@@ -85,8 +85,8 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         options_intro=_options_intro(plan, shown, locale),
         options=_options_table(plan, shown, locale),
         options_legend=t("report.options_legend", locale),
-        charts=tuple(_charts(plan, scenario, shown, locale, with_charts)),
-        charts_intro=t("report.charts_intro", locale),
+        charts=charts,
+        charts_intro=t("report.charts_intro" if charts else "report.no_charts", locale),
         assumptions=tuple(_assumptions(plan, scenario, locale)),
         option_sources=tuple(_option_sources(plan, shown, locale)),
         prices=_prices_table(shown, today, locale),
@@ -272,7 +272,8 @@ def _options_table(plan: Plan, shown: list[PlanOption], locale: str) -> Table:
 
 def _role_text(o: PlanOption, r, locale: str) -> str:
     if not o.fits:
-        return t("report.role.no_fit", locale)
+        # Without a memory estimate the option could not be sized at all (e.g. precision unsupported): say why.
+        return render_note(o.notes[0], locale) if o.memory is None and o.notes else t("report.role.no_fit", locale)
     if o.cost is None:
         return t("report.role.no_price", locale)
     roles = []
@@ -333,7 +334,8 @@ def _assumptions(plan: Plan, scenario: Scenario, locale: str) -> list[str]:
 
 
 def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tuple[str, tuple[str, ...]]]:
-    out = []
+    """Per shown option, where its figures come from; lines true of every option are listed once, first."""
+    per_option = []
     for o in shown:
         if not o.fits:
             continue
@@ -352,7 +354,12 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
                            detail=render_note(o.scaling.source.detail, locale),
                            eff=fmt.percent(o.scaling.efficiency, locale)))
         lines.extend(render_note(n, locale) for n in o.notes)
-        out.append((option_label(o), tuple(lines)))
+        per_option.append((option_label(o), list(dict.fromkeys(lines))))
+    if len(per_option) < 2:
+        return [(label, tuple(lines)) for label, lines in per_option]
+    common = [line for line in per_option[0][1] if all(line in lines for _, lines in per_option[1:])]
+    out = [(t("report.src.all_options", locale), tuple(common))] if common else []
+    out += [(label, tuple(line for line in lines if line not in common)) for label, lines in per_option]
     return out
 
 

@@ -24,7 +24,7 @@ PX_TO_MM = 25.4 / 96  # a chart's CSS pixel at 96 dpi
 
 # Relative widths of the options table's columns (option, precision, batch, memory, step, source, time, [local
 # cost,] USD cost, price, role).
-OPTION_WIDTHS = {10: (23, 10, 8, 11, 7, 10, 15, 9, 10, 13), 11: (21, 10, 8, 11, 7, 9, 14, 10, 9, 10, 12)}
+OPTION_WIDTHS = {10: (23, 10, 8, 11, 7, 10, 15, 9, 10, 13), 11: (19, 8, 7, 10, 6, 9, 14, 12, 10, 9, 13)}
 PRICE_WIDTHS = (15, 9, 13, 9, 9, 11, 11, 28)
 
 
@@ -80,17 +80,24 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
 
     if model.charts:
         pngs = chart_pngs or {}
-        w.heading(h["charts"])
+        images = []
         for c in model.charts:
             png = pngs.get(c.key) or to_png(c.spec)
             px_w, px_h = png_size(png)
             width = min(pdf.epw, px_w / PNG_SCALE * PX_TO_MM)
-            height = width * px_h / px_w
+            images.append((c, png, width, width * px_h / px_w))
+        if pdf.get_y() + 14 + images[0][3] > pdf.page_break_trigger:
+            pdf.add_page()  # keep the heading with its first chart
+        w.heading(h["charts"])
+        for c, png, width, height in images:
             if pdf.get_y() + height + 12 > pdf.page_break_trigger:
                 pdf.add_page()
             pdf.image(io.BytesIO(png), x=pdf.l_margin, w=width, h=height, alt_text=c.alt_text, title=c.title)
             w.small(c.alt_text)
             pdf.ln(2)
+    else:
+        w.heading(h["charts"])
+        w.para(model.charts_intro)
 
     w.heading(h["sources"])
     w.subheading(t("report.sub.assumptions", model.locale))

@@ -84,7 +84,7 @@ def _spot(o: PlanOption, scenario: Scenario, locale: str, today: dt.date) -> Ris
     if c is None or c.price is None or c.price.tier != "spot" or c.preemptions <= 0:
         return None
     spot = scenario.pricing.spot
-    return _risk("spot", locale, option=option_label(o), n=fmt.number(c.preemptions, locale, 1),
+    return _risk("spot", locale, option=option_label(o), n=fmt.sig(c.preemptions, locale, 2),
                  rate=fmt.sig(spot.preemptions_per_instance_hour, locale),
                  lost=fmt.number(spot.checkpoint_interval_min / 2 + spot.restart_min, locale, 0))
 

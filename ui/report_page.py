@@ -1,0 +1,108 @@
+"""The Report page: preview the plan report for the current scenario; download HTML, PDF, Markdown, CSV, YAML."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import streamlit as st
+
+from planner.errors import InputError
+from planner.scenario import Scenario, dump_scenario_yaml
+from ui import page_data
+from ui.i18n_ui import LOCALES, locale, tr
+
+log = logging.getLogger("trainplan.app")
+PAPERS = ("A4", "Letter")
+ALL_LOCALES = tuple(loc for group in LOCALES.values() for loc in group)
+
+
+# ---------------------------------------------------------------- reports (cached per scenario and choices)
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _render(kind: str, scenario_yaml: str, fingerprint: str, today_iso: str, loc: str, all_options: bool,
+            paper: str, _scenario: Scenario) -> str | bytes:
+    from planner.report import options_csv, render_report
+
+    plan = page_data.plan_for(_scenario)
+    today = dt.date.fromisoformat(today_iso)
+    if kind == "preview":
+        from planner.report.html import render_fragment
+        from planner.report.model import build_report_model
+
+        return render_fragment(build_report_model(plan, _scenario, loc, all_options=all_options, today=today))
+    if kind == "csv":
+        return options_csv(plan)
+    return render_report(plan, _scenario, kind, locale=loc, all_options=all_options, paper=paper, today=today)
+
+
+def locale_name(loc: str) -> str:
+    """'es-AR' -> 'español (Argentina) · es-AR', in its own language."""
+    from babel import Locale
+
+    from planner.fmt import babel_locale
+
+    return f"{Locale.parse(babel_locale(loc)).get_display_name()} · {loc}"
+
+
+def file_stem(s: Scenario) -> str:
+    stem = "".join(ch if ch.isalnum() else "-" for ch in s.name.lower()).strip("-")
+    return ("-".join(filter(None, stem.split("-"))) or "plan")[:60]
+
+
+# ---------------------------------------------------------------- the page
+
+def main() -> None:
+    ss = st.session_state
+    fingerprint = page_data.inputs_fingerprint()
+    known = list(page_data.inputs().profiles)
+    st.title(tr("report.page.title"))
+    st.caption(tr("report.page.intro"))
+    try:
+        scenario, _origin = page_data.current_scenario(known)
+        today = dt.date.today().isoformat()
+        scenario_yaml = dump_scenario_yaml(scenario)
+        page_data.plan_for(scenario)
+    except InputError as exc:
+        st.error(tr("report.page.error", error=str(exc)))
+        return
+    except Exception as exc:  # an engine bug must not show a traceback; the server log keeps it
+        log.exception("report: planning failed")
+        st.error(tr("report.page.error", error=f"{type(exc).__name__}: {exc}"))
+        return
+
+    if ss.get("report_locale") not in ALL_LOCALES:
+        ss["report_locale"] = locale() if locale() in ALL_LOCALES else "en"
+    c1, c2, c3 = st.columns([2, 2, 1])
+    with c1:
+        st.selectbox(tr("report.page.locale"), ALL_LOCALES, key="report_locale", format_func=locale_name)
+    with c2:
+        st.checkbox(tr("report.page.all_options"), key="report_all_options")
+    with c3:
+        st.radio(tr("report.page.paper"), PAPERS, key="report_paper", horizontal=True)
+    loc, all_options, paper = ss["report_locale"], bool(ss["report_all_options"]), ss["report_paper"]
+    args = (scenario_yaml, fingerprint, today, loc, all_options, paper, scenario)
+    stem = f"{file_stem(scenario)}-{loc}"
+
+    st.subheader(tr("report.page.downloads"))
+    buttons = (("html", "text/html", f"{stem}.html"), ("pdf", "application/pdf", f"{stem}.pdf"),
+               ("markdown", "text/markdown", f"{stem}.md"), ("csv", "text/csv", f"{file_stem(scenario)}-options.csv"))
+    cols = st.columns(len(buttons) + 1)
+    for col, (kind, mime, name) in zip(cols, buttons, strict=False):
+        with col:
+            # Deferred: the file is made when clicked (a PDF takes about a second), then cached.
+            st.download_button(tr(f"report.page.{kind}"), data=lambda kind=kind: _render(kind, *args),
+                               file_name=name, mime=mime, key=f"report_dl_{kind}", on_click="ignore",
+                               width="stretch")
+    with cols[-1]:
+        st.download_button(tr("report.page.yaml"), data=scenario_yaml, file_name=f"{file_stem(scenario)}.yaml",
+                           mime="application/x-yaml", key="report_dl_yaml", on_click="ignore", width="stretch")
+
+    st.subheader(tr("report.page.preview"))
+    with st.container(border=True):
+        # Our own HTML: every text in it is escaped by planner.report.html; st.html sanitizes it again and
+        # runs no scripts. Its styles are scoped to .tp-report.
+        st.html(_render("preview", *args))
+
+
+main()
