@@ -43,7 +43,7 @@ def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup)
     file_params = rf.model.get("params")
     if file_params and abs(float(file_params) - model.params) > 0.01 * model.params:
         return f"another size of the model ({float(file_params):,.0f} parameters, the scenario has {model.params:,})"
-    seq = rf.model.get("seq_len")
+    seq = rf.model.get("seq_len") or (rf.model.get("transformer") or {}).get("seq_len")
     if seq and model.seq_len and int(seq) != int(model.seq_len):
         return f"sequence length {seq} differs from the scenario's {model.seq_len}"
     s = rf.settings

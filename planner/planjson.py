@@ -66,6 +66,17 @@ def option_to_dict(o: PlanOption) -> dict:
     }
 
 
+def display_path(path: str) -> str:
+    """A result file's path relative to the project when it lies inside it (portable plans and reports)."""
+    from pathlib import Path
+
+    from planner.userdata import PROJECT_ROOT
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
     r = plan.recommendation
     return {
@@ -73,7 +84,7 @@ def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
         "trainplan_version": __version__,
         "scenario_name": plan.scenario_name,
         "inputs": {"profiles": list(inputs_profiles or plan.profiles_used),
-                   "result_files": list(plan.result_files_used)},
+                   "result_files": [display_path(p) for p in plan.result_files_used]},
         "options": [option_to_dict(o) for o in plan.options],
         "recommendation": {"primary": r.primary, "runner_up": r.runner_up,
                            "cheapest_within_deadline": r.cheapest_within_deadline,
