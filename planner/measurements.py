@@ -47,8 +47,8 @@ def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup)
     if seq and model.seq_len and int(seq) != int(model.seq_len):
         return f"sequence length {seq} differs from the scenario's {model.seq_len}"
     s = rf.settings
-    if bool(s.get("activation_checkpointing", False)) != training.activation_checkpointing:
-        return "activation checkpointing differs"
+    if bool(s.get("activation_checkpointing", False)) and not training.activation_checkpointing:
+        return "measured with activation checkpointing, the scenario has none"
     if float(s.get("frozen_fraction") or 0.0) != training.frozen_fraction:
         return "frozen fraction differs"
     if bool(s.get("adapter")) != (training.adapter is not None):
@@ -70,6 +70,11 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
             idx.skipped.append(f"{rf.label}: not used ({why_not})")
             continue
         gpu = rf.gpu_profile_id if rf.device == "cuda" else None
+        # Memory lines are always taken without checkpointing (planner.memory scales them when it is on);
+        # step times only from runs with the scenario's own checkpointing (recompute changes the time).
+        file_ckpt = bool(rf.settings.get("activation_checkpointing", False))
+        times_apply = file_ckpt == training.activation_checkpointing
+        peaks_apply = not file_ckpt
         optimizer = str(rf.settings.get("optimizer") or "adamw")
         trainable = rf.model.get("trainable_params")
         if rf.ddp:
@@ -81,7 +86,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         for m in rf.measurements:
             if not m.ok:
                 continue
-            if m.source == "measured" and gpu and m.step_time_s is not None:
+            if m.source == "measured" and gpu and m.step_time_s is not None and times_apply:
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
                 idx.times[(gpu, m.precision)].append(
                     TimePoint(m.batch_size, m.step_time_s.median, rf.label, opt_s))
@@ -90,7 +95,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 idx.files_used.add(rf.path)
             key = (gpu, m.precision) if m.source == "measured" and gpu else (
                 ("traced", m.precision) if m.source == "traced" else None)
-            if key and m.peak_allocated_bytes:
+            if key and m.peak_allocated_bytes and peaks_apply:
                 idx.peaks[key].append(PeakPoint(m.batch_size, m.peak_allocated_bytes, rf.label, optimizer,
                                                 int(trainable) if trainable else None))
                 idx.files_used.add(rf.path)

@@ -1,0 +1,431 @@
+"""AppTest of the Plan page: widgets by key -> the outputs that must change; URL round trip; upload; language."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from planner.scenario import load_scenario_file
+from planner.userdata import DEFAULT_SCENARIO
+from ui import state
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_data(tmp_path, monkeypatch):
+    """The app reads $TRAINPLAN_HOME; tests must not see the developer's own overrides."""
+    monkeypatch.setenv("TRAINPLAN_HOME", str(tmp_path / "home"))
+
+
+def fresh(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if query:
+        at.query_params.update(query)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def one_gpu(at: AppTest, gpu: str = "h100-sxm-80gb", counts=(1,), precisions=("bf16",)) -> AppTest:
+    """Narrow the default scenario to one GPU so the recommended option is known."""
+    at.checkbox(key="gpus_all").uncheck().run()
+    at.multiselect(key="gpus").set_value([gpu])
+    at.multiselect(key="gpu_counts").set_value(list(counts))
+    at.multiselect(key="precisions").set_value(list(precisions))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def number(text: str) -> float:
+    """'20.4 h' / '$1,234' -> float (English formatting)."""
+    return float(re.sub(r"[^0-9.]", "", text))
+
+
+def why_table(at: AppTest) -> dict[str, str]:
+    """The memory 'why this number' table: part -> '12.34 GiB'."""
+    frame = at.table[0].value
+    return {str(k): str(v.iloc[0]) for k, v in frame.iterrows()}
+
+
+def table_row(at: AppTest, option_id: str):
+    df = at.dataframe[0].value
+    return df[df["Option id"] == option_id].iloc[0]
+
+
+def all_text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [e.value for e in at.error] + [w.value for w in at.warning]
+    parts += [i.value for i in at.info] + [s.value for s in at.subheader] + [c.value for c in at.caption]
+    return "\n".join(parts).replace("\\", "")
+
+
+# ---------------------------------------------------------------- opening
+
+def test_opens_on_the_default_scenario_already_planned():
+    at = fresh()
+    assert at.title[0].value.replace("\\", "") == load_scenario_file(DEFAULT_SCENARIO).name
+    assert metric(at, "Fits in GPU memory?") == "Yes"
+    assert number(metric(at, "Time to train")) > 0
+    assert metric(at, "Cost").startswith("$")
+    assert at.subheader[0].value.startswith("Recommended: ")
+    assert "Runner-up:" in all_text(at)
+    assert not at.error
+    df = at.dataframe[0].value
+    assert len(df) == len(load_scenario_file(DEFAULT_SCENARIO).training.precisions) * 2 * df["GPU"].nunique()
+    for column in ("Peak memory (GiB/GPU)", "Time per step (s)", "Hours (h)", "Cost (USD)", "Memory source",
+                   "Step-time source", "Steps source", "Price source (provider, instance, tier, date)"):
+        assert column in df.columns
+    assert state.URL_PARAM in at.query_params
+
+
+def test_cold_start_imports_no_torch_and_is_quick():
+    # CPU seconds, not wall seconds: the dev machines are shared, and a busy neighbour must not fail this test
+    # (benchmarks/app_speed.py prints wall-clock figures).
+    code = textwrap.dedent(f"""
+        import sys, time, json
+        t0, c0 = time.perf_counter(), time.process_time()
+        from streamlit.testing.v1 import AppTest
+        at = AppTest.from_file({APP!r}, default_timeout=60)
+        at.run()
+        print(json.dumps({{"s": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+                           "torch": "torch" in sys.modules, "pynvml": "pynvml" in sys.modules,
+                           "exc": [e.value for e in at.exception], "metrics": len(at.metric)}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["exc"] == [] and result["metrics"] >= 4
+    assert result["torch"] is False and result["pynvml"] is False
+    assert result["cpu"] < 3.0, f"first render took {result['cpu']:.2f} CPU s ({result['s']:.2f} s wall), imports included"
+
+
+# ---------------------------------------------------------------- widgets change the right outputs
+
+def test_bf16_lowers_activation_memory_against_fp32():
+    at = one_gpu(fresh(), precisions=("fp32",))
+    at.checkbox(key="micro_auto").uncheck().run()
+    at.number_input(key="micro_batch").set_value(64).run()
+    fp32 = number(why_table(at)["Activations"])
+    at.multiselect(key="precisions").set_value(["bf16"]).run()
+    bf16 = number(why_table(at)["Activations"])
+    assert 0 < bf16 < fp32
+    chart = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert "Activations" in json.dumps(chart) and len(chart["layer"]) >= 2  # bars + capacity tick
+
+
+def test_doubling_gpus_lowers_hours():
+    at = one_gpu(fresh(), counts=(1,))
+    one = number(metric(at, "Time to train"))
+    at.multiselect(key="gpu_counts").set_value([2]).run()
+    two = number(metric(at, "Time to train"))
+    assert two < one
+    assert table_row(at, "h100-sxm-80gb-x2-bf16")["GPUs (count)"] == 2
+
+
+def test_spot_lowers_cost_and_adds_a_preemption_note():
+    at = one_gpu(fresh())
+    at.selectbox(key="provider").set_value("gcp").run()  # same provider both ways: spot is its discount tier
+    on_demand = table_row(at, "h100-sxm-80gb-x1-bf16")["Cost (USD)"]
+    assert "preemption" not in table_row(at, "h100-sxm-80gb-x1-bf16")["Notes"]
+    at.selectbox(key="tier").set_value("spot").run()
+    spot = table_row(at, "h100-sxm-80gb-x1-bf16")["Cost (USD)"]
+    assert spot < on_demand
+    assert "preemption" in table_row(at, "h100-sxm-80gb-x1-bf16")["Notes"]
+    assert any("preemption" in m.value and m.value.startswith("- ") for m in at.markdown)
+    assert at.number_input(key="spot_rate").value > 0  # the spot settings appear with the tier
+
+
+def test_an_impossible_config_says_does_not_fit_with_the_numbers():
+    at = one_gpu(fresh(), gpu="t4-16gb", precisions=("fp32",))
+    at.checkbox(key="micro_auto").uncheck().run()
+    at.number_input(key="micro_batch").set_value(256).run()
+    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "Does not fit" in errors
+    assert re.search(r"needs \*\*\d+(\.\d)? GiB\*\* per GPU at micro-batch 256, has \*\*\d+\.\d GiB\*\* usable", errors)
+    assert metric(at, "Fits in GPU memory?") == "No"
+    assert not at.exception
+
+
+def test_a_widget_combination_the_scenario_rejects_names_the_field():
+    at = fresh()
+    at.number_input(key="global_batch").set_value(100).run()  # not a multiple of 8 GPUs
+    text = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "training.global_batch" in text and "multiple of every GPU count" in text
+    assert at.metric  # the last valid plan stays on the page
+    assert not at.exception
+
+
+def test_unticking_all_gpus_starts_from_the_recommended_ones():
+    at = fresh()
+    primary = next(o for o in at.dataframe[0].value.itertuples() if o[1] == "recommended")
+    at.checkbox(key="gpus_all").uncheck().run()
+    assert not at.error, [e.value for e in at.error]
+    chosen = at.multiselect(key="gpus").value
+    assert chosen and primary.GPU in [n for n in at.dataframe[0].value["GPU"]]
+    assert len(at.dataframe[0].value) == len(chosen) * 8  # 4 precisions x 2 counts per GPU
+
+
+def test_fits_only_filter_shortens_the_table():
+    at = fresh()
+    every = len(at.dataframe[0].value)
+    at.checkbox(key="table_fits_only").check().run()
+    fitting = at.dataframe[0].value
+    assert len(fitting) < every and fitting["Fits"].all()
+
+
+WIDGET_CHANGES = [
+    # (widget kind, key, new value, scenario path, expected value in the scenario)
+    ("number_input", "global_batch", 512, ("training", "global_batch"), 512),
+    ("selectbox", "optimizer", "adamw", ("training", "optimizer"), "adamw"),
+    ("radio", "optimizer_impl", "fused", ("training", "optimizer_impl"), "fused"),
+    ("checkbox", "checkpointing", True, ("training", "activation_checkpointing"), True),
+    ("selectbox", "sharding", "zero2", ("training", "sharding"), "zero2"),
+    ("selectbox", "state_layout", "zero_paper", ("training", "state_layout"), "zero_paper"),
+    ("number_input", "frozen_fraction", 0.5, ("training", "frozen_fraction"), 0.5),
+    ("number_input", "epochs", 30.0, ("workload", "epochs"), 30.0),
+    ("number_input", "dataset_samples", 50000, ("workload", "dataset_samples"), 50000),
+    ("number_input", "early_stop_fraction", 0.8, ("workload", "early_stop_fraction"), 0.8),
+    ("number_input", "eval_overhead", 0.1, ("workload", "eval_overhead"), 0.1),
+    ("number_input", "checkpoint_overhead", 0.02, ("workload", "checkpoint_overhead"), 0.02),
+    ("number_input", "gpus_per_node", 4, ("hardware", "gpus_per_node"), 4),
+    ("number_input", "cpu_workers_per_gpu", 16, ("hardware", "cpu_workers_per_gpu"), 16),
+    ("number_input", "inter_node_gb_per_s", 200.0, ("hardware", "inter_node_gb_per_s"), 200.0),
+    ("number_input", "workspace_gib", 2.0, ("hardware", "workspace_gib"), 2.0),
+    ("selectbox", "provider", "lambda", ("pricing", "provider"), "lambda"),
+    ("selectbox", "currency", "MXN", ("pricing", "currency"), "MXN"),
+    ("number_input", "exchange_rate", 18.5, ("pricing", "exchange_rate"), 18.5),
+    ("number_input", "runs", 3, ("pricing", "runs"), 3),
+    ("number_input", "failure_overhead", 0.2, ("pricing", "failure_overhead"), 0.2),
+    ("number_input", "tax_rate", 0.16, ("pricing", "tax_rate"), 0.16),
+    ("number_input", "deadline_hours", 12.0, ("constraints", "deadline_hours"), 12.0),
+    ("number_input", "budget_usd", 250.0, ("constraints", "budget_usd"), 250.0),
+    ("number_input", "model_mfu", 0.4, ("model", "mfu"), 0.4),
+    ("number_input", "model_input_cpu", 0.002, ("model", "input_cpu_s_per_sample"), 0.002),
+    ("number_input", "model_params", 30000000, ("model", "params"), 30000000),
+    ("number_input", "model_flops", 3.0e10, ("model", "flops_per_sample"), 3.0e10),
+    ("text_input", "scenario_name", "My run", ("name",), "My run"),
+    ("selectbox", "ui_locale", "en-GB", ("locale",), "en-GB"),
+    ("date_input", "exchange_rate_as_of", dt.date(2026, 11, 1), ("pricing", "exchange_rate_as_of"), "2026-11-01"),
+    ("number_input", "b_crit", 4096.0, ("workload", "b_crit"), 4096.0),
+    ("multiselect", "gpu_counts", [1, 2, 8], ("hardware", "gpu_counts"), [1, 2, 8]),
+]
+
+
+@pytest.mark.parametrize(("kind", "key", "value", "path", "expected"), WIDGET_CHANGES,
+                         ids=[c[1] for c in WIDGET_CHANGES])
+def test_every_widget_reaches_the_scenario_in_the_url(kind, key, value, path, expected):
+    at = fresh()
+    before = at.query_params[state.URL_PARAM]
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    for part in path:
+        d = d[part]
+    assert d == pytest.approx(expected) if isinstance(expected, float) else d == expected
+    assert at.query_params[state.URL_PARAM] != before
+
+
+def test_spot_and_on_prem_settings_reach_the_cost():
+    at = one_gpu(fresh())
+    at.selectbox(key="tier").set_value("spot").run()
+    before = table_row(at, "h100-sxm-80gb-x1-bf16")["Hours (h)"]
+    at.number_input(key="spot_rate").set_value(0.5).run()
+    assert table_row(at, "h100-sxm-80gb-x1-bf16")["Hours (h)"] > before  # more preemptions, more lost time
+    at.selectbox(key="tier").set_value("on_prem").run()
+    cheap = table_row(at, "h100-sxm-80gb-x1-bf16")["Cost (USD)"]
+    at.number_input(key="onprem_purchase").set_value(60000.0).run()
+    assert table_row(at, "h100-sxm-80gb-x1-bf16")["Cost (USD)"] > cheap
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    assert d["pricing"]["on_prem"]["purchase_usd_per_gpu"] == 60000.0
+    assert d["pricing"]["spot"]["preemptions_per_instance_hour"] == 0.5
+
+
+def test_hidden_widgets_keep_their_values():
+    at = fresh()
+    at.number_input(key="epochs").set_value(30.0).run()
+    at.radio(key="work_kind").set_value("tokens").run()
+    at.radio(key="work_kind").set_value("epochs").run()
+    assert at.number_input(key="epochs").value == 30.0
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    assert d["workload"]["epochs"] == 30.0 and "tokens" not in d["workload"]
+
+
+def test_checkpointing_lowers_activation_memory():
+    # A typed-in transformer: no result file names it, so both runs use the same activation formula
+    # (a result file measured without checkpointing does not apply with it).
+    at = one_gpu(fresh())
+    at.selectbox(key="model_name").set_value(state.CUSTOM_MODEL).run()
+    at.checkbox(key="model_transformer").check().run()
+    at.checkbox(key="micro_auto").uncheck().run()
+    at.number_input(key="micro_batch").set_value(8).run()
+    assert not at.error, [e.value for e in at.error]
+    plain = number(why_table(at)["Activations"])
+    at.checkbox(key="checkpointing").check().run()
+    assert number(why_table(at)["Activations"]) < plain
+
+
+def test_the_download_is_the_scenario_of_the_page():
+    at = fresh()
+    at.number_input(key="global_batch").set_value(512).run()
+    shown = state.decode_scenario(at.query_params[state.URL_PARAM])
+    text = state.download_yaml(shown)
+    assert state.load_scenario_text(text) == shown
+    assert state.scenario_file_name(shown) == "resnet-50-on-imagenet-1k-90-epochs.yaml"
+    assert at.get("download_button")
+
+
+def test_model_switch_to_a_transformer_with_tokens_plans():
+    at = fresh()
+    at.selectbox(key="model_name").set_value("gpt2").run()
+    assert at.number_input(key="model_params").value is None  # the ResNet numbers were cleared
+    at.radio(key="work_kind").set_value("tokens").run()
+    at.number_input(key="tokens").set_value(1.0e9)
+    at.selectbox(key="optimizer").set_value("adamw").run()
+    assert not at.error, [e.value for e in at.error]
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    assert d["model"] == {"name": "gpt2"} and d["workload"]["tokens"] == 1.0e9
+
+
+def test_reference_points_and_custom_transformer_and_lora():
+    at = fresh()
+    at.selectbox(key="model_name").set_value(state.CUSTOM_MODEL).run()
+    at.checkbox(key="model_transformer").check().run()
+    at.number_input(key="t_layers").set_value(6)
+    at.number_input(key="t_seq_len").set_value(512)
+    at.selectbox(key="adapter_kind").set_value("lora").run()
+    at.number_input(key="adapter_rank").set_value(8)
+    at.radio(key="work_kind").set_value("reference_points").run()
+    at.text_area(key="ref_points").input("1024: 36 epochs\n16384: 4000 steps").run()
+    assert not at.error, [e.value for e in at.error]
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    assert d["model"]["transformer"]["layers"] == 6 and d["model"]["transformer"]["seq_len"] == 512
+    assert d["training"]["adapter"]["kind"] == "lora" and d["training"]["adapter"]["rank"] == 8
+    assert d["workload"]["reference_points"] == [{"global_batch": 1024, "epochs": 36.0},
+                                                 {"global_batch": 16384, "steps": 4000}]
+    at.text_area(key="ref_points").input("1024 thirty-six epochs").run()
+    assert "workload.reference_points[0]" in " ".join(e.value for e in at.error).replace("\\", "")
+
+
+# ---------------------------------------------------------------- URL, files, language
+
+def test_query_params_round_trip_reproduces_the_plan():
+    first = fresh()
+    first.number_input(key="global_batch").set_value(512)
+    first.selectbox(key="tier").set_value("spot")
+    first.selectbox(key="currency").set_value("MXN")
+    first.number_input(key="exchange_rate").set_value(18.5).run()
+    link = first.query_params[state.URL_PARAM]
+    assert len(link) < 2000
+    second = fresh({state.URL_PARAM: link})
+    assert second.number_input(key="global_batch").value == 512
+    assert second.selectbox(key="tier").value == "spot"
+    assert [m.value for m in second.metric] == [m.value for m in first.metric]
+    assert second.query_params[state.URL_PARAM] == link
+    assert second.dataframe[0].value.equals(first.dataframe[0].value)
+
+
+def test_a_damaged_link_says_so_and_opens_the_default():
+    at = fresh({state.URL_PARAM: "not-a-scenario!!"})
+    assert "This link could not be read" in " ".join(e.value for e in at.error)
+    assert at.metric and at.title[0].value.replace("\\", "") == load_scenario_file(DEFAULT_SCENARIO).name
+
+
+def test_bad_upload_names_the_field_and_changes_nothing():
+    at = fresh()
+    before = at.query_params[state.URL_PARAM]
+    bad = (DEFAULT_SCENARIO.read_text().replace("global_batch: 256", "global_batch: -5"))
+    at.file_uploader(key="upload").set_value(("bad.yaml", bad.encode(), "application/x-yaml")).run()
+    text = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "This file could not be loaded" in text and "bad.yaml: training.global_batch" in text
+    assert at.query_params[state.URL_PARAM] == before
+    assert not at.exception
+    at.file_uploader(key="upload").set_value(("junk.yaml", b"model: [unclosed", "application/x-yaml")).run()
+    assert "valid YAML" in " ".join(e.value for e in at.error)
+    at.file_uploader(key="upload").set_value(("huge.yaml", b"#" * 300_000, "application/x-yaml")).run()
+    assert "under 256 KiB" in " ".join(e.value for e in at.error)
+
+
+def test_good_upload_replaces_the_scenario():
+    at = fresh()
+    text = (ROOT / "scenarios" / "bert-base-finetune.yaml").read_bytes()
+    at.file_uploader(key="upload").set_value(("bert.yaml", text, "application/x-yaml")).run()
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="model_name").value == "bert_base"
+    assert at.selectbox(key="ui_locale").value == "es-MX"
+    assert at.title[0].value.startswith("BERT")
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    assert d == state.scenario_to_dict(load_scenario_file(ROOT / "scenarios" / "bert-base-finetune.yaml"))
+
+
+def test_language_switch_changes_labels_to_spanish():
+    at = fresh()
+    at.radio(key="ui_lang").set_value("es").run()
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "¿Cabe en la memoria de la GPU?" in labels and "Costo" in labels
+    assert at.subheader[0].value.startswith("Recomendación: ")
+    assert at.number_input(key="global_batch").label == "Tamaño de lote global (ejemplos)"
+    assert "Pasos hasta converger" in at.dataframe[0].value.columns
+    assert at.selectbox(key="ui_locale").value == "es"
+    at.selectbox(key="ui_locale").set_value("es-AR").run()
+    assert "," in metric(at, "Tiempo de entrenamiento")  # 20,4 h: decimal comma in es-AR
+    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    assert d["locale"] == "es-AR"
+
+
+def test_example_picker_loads_a_shipped_scenario():
+    at = fresh()
+    path = str(ROOT / "scenarios" / "gpt2-124m-10b-tokens.yaml")
+    at.selectbox(key="example").set_value(path).run()
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="model_name").value == "gpt2"
+    assert at.radio(key="work_kind").value == "tokens"
+
+
+def test_the_scenario_survives_a_visit_to_another_page():
+    at = fresh()
+    at.number_input(key="global_batch").set_value(512).run()
+    link = at.query_params[state.URL_PARAM]
+    at.switch_page("ui/report_page.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("ui/plan_page.py").run()
+    assert at.number_input(key="global_batch").value == 512
+    assert at.query_params[state.URL_PARAM] == link
+
+
+def test_user_text_is_never_html():
+    for path in list((ROOT / "ui").glob("*.py")) + [ROOT / "app.py"]:
+        assert "unsafe_allow_html" not in path.read_text(), path
+    at = fresh()
+    at.text_input(key="scenario_name").input("<b>x</b> $x$ *y*").run()
+    assert at.title[0].value == r"\<b\>x\</b\> \$x\$ \*y\*"
+
+
+def test_links_are_compact_and_a_bomb_or_garbage_is_refused():
+    s = load_scenario_file(DEFAULT_SCENARIO)
+    link = state.encode_scenario(s)
+    assert len(link) < 1200 and state.decode_scenario(link) == s
+    import base64
+    import zlib
+
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"#" * 5_000_000, 9)).decode().rstrip("=")
+    with pytest.raises(state.InputError, match="under 256 KiB"):
+        state.decode_scenario(bomb)
+    with pytest.raises(state.InputError, match="scenario link made by trainplan"):
+        state.decode_scenario("%%%")
+    with pytest.raises(state.InputError, match="at most"):
+        state.decode_scenario("A" * (state.MAX_URL_CHARS + 1))

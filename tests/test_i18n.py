@@ -1,0 +1,132 @@
+"""The translation catalog (planner/locales/<lang>/*.yaml): both languages complete, Spanish really translated."""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from planner import i18n
+from planner.estimates import SOURCE_KINDS, MemoryEstimate
+from planner.scenario import ADAPTER_TARGETS, OPTIMIZERS, PRECISIONS, SHARDINGS, TIERS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Words that are the same in Spanish on purpose: names, language names, units and industry terms that
+# Spanish-speaking teams write as they are (the seed articles keep "GPU", "forward", "backward", optimizer names).
+# A Spanish text equal to its English one passes only when every word in it is one of these.
+SAME_IN_BOTH = {
+    "no", "english", "español", "adam", "adamw", "adafactor", "sgd", "gpu", "gpus", "gib", "gb", "ms", "kwh", "usd",
+    "tflops", "tdp", "spot", "pue", "mfu", "nccl", "cuda", "lora", "qlora", "zero", "fsdp", "fp32", "tf32", "fp16",
+    "bf16", "fp8", "p10", "p50", "p90", "forward", "backward", "id", "h", "s", "w", "b",
+}
+
+# The seed articles' vocabulary (../shared/seeds/) that the Spanish app must use for these ideas.
+SEED_VOCABULARY = {
+    "app.sidebar.global_batch": "tamaño de lote",
+    "app.sidebar.precisions_help": "precisión mixta",
+    "app.col.steps": "pasos hasta converger",
+    "app.col.samples_per_s": "ejemplos por segundo",
+    "app.metric.fits_help": "memoria pico de la gpu",
+    "app.col.step_s": "tiempo por paso",
+    "app.sidebar.micro_auto_help": "acumulación de gradientes",
+    "app.sidebar.optimizer": "optimizador",
+    "app.metric.cost": "costo",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_catalog():
+    i18n.catalog.cache_clear()
+    yield
+    i18n.catalog.cache_clear()
+
+
+def test_no_key_is_missing_in_either_language():
+    assert i18n.missing_keys() == {}, "keys present in one language only"
+
+
+def test_every_catalog_file_has_its_twin():
+    for lang in i18n.LANGUAGES:
+        names = {p.name for p in (i18n.LOCALES_DIR / lang).glob("*.yaml")}
+        assert {"app.yaml", "common.yaml"} <= names
+        for other in i18n.LANGUAGES:
+            assert names == {p.name for p in (i18n.LOCALES_DIR / other).glob("*.yaml")}, (lang, other)
+
+
+@pytest.mark.parametrize("filename", sorted(p.name for p in (i18n.LOCALES_DIR / "en").glob("*.yaml")))
+def test_spanish_is_translated_outside_the_allow_list(filename):
+    en, es = _file_keys("en", filename), _file_keys("es", filename)
+    same = {k: v for k, v in en.items() if es.get(k) == v and _words(v) - SAME_IN_BOTH}
+    assert same == {}, f"{filename}: Spanish equals English (translate, or add a true term to SAME_IN_BOTH)"
+
+
+def test_placeholders_match_between_languages():
+    en, es = i18n.catalog("en"), i18n.catalog("es")
+    for key, text in en.items():
+        assert _fields(text) == _fields(es[key]), key
+
+
+def test_every_value_formats():
+    for lang in i18n.LANGUAGES:
+        for key, text in i18n.catalog(lang).items():
+            try:  # a stray brace fails here, not in front of a user
+                text.format(**dict.fromkeys(_fields(text), "1"))
+            except (ValueError, IndexError, KeyError) as exc:
+                pytest.fail(f"{lang}: {key}: {exc}")
+
+
+def test_keys_the_app_names_exist():
+    sources = [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py"))]
+    named, prefixes = set(), set()
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        named |= set(re.findall(r'"((?:app|common)\.[a-z_]+(?:\.[a-z_]+)+)"', text))
+        prefixes |= set(re.findall(r'(?:choice_label\(|tr(?:_or)?\(f)"((?:app|common)\.[a-z_.]+?)\.?\{', text))
+        prefixes |= set(re.findall(r'choice_label\("((?:app|common)\.[a-z_.]+)"', text))
+    choices = {
+        "common.part": MemoryEstimate.PARTS, "common.tier": TIERS, "common.source": SOURCE_KINDS,
+        "common.optimizer": OPTIMIZERS, "common.sharding": SHARDINGS, "common.adapter_targets": ADAPTER_TARGETS,
+        "common.adapter": ("none", "lora", "qlora"), "common.language": i18n.LANGUAGES,
+        "app.sidebar.work_kinds": ("epochs", "tokens", "reference_points"),
+        "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
+    }
+    prefixes -= {"app.col", "app.col_help"}  # columns: every one is rendered by the AppTest tests, in both languages
+    assert prefixes <= set(choices), f"choice prefixes without a value list here: {prefixes - set(choices)}"
+    named -= prefixes
+    named |= {f"{prefix}.{value}" for prefix, values in choices.items() for value in values}
+    en = i18n.catalog("en")
+    assert sorted(k for k in named if k not in en) == []
+
+
+def test_spanish_uses_the_seed_vocabulary():
+    es = i18n.catalog("es")
+    for key, words in SEED_VOCABULARY.items():
+        assert words in es[key].lower(), (key, es[key])
+
+
+def test_t_falls_back_to_english_and_fills_params():
+    assert i18n.t("app.main.recommended", "es-AR", option="X") == "Recomendación: X"
+    assert i18n.t("app.main.recommended", "fr", option="X") == "Recommended: X"
+    with pytest.raises(KeyError):
+        i18n.t("app.no_such_key", "en")
+
+
+def _file_keys(lang: str, filename: str) -> dict[str, str]:
+    import yaml
+
+    out: dict[str, str] = {}
+    i18n._flatten(yaml.safe_load((i18n.LOCALES_DIR / lang / filename).read_text(encoding="utf-8")) or {}, "", out,
+                  Path(filename))
+    return out
+
+
+def _fields(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+
+
+def _words(text: str) -> set[str]:
+    """The words of a text, lower-cased, placeholders left out."""
+    return {w.lower() for w in re.findall(r"[^\W\d_][\w]*", re.sub(r"\{[^}]*\}", "", text))}

@@ -1,0 +1,77 @@
+"""The app's side of the translation catalog: the session's locale and t() bound to it."""
+
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+
+from planner.i18n import language_of, t
+from planner.notes import render_note
+from ui.state import LOCALE_KEY
+
+LANGUAGES = ("en", "es")
+LOCALES = {"en": ("en", "en-US", "en-GB"), "es": ("es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES", "es-US",
+                                                  "es-UY")}
+
+
+_run = threading.local()  # each script run has its own thread; the locale is read once per run, not per label
+
+
+def _session_locale() -> str:
+    return st.session_state.get("ui_locale") or st.session_state.get(LOCALE_KEY) or "en"
+
+
+def begin_run() -> None:
+    """Read the session's locale once for this run (app.py calls it first; pages call it after changing it)."""
+    _run.locale = _session_locale()
+
+
+def locale() -> str:
+    """The locale the user chose (the sidebar widget, else the last one seen, else English)."""
+    return getattr(_run, "locale", None) or _session_locale()
+
+
+def lang() -> str:
+    return language_of(locale())
+
+
+def tr(key: str, **params: object) -> str:
+    """Catalog text for `key` in the session's language."""
+    return t(key, locale(), **params)
+
+
+def note(text: str) -> str:
+    """A planner note in the session's language (Note objects translate; plain text stays as it is)."""
+    return render_note(text, locale())
+
+
+def tr_or(key: str, fallback: str) -> str:
+    """Catalog text, or `fallback` for a value the catalog does not name (a new source kind, a custom tier)."""
+    try:
+        return tr(key)
+    except KeyError:
+        return fallback
+
+
+def choice_label(prefix: str | None, special: dict | None = None):
+    """A format_func for choices: catalog text '<prefix>.<value>' (or special[value]) in the locale of this run;
+    values the catalog does not name are shown as they are.
+
+    The locale is bound now, not looked up at call time: Streamlit (and AppTest) may call format_func
+    outside the script run, where the session's locale is not visible.
+    """
+    loc = locale()
+    special = dict(special or {})
+
+    def label(value: object) -> str:
+        if value in special:
+            return t(special[value], loc)
+        if prefix is None:
+            return str(value)
+        try:
+            return t(f"{prefix}.{value}", loc)
+        except KeyError:
+            return str(value)
+
+    return label

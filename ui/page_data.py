@@ -1,0 +1,87 @@
+"""What the Compare, Benchmarks and GPUs pages share: cached inputs and plans, the current scenario, detection."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import streamlit as st
+
+from planner.errors import InputError
+from planner.estimates import Plan
+from planner.scenario import Scenario, dump_scenario_yaml, load_scenario_file, parse_scenario
+from planner.userdata import (
+    DEFAULT_SCENARIO,
+    SHIPPED_PROFILES_DIR,
+    SHIPPED_RESULTS_DIR,
+    home,
+    price_overrides_path,
+    user_profiles_dir,
+    user_results_dir,
+)
+from ui import bench_runner, state
+
+DETECT_KEY = "_detect"
+
+
+def inputs_fingerprint() -> str:
+    """Changes when a profile, result file or price override is added or edited (shipped or user folders)."""
+    override = price_overrides_path()
+    return state.folders_fingerprint([SHIPPED_PROFILES_DIR, SHIPPED_RESULTS_DIR, user_profiles_dir(),
+                                      user_results_dir()]) + (
+        f"-{override.stat().st_mtime_ns}" if override.exists() else f"-{override}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _inputs(fingerprint: str):
+    from planner.plan import load_inputs
+
+    return load_inputs()
+
+
+def inputs():
+    """Profiles, result files and price overrides as the Plan page sees them (reloaded when a file changes)."""
+    return _inputs(inputs_fingerprint())
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _plan(scenario_yaml: str, fingerprint: str, today_iso: str, _scenario: Scenario) -> Plan:
+    from planner.plan import build_plan
+
+    return build_plan(_scenario, _inputs(fingerprint), today=dt.date.fromisoformat(today_iso))
+
+
+def plan_for(scenario: Scenario) -> Plan:
+    """The plan of a scenario with the current inputs; InputError for a scenario the inputs cannot plan."""
+    return _plan(dump_scenario_yaml(scenario), inputs_fingerprint(), dt.date.today().isoformat(), scenario)
+
+
+def current_scenario(known_gpu_ids) -> tuple[Scenario, str]:
+    """The scenario the Plan page holds (session, then the link), else the shipped default; and where it came from."""
+    base = st.session_state.get(state.BASE_KEY)
+    if base:
+        try:
+            return parse_scenario(base, "current scenario", known_gpu_ids), "session"
+        except InputError:
+            pass
+    raw = st.query_params.get(state.URL_PARAM)
+    if raw:
+        try:
+            return state.decode_scenario(raw, known_gpu_ids), "link"
+        except InputError:
+            pass
+    return load_scenario_file(DEFAULT_SCENARIO, known_gpu_ids), "default"
+
+
+@st.cache_resource(show_spinner=False, ttl=600, max_entries=8)
+def _detect(python: str, home_dir: str) -> bench_runner.Detection:
+    return bench_runner.detect(python)
+
+
+def detection(refresh: bool = False) -> bench_runner.Detection:
+    """`bench detect` for this machine, run once per 10 minutes per interpreter (it imports torch: seconds)."""
+    python = bench_runner.bench_python()
+    if refresh:
+        _detect.clear()
+    found = _detect(python, str(home()))
+    st.session_state[DETECT_KEY] = found
+    return found

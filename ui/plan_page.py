@@ -1,0 +1,155 @@
+"""The Plan page: sidebar widgets -> Scenario -> build_plan -> headline, memory chart, table, notes, sources."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import streamlit as st
+
+from planner.errors import InputError
+from planner.scenario import (
+    Scenario,
+    load_scenario_file,
+    parse_scenario,
+    scenario_to_dict,
+)
+from planner.userdata import (
+    DEFAULT_SCENARIO,
+    SHIPPED_PROFILES_DIR,
+    SHIPPED_RESULTS_DIR,
+    SHIPPED_SCENARIOS_DIR,
+    price_overrides_path,
+    user_profiles_dir,
+    user_results_dir,
+)
+from planner.zoo_catalog import load_catalog
+from ui import render, sidebar, state
+from ui.i18n_ui import begin_run, tr
+
+log = logging.getLogger("trainplan.app")
+
+
+# ---------------------------------------------------------------- cached inputs and plans
+
+def inputs_fingerprint() -> str:
+    """Changes when a profile, result file or price override is added or edited (shipped or user folders)."""
+    override = price_overrides_path()
+    return state.folders_fingerprint([SHIPPED_PROFILES_DIR, SHIPPED_RESULTS_DIR, user_profiles_dir(),
+                                      user_results_dir(), override.parent / "price_overrides.d"]) + (
+        f"-{override.stat().st_mtime_ns}" if override.exists() else "")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def load_inputs_cached(fingerprint: str):
+    from planner.plan import load_inputs
+
+    return load_inputs()
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def plan_cached(scenario_yaml: str, fingerprint: str, today_iso: str, _scenario: Scenario):
+    """One plan per (scenario text, input folders, day); Plan is immutable, so sessions can share it."""
+    from planner.plan import build_plan
+
+    return build_plan(_scenario, load_inputs_cached(fingerprint), today=dt.date.fromisoformat(today_iso),
+                      source="sidebar")
+
+
+@st.cache_data(show_spinner=False)
+def choices(fingerprint: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """Model names (zoo, then result files), price providers, example scenarios."""
+    inputs = load_inputs_cached(fingerprint)
+    models = list(load_catalog())
+    models += sorted({r.model_name for r in inputs.results if r.model_name and r.model_name not in models})
+    providers = sorted({q.provider for p in inputs.profiles.values() for q in p.prices})
+    return models, providers, state.example_names(SHIPPED_SCENARIOS_DIR)
+
+
+# ---------------------------------------------------------------- the page
+
+def _first_scenario(known: list[str]) -> Scenario:
+    """The scenario in the link, else the shipped default (a bad link says why, then opens the default)."""
+    raw = st.query_params.get(state.URL_PARAM)
+    if raw:
+        try:
+            return state.decode_scenario(raw, known)
+        except InputError as exc:
+            st.session_state["_url_error"] = str(exc)
+    return load_scenario_file(DEFAULT_SCENARIO, known)
+
+
+def _plan(scenario: Scenario, fingerprint: str):
+    return plan_cached(state.dump_scenario_yaml(scenario), fingerprint, dt.date.today().isoformat(), scenario)
+
+
+def main() -> None:
+    ss = st.session_state
+    fingerprint = inputs_fingerprint()
+    inputs = load_inputs_cached(fingerprint)
+    known = list(inputs.profiles)
+    if state.BASE_KEY not in ss:
+        state.apply_scenario(ss, _first_scenario(known))
+    state.prepare_widgets(ss)
+    sidebar.normalize_locale(ss)
+    ss[state.LOCALE_KEY] = ss["ui_locale"]
+    begin_run()
+    # The widgets' values are already in session state, so the plan is drawn first and the sidebar last:
+    # the browser shows the numbers before it has laid out sixty widgets.
+    scenario = None
+    try:
+        scenario = plan_and_render(ss, known, fingerprint)
+    finally:
+        models, providers, examples = choices(fingerprint)
+        file_box = sidebar.render_sidebar(inputs.profiles, models, providers, examples)
+        if scenario is not None:
+            with file_box:
+                st.download_button(tr("app.sidebar.download"), data=state.download_yaml(scenario),
+                                   file_name=state.scenario_file_name(scenario), mime="application/x-yaml", on_click="ignore",
+                                   key="download", width="stretch")
+                st.caption(tr("app.sidebar.share"))
+
+
+def plan_and_render(ss, known: list[str], fingerprint: str) -> Scenario | None:
+    """The main area; returns the scenario it planned (None when it could not plan)."""
+    st.title(render.md(ss["scenario_name"] or tr("app.main.untitled")))
+    st.caption(tr("app.main.tagline"))
+    if ss.get("_url_error"):
+        st.error(tr("app.error.link", message=render.md(ss.pop("_url_error"))))
+    if ss.get("_upload_error"):
+        st.error(tr("app.error.upload", message=render.md(ss.pop("_upload_error"))))
+    elif ss.get("_upload_ok"):
+        st.success(tr("app.main.uploaded", name=render.md(ss.pop("_upload_ok"))))
+
+    try:
+        scenario = state.scenario_from_session(ss, known)
+        plan = _plan(scenario, fingerprint)
+    except InputError as exc:
+        st.error(tr("app.error.input", message=render.md(exc)))
+        st.caption(tr("app.error.showing_last"))
+        try:
+            scenario = parse_scenario(ss[state.BASE_KEY], "last valid scenario", known)
+            plan = _plan(scenario, fingerprint)
+        except InputError:
+            return None
+    except Exception as exc:  # an engine bug must not show a traceback; the server log keeps it
+        log.exception("planning failed")
+        st.error(tr("app.error.internal", kind=type(exc).__name__, message=render.md(exc)))
+        return None
+    ss[state.BASE_KEY] = scenario_to_dict(scenario)
+    state.remember_widgets(ss)
+    encoded = state.encode_scenario(scenario)
+    if st.query_params.get(state.URL_PARAM) != encoded:
+        st.query_params[state.URL_PARAM] = encoded
+
+    ss["_focus_gpus"] = [o.gpu_id for o in (plan.option(plan.recommendation.primary),
+                                             plan.option(plan.recommendation.runner_up)) if o is not None]
+    focus = render.headline(plan, scenario)
+    render.render_memory(plan, focus)
+    render.render_table(plan)
+    render.render_notes(plan, focus)
+    render.render_why(plan, focus, scenario)
+    return scenario
+
+
+main()

@@ -1,0 +1,440 @@
+"""Scenario <-> widget values <-> URL: the whole scenario lives in st.query_params['s'] and in session state."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import datetime as dt
+import os
+import re
+import zlib
+from collections.abc import Iterable, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from planner.errors import InputError
+from planner.i18n import language_of
+from planner.scenario import (
+    MAX_SCENARIO_BYTES,
+    Scenario,
+    dump_scenario_yaml,
+    load_scenario_file,
+    load_scenario_text,
+    parse_scenario,
+    scenario_to_dict,
+)
+
+URL_PARAM = "s"
+URL_SOURCE = "link (URL parameter s)"
+MAX_URL_CHARS = 16 * 1024
+CUSTOM_MODEL = "__custom__"
+BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
+LOCALE_KEY = "_locale"
+
+# Defaults shown when a scenario leaves a section out (widgets need a value; None = "not given").
+TRANSFORMER_DEFAULTS = {"layers": 12, "hidden": 768, "heads": 12, "seq_len": 1024, "vocab": 50257, "mlp": "gelu",
+                        "ffn": None}
+ADAPTER_DEFAULTS = {"kind": "none", "rank": 16, "targets": "attention", "base_dtype": "bf16"}
+SPOT_DEFAULTS = {"preemptions_per_instance_hour": 0.05, "checkpoint_interval_min": 30.0, "restart_min": 10.0}
+ON_PREM_DEFAULTS = {"purchase_usd_per_gpu": 30000.0, "lifetime_years": 4.0, "fleet_utilisation": 0.6,
+                    "usd_per_kwh": 0.12, "pue": 1.4}
+SPOT_KEYS = {"spot_rate": "preemptions_per_instance_hour", "spot_interval": "checkpoint_interval_min",
+             "spot_restart": "restart_min"}
+ON_PREM_KEYS = {"onprem_purchase": "purchase_usd_per_gpu", "onprem_years": "lifetime_years",
+                "onprem_util": "fleet_utilisation", "onprem_kwh": "usd_per_kwh", "onprem_pue": "pue"}
+TRANSFORMER_KEYS = {f"t_{k}": k for k in TRANSFORMER_DEFAULTS}
+MODEL_NUMBER_KEYS = {"model_params": "params", "model_flops": "flops_per_sample", "model_mfu": "mfu",
+                     "model_input_cpu": "input_cpu_s_per_sample"}
+# Model fields with no widget: they belong to the model they were given for, so a model change drops them.
+MODEL_CARRIED = ("largest_layer_params", "activation_bytes_per_sample", "activation_precision")
+
+# Widget bounds (min, max): they keep typed values sensible; a value from a file outside them is clamped,
+# so a wild file cannot break a widget. Integer keys hold ints.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "model_params": (1, 10**14), "model_flops": (1.0, 1e20), "model_mfu": (0.01, 1.0),
+    "model_input_cpu": (0.0, 100.0),
+    "t_layers": (1, 1000), "t_hidden": (1, 1_000_000), "t_heads": (1, 10_000), "t_seq_len": (1, 10_000_000),
+    "t_vocab": (1, 100_000_000), "t_ffn": (1, 10_000_000),
+    "global_batch": (1, 10**9), "micro_batch": (1, 10**9), "frozen_fraction": (0.0, 1.0),
+    "adapter_rank": (1, 65536),
+    "dataset_samples": (1, 10**13), "epochs": (0.01, 1e6), "tokens": (1.0, 1e16), "b_crit": (1.0, 1e12),
+    "early_stop_fraction": (0.01, 1.0), "eval_overhead": (0.0, 10.0), "checkpoint_overhead": (0.0, 10.0),
+    "gpus_per_node": (1, 64), "inter_node_gb_per_s": (0.1, 1e5), "cpu_workers_per_gpu": (0, 1024),
+    "workspace_gib": (0.0, 1024.0),
+    "exchange_rate": (1e-6, 1e9), "runs": (1, 100_000), "failure_overhead": (0.0, 10.0), "tax_rate": (0.0, 5.0),
+    "spot_rate": (0.0, 100.0), "spot_interval": (0.1, 1e5), "spot_restart": (0.0, 1e4),
+    "onprem_purchase": (0.0, 1e8), "onprem_years": (0.1, 50.0), "onprem_util": (0.01, 1.0),
+    "onprem_kwh": (0.0, 100.0), "onprem_pue": (1.0, 5.0),
+    "deadline_hours": (0.1, 1e7), "budget_usd": (0.01, 1e12),
+}
+
+
+# ---------------------------------------------------------------- scenario dict -> widget values
+
+def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
+    """Widget key -> value for a scenario dict (scenario_to_dict's shape)."""
+    m, t, w = d["model"], d["training"], d["workload"]
+    h, p, c = d.get("hardware", {}), d.get("pricing", {}), d.get("constraints", {})
+    shape = {**TRANSFORMER_DEFAULTS, **(m.get("transformer") or {})}
+    adapter = {**ADAPTER_DEFAULTS, **(t.get("adapter") or {})}
+    spot = {**SPOT_DEFAULTS, **(p.get("spot") or {})}
+    on_prem = {**ON_PREM_DEFAULTS, **(p.get("on_prem") or {})}
+    micro = t.get("micro_batch", "auto")
+    locale = d.get("locale", "en")
+    kind = "tokens" if w.get("tokens") is not None else (
+        "reference_points" if w.get("reference_points") else "epochs")
+    out: dict[str, Any] = {
+        "scenario_name": d.get("name", "Untitled scenario"),
+        "ui_lang": language_of(locale),
+        "ui_locale": locale,
+        "model_name": m.get("name") or CUSTOM_MODEL,
+        "model_transformer": m.get("transformer") is not None,
+        "precisions": list(t.get("precisions", [])),
+        "optimizer": t.get("optimizer", "adamw"),
+        "optimizer_impl": t.get("optimizer_impl", "foreach"),
+        "global_batch": int(t["global_batch"]),
+        "micro_auto": micro == "auto",
+        "micro_batch": int(micro) if micro != "auto" else max(1, min(32, int(t["global_batch"]))),
+        "checkpointing": bool(t.get("activation_checkpointing", False)),
+        "sharding": t.get("sharding", "none"),
+        "state_layout": t.get("state_layout", "torch_amp"),
+        "frozen_fraction": float(t.get("frozen_fraction", 0.0)),
+        "adapter_kind": adapter["kind"] if t.get("adapter") else "none",
+        "adapter_rank": int(adapter["rank"]),
+        "adapter_targets": adapter["targets"],
+        "adapter_base_dtype": adapter["base_dtype"],
+        "work_kind": kind,
+        "dataset_samples": w.get("dataset_samples"),
+        "epochs": float(w["epochs"]) if w.get("epochs") is not None else 1.0,
+        "tokens": float(w["tokens"]) if w.get("tokens") is not None else 1.0e9,
+        "ref_points": format_ref_points(w.get("reference_points") or []),
+        "b_crit": _float_or_none(w.get("b_crit")),
+        "early_stop_fraction": float(w.get("early_stop_fraction", 1.0)),
+        "eval_overhead": float(w.get("eval_overhead", 0.0)),
+        "checkpoint_overhead": float(w.get("checkpoint_overhead", 0.0)),
+        "gpus_all": h.get("gpus", "all") == "all",
+        "gpus": [] if h.get("gpus", "all") == "all" else list(h["gpus"]),
+        "gpu_counts": list(h.get("gpu_counts", [1])),
+        "gpus_per_node": int(h.get("gpus_per_node", 8)),
+        "inter_node_gb_per_s": float(h.get("inter_node_gb_per_s", 100.0)),
+        "cpu_workers_per_gpu": int(h.get("cpu_workers_per_gpu", 8)),
+        "workspace_gib": _float_or_none(h.get("workspace_gib")),
+        "tier": p.get("tier", "on_demand"),
+        "provider": p.get("provider", "cheapest"),
+        "currency": p.get("currency", "USD"),
+        "exchange_rate": float(p.get("exchange_rate", 1.0)),
+        "exchange_rate_as_of": _date_or_none(p.get("exchange_rate_as_of")),
+        "runs": int(p.get("runs", 1)),
+        "failure_overhead": float(p.get("failure_overhead", 0.0)),
+        "tax_rate": float(p.get("tax_rate", 0.0)),
+        "deadline_hours": _float_or_none(c.get("deadline_hours")),
+        "budget_usd": _float_or_none(c.get("budget_usd")),
+    }
+    for key, field in MODEL_NUMBER_KEYS.items():
+        out[key] = _float_or_none(m.get(field)) if field != "params" else m.get(field)
+    for key, field in TRANSFORMER_KEYS.items():
+        out[key] = shape[field]
+    for key, field in SPOT_KEYS.items():
+        out[key] = float(spot[field])
+    for key, field in ON_PREM_KEYS.items():
+        out[key] = float(on_prem[field])
+    return {k: clamp(k, v) for k, v in out.items()}
+
+
+def clamp(key: str, value: Any) -> Any:
+    if value is None or key not in BOUNDS:
+        return value
+    lo, hi = BOUNDS[key]
+    value = min(max(value, lo), hi)
+    return int(value) if isinstance(lo, int) else float(value)
+
+
+# ---------------------------------------------------------------- widget values -> scenario dict
+
+def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any]:
+    """The base scenario dict with every widget's value applied; fields without a widget are kept.
+
+    Raises InputError (naming the widget's scenario field) for text the widgets cannot bound, such as
+    reference points.
+    """
+    d = copy.deepcopy(dict(base))
+    d["name"] = (w["scenario_name"] or "").strip() or "Untitled scenario"
+    d["locale"] = w["ui_locale"]
+
+    m = dict(d.get("model") or {})
+    m["name"] = None if w["model_name"] == CUSTOM_MODEL else w["model_name"]
+    for key, field in MODEL_NUMBER_KEYS.items():
+        m[field] = w[key]
+    if m["params"] is not None:
+        m["params"] = int(m["params"])
+    m["transformer"] = ({field: w[key] for key, field in TRANSFORMER_KEYS.items()}
+                        if w["model_transformer"] else None)
+    d["model"] = _drop_none(m)
+
+    t = dict(d.get("training") or {})
+    t.update(precisions=list(w["precisions"]), optimizer=w["optimizer"], optimizer_impl=w["optimizer_impl"],
+             global_batch=int(w["global_batch"]),
+             micro_batch="auto" if w["micro_auto"] else int(w["micro_batch"]),
+             activation_checkpointing=bool(w["checkpointing"]), sharding=w["sharding"],
+             state_layout=w["state_layout"], frozen_fraction=float(w["frozen_fraction"]))
+    t["adapter"] = (None if w["adapter_kind"] == "none" else
+                    {"kind": w["adapter_kind"], "rank": int(w["adapter_rank"]), "targets": w["adapter_targets"],
+                     "base_dtype": w["adapter_base_dtype"]})
+    d["training"] = _drop_none(t)
+
+    wl = dict(d.get("workload") or {})
+    wl.update(dataset_samples=int(w["dataset_samples"]) if w["dataset_samples"] is not None else None,
+              epochs=None, tokens=None, reference_points=None, b_crit=w["b_crit"],
+              early_stop_fraction=float(w["early_stop_fraction"]), eval_overhead=float(w["eval_overhead"]),
+              checkpoint_overhead=float(w["checkpoint_overhead"]))
+    if w["work_kind"] == "epochs":
+        wl["epochs"] = float(w["epochs"])
+    elif w["work_kind"] == "tokens":
+        wl["tokens"] = float(w["tokens"])
+    else:
+        wl["reference_points"] = parse_ref_points(w["ref_points"])
+        if not wl["reference_points"]:
+            raise InputError("sidebar", "workload.reference_points", [],
+                             "reference runs, one a line: '1024: 36 epochs' or '16384: 4000 steps'")
+    d["workload"] = _drop_none(wl)
+
+    h = dict(d.get("hardware") or {})
+    h.update(gpus="all" if w["gpus_all"] else list(w["gpus"]), gpu_counts=sorted(int(n) for n in w["gpu_counts"]),
+             gpus_per_node=int(w["gpus_per_node"]), inter_node_gb_per_s=float(w["inter_node_gb_per_s"]),
+             cpu_workers_per_gpu=int(w["cpu_workers_per_gpu"]), workspace_gib=w["workspace_gib"])
+    d["hardware"] = _drop_none(h)
+
+    p = dict(d.get("pricing") or {})
+    as_of = w["exchange_rate_as_of"]
+    p.update(tier=w["tier"], provider=w["provider"], currency=w["currency"],
+             exchange_rate=float(w["exchange_rate"]),
+             exchange_rate_as_of=as_of.isoformat() if isinstance(as_of, dt.date) else None,
+             runs=int(w["runs"]), failure_overhead=float(w["failure_overhead"]), tax_rate=float(w["tax_rate"]),
+             spot={field: float(w[key]) for key, field in SPOT_KEYS.items()},
+             on_prem={field: float(w[key]) for key, field in ON_PREM_KEYS.items()})
+    d["pricing"] = _drop_none(p)
+
+    c = _drop_none({"deadline_hours": w["deadline_hours"], "budget_usd": w["budget_usd"]})
+    d.pop("constraints", None)
+    if c:
+        d["constraints"] = c
+    return d
+
+
+def model_reset_values() -> dict[str, Any]:
+    """Widget values that belong to one model: cleared when the user picks another model."""
+    out: dict[str, Any] = dict.fromkeys(MODEL_NUMBER_KEYS)
+    out["model_transformer"] = False
+    return out
+
+
+# ---------------------------------------------------------------- reference points as text
+
+_POINT_RE = re.compile(r"^\s*(\d+)\s*[:=]?\s*([0-9][0-9.eE+_]*)\s*([^\d\s]+)\s*$")
+_STEP_WORDS = {"steps", "step", "pasos", "paso", "s"}
+_EPOCH_WORDS = {"epochs", "epoch", "ep", "e", "épocas", "época", "epocas", "epoca"}
+
+
+def format_ref_points(points: Iterable[Mapping[str, Any]]) -> str:
+    lines = []
+    for p in points:
+        if p.get("steps") is not None:
+            lines.append(f"{int(p['global_batch'])}: {int(p['steps'])} steps")
+        else:
+            lines.append(f"{int(p['global_batch'])}: {float(p['epochs']):g} epochs")
+    return "\n".join(lines)
+
+
+def parse_ref_points(text: str) -> list[dict[str, Any]]:
+    """'1024: 36 epochs' / '16384: 4000 steps', one point a line (Spanish 'épocas'/'pasos' too)."""
+    out = []
+    for i, line in enumerate((text or "").splitlines()):
+        if not line.strip():
+            continue
+        match = _POINT_RE.match(line)
+        word = match.group(3).lower() if match else ""
+        if not match or word not in _STEP_WORDS | _EPOCH_WORDS:
+            raise InputError("sidebar", f"workload.reference_points[{len(out)}]", line.strip(),
+                             f"'<global batch>: <number> steps' or '<global batch>: <number> epochs' (line {i + 1})")
+        try:
+            amount = float(match.group(2))
+        except ValueError:
+            raise InputError("sidebar", f"workload.reference_points[{len(out)}]", line.strip(),
+                             "a number of steps or epochs") from None
+        point: dict[str, Any] = {"global_batch": int(match.group(1))}
+        if word in _STEP_WORDS:
+            point["steps"] = int(amount)
+        else:
+            point["epochs"] = amount
+        out.append(point)
+    return out
+
+
+# ---------------------------------------------------------------- the URL
+
+def encode_scenario(s: Scenario) -> str:
+    """urlsafe base64 of zlib-compressed scenario YAML, padding dropped: ~700 characters for a typical plan."""
+    raw = zlib.compress(dump_scenario_yaml(s).encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_scenario(text: str, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    """The scenario in a link; a damaged or hand-edited link raises InputError saying what is wrong."""
+    expected = "a scenario link made by trainplan (copy the whole address)"
+    if len(text) > MAX_URL_CHARS:
+        raise InputError(URL_SOURCE, None, f"{len(text)} characters", f"at most {MAX_URL_CHARS} characters")
+    try:
+        raw = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, MAX_SCENARIO_BYTES + 1)
+    except (binascii.Error, ValueError, zlib.error):
+        raise InputError(URL_SOURCE, None, text[:40] + ("..." if len(text) > 40 else ""), expected) from None
+    if len(data) > MAX_SCENARIO_BYTES or inflater.unconsumed_tail:
+        raise InputError(URL_SOURCE, None, "more than 256 KiB of scenario", "a scenario under 256 KiB")
+    try:
+        yaml_text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(URL_SOURCE, None, "bytes that are not UTF-8", expected) from None
+    return load_scenario_text(yaml_text, URL_SOURCE, known_gpu_ids)
+
+
+# ---------------------------------------------------------------- session state
+
+def seed_missing(session: MutableMapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Give every widget without a value its value from the scenario (first run, page switch, hidden widget)."""
+    for key, value in values.items():
+        if key not in session:
+            session[key] = value
+
+
+MEMORY_KEY = "_widget_memory"  # last values of widgets that are now hidden (spot settings while on demand...)
+
+
+def hidden_keys(session: Mapping[str, Any]) -> set[str]:
+    """Widgets the sidebar does not draw in this run, given the choices that show or hide them."""
+    hidden: set[str] = set()
+    if session.get("tier") != "spot":
+        hidden |= set(SPOT_KEYS)
+    if session.get("tier") != "on_prem":
+        hidden |= set(ON_PREM_KEYS)
+    if not session.get("model_transformer"):
+        hidden |= set(TRANSFORMER_KEYS)
+    if session.get("adapter_kind", "none") == "none":
+        hidden |= {"adapter_rank", "adapter_targets", "adapter_base_dtype"}
+    if session.get("gpus_all"):
+        hidden.add("gpus")
+    shown = {"epochs": "epochs", "tokens": "tokens", "reference_points": "ref_points"}.get(
+        session.get("work_kind", "epochs"))
+    hidden |= {"epochs", "tokens", "ref_points"} - {shown}
+    return hidden
+
+
+def prepare_widgets(session: MutableMapping[str, Any]) -> None:
+    """Before the widgets are drawn: fill missing values from the scenario, and give hidden widgets their last
+    value (Streamlit forgets or reverts the value of a widget it did not draw in the previous run)."""
+    values = to_widgets(session[BASE_KEY])
+    memory = session.setdefault(MEMORY_KEY, {})
+    for key in hidden_keys(session):
+        session[key] = memory.get(key, values[key])
+    seed_missing(session, values)
+
+
+def remember_widgets(session: MutableMapping[str, Any]) -> None:
+    """After a run: keep the values of the widgets drawn, for when they are hidden later."""
+    hidden = hidden_keys(session)
+    session.setdefault(MEMORY_KEY, {}).update({k: session[k] for k in WIDGET_KEYS if k not in hidden and k in session})
+
+
+def apply_scenario(session: MutableMapping[str, Any], s: Scenario) -> None:
+    """Make `s` the current scenario: base and every widget (uploads, examples, links)."""
+    d = scenario_to_dict(s)
+    session[BASE_KEY] = d
+    session.update(to_widgets(d))
+    session[LOCALE_KEY] = s.locale
+    session[MEMORY_KEY] = {}
+
+
+def scenario_from_session(session: Mapping[str, Any], known_gpu_ids: Iterable[str]) -> Scenario:
+    """Validate the widgets' scenario exactly as a scenario file would be; InputError names the field."""
+    values = {k: session[k] for k in WIDGET_KEYS}
+    d = from_widgets(session[BASE_KEY], values)
+    if not d["training"].get("precisions"):
+        raise InputError("sidebar", "training.precisions", [], "at least one precision")
+    if d["hardware"].get("gpus") == []:
+        raise InputError("sidebar", "hardware.gpus", [], "at least one GPU, or 'all GPUs'")
+    if not d["hardware"].get("gpu_counts"):
+        raise InputError("sidebar", "hardware.gpu_counts", [], "at least one GPU count")
+    return parse_scenario(d, "sidebar", known_gpu_ids)
+
+
+def scenario_from_upload(name: str, data: bytes, known_gpu_ids: Iterable[str]) -> Scenario:
+    """An uploaded scenario file: size-limited, UTF-8, safe_load, validated; InputError names file and field."""
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise InputError(name, None, f"{len(data):,} bytes", f"a scenario file under {MAX_SCENARIO_BYTES // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(name, None, "bytes that are not UTF-8", "a UTF-8 YAML text file") from None
+    return load_scenario_text(text, name, known_gpu_ids)
+
+
+def scenario_file_name(s: Scenario) -> str:
+    """'ResNet-50 on ImageNet-1k (90 epochs)' -> 'resnet-50-on-imagenet-1k-90-epochs.yaml'."""
+    stem = "-".join(filter(None, "".join(ch if ch.isalnum() else "-" for ch in s.name.lower()).split("-")))
+    return (stem or "scenario")[:60] + ".yaml"
+
+
+def download_yaml(s: Scenario) -> str:
+    """What the download button gives: the scenario file that reproduces this plan."""
+    return dump_scenario_yaml(s)
+
+
+def load_example(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    return load_scenario_file(path, known_gpu_ids)
+
+
+def example_names(folder: str | Path) -> dict[str, str]:
+    """Shipped example scenarios: path -> scenario name (unreadable files are left out of the list)."""
+    out = {}
+    for path in sorted(Path(folder).glob("*.yaml")):
+        try:
+            out[str(path)] = load_scenario_file(path).name
+        except InputError:
+            continue
+    return out
+
+
+def folders_fingerprint(dirs: Iterable[str | Path]) -> str:
+    """Cheap key for the input folders (names, sizes, mtimes): a new result file or profile changes it."""
+    parts = []
+    for d in dirs:
+        p = Path(d)
+        if not p.is_dir():
+            parts.append(f"{p}:-")
+            continue
+        for root, _dirs, files in os.walk(p):
+            for f in sorted(files):
+                try:
+                    st = os.stat(os.path.join(root, f))
+                except OSError:
+                    continue
+                parts.append(f"{root}/{f}:{st.st_size}:{st.st_mtime_ns}")
+    return str(zlib.crc32("\n".join(parts).encode("utf-8"))) + f"-{len(parts)}"
+
+
+def _float_or_none(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _date_or_none(x: Any) -> dt.date | None:
+    if x is None or isinstance(x, dt.date):
+        return x
+    return dt.date.fromisoformat(str(x)[:10])
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+WIDGET_KEYS = tuple(to_widgets({"model": {}, "training": {"global_batch": 1}, "workload": {}}))
