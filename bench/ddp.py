@@ -340,6 +340,27 @@ _ROOT_CAUSE = re.compile(
     r".*?exitcode\s*:\s*(?P<code>-?\d+)", re.S)
 
 
+_FAILURE = re.compile(
+    r"host\s*:\s*(?P<host>\S+)\s*\n\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<local>\d+)\)"
+    r"\s*\n\s*exitcode\s*:\s*(?P<code>-?\d+)")
+# Errors a rank gets *because* another one died first: never the culprit when a better candidate exists.
+_CONSEQUENCE = re.compile(r"Connection closed by peer|remote worker crash|Connection reset|timed out|SIGTERM", re.I)
+
+
+def _culprit(summary: str, logs: Path):
+    """The failure to report: torchrun's 'root cause' is the first *observed* failure, which is often a rank
+    that lost its peer (killed or 'connection closed'); prefer a rank that exited on its own with an error."""
+    root = _ROOT_CAUSE.search(summary)
+    candidates = list(_FAILURE.finditer(summary))
+    for m in candidates:
+        if int(m.group("code")) <= 0:
+            continue
+        own = "\n".join(_tail(p) for p in sorted(logs.glob(f"**/attempt_*/{m.group('local')}/stderr.log")))
+        if not _CONSEQUENCE.search(own):
+            return m
+    return root
+
+
 def _tail(path: Path, lines: int = 12) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -385,7 +406,7 @@ def explain_failure(run_dir: Path, rc: int | None, elapsed_s: float, timeout_s: 
                 "this." + "".join("\n" + t for t in tails) + f"\nlogs: {run_dir}")
     summary = (run_dir / "torchrun.log").read_text(encoding="utf-8", errors="replace") \
         if (run_dir / "torchrun.log").exists() else ""
-    m = _ROOT_CAUSE.search(summary)
+    m = _culprit(summary, logs)
     if not m:
         return f"torchrun exited with code {rc}:\n{_tail(run_dir / 'torchrun.log', 20)}\nlogs: {run_dir}"
     local = m.group("local")
