@@ -50,12 +50,18 @@ def main(argv: list[str] | None = None) -> int:
         top.parse_args(argv)  # prints help, or the error naming the valid commands, and exits
         return EXIT_BAD_INPUT
     name = argv[0]
-    module = importlib.import_module(commands[name][0])
-    parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=commands[name][1])
-    module.add_arguments(parser)
-    args = parser.parse_args(argv[1:])
     try:
+        module = importlib.import_module(commands[name][0])
+        parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=commands[name][1])
+        module.add_arguments(parser)
+        args = parser.parse_args(argv[1:])
         return int(module.main(args) or 0)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("torch", "yaml"):
+            raise
+        print(f"bench {name}: this Python has no {exc.name} ({sys.executable}). Install what bench needs with "
+              f"`pip install -r requirements.txt` (torch==2.13.0 is pinned; see the README).", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except InputError as exc:
         print(f"bench {name}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -18,6 +18,9 @@ SHIPPED_SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
 DEFAULT_SCENARIO = SHIPPED_SCENARIOS_DIR / "resnet50-imagenet.yaml"
 
 
+MAX_USD_PER_GPU_HOUR = 200.0  # the same bound as shipped profile quotes (planner/profiles.py)
+
+
 def home() -> Path:
     return Path(os.environ.get("TRAINPLAN_HOME") or Path.home() / ".trainplan")
 
@@ -65,8 +68,9 @@ def _quote(q: object, source: str, field: str) -> PriceQuote:
     except (KeyError, TypeError, ValueError):
         raise InputError(source, f"{field}.usd_per_gpu_hour", q.get("usd_per_gpu_hour"),
                          "a price in USD per GPU-hour") from None
-    if not 0 < usd <= 1000:
-        raise InputError(source, f"{field}.usd_per_gpu_hour", usd, "a price > 0 and <= 1000 USD per GPU-hour")
+    if not 0 < usd <= MAX_USD_PER_GPU_HOUR:
+        raise InputError(source, f"{field}.usd_per_gpu_hour", usd,
+                         f"a price > 0 and <= {MAX_USD_PER_GPU_HOUR:g} USD per GPU-hour")
     tier = q.get("tier", "on_demand")
     if tier not in ("on_demand", "spot", "reserved_1y", "reserved_3y"):
         raise InputError(source, f"{field}.tier", tier, "on_demand, spot, reserved_1y or reserved_3y")
@@ -100,3 +104,23 @@ def save_price_override(gpu_id: str, quote: PriceQuote, path: Path | None = None
     tmp.write_text(yaml.safe_dump(current, sort_keys=True, allow_unicode=True), encoding="utf-8")
     os.replace(tmp, p)
     return p
+
+
+def remove_price_override(gpu_id: str, provider: str, instance: str, tier: str, path: Path | None = None) -> bool:
+    """Delete one user quote (the shipped quote it replaced applies again); True when something was removed."""
+    p = path or price_overrides_path()
+    if not p.exists():
+        return False
+    current = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    rows = current.get(gpu_id, [])
+    kept = [r for r in rows if (r.get("provider"), r.get("instance"), r.get("tier")) != (provider, instance, tier)]
+    if len(kept) == len(rows):
+        return False
+    if kept:
+        current[gpu_id] = kept
+    else:
+        current.pop(gpu_id, None)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(current, sort_keys=True, allow_unicode=True), encoding="utf-8")
+    os.replace(tmp, p)
+    return True

@@ -1,0 +1,260 @@
+"""Compare, Benchmarks and GPUs & prices in a real browser (Debian chromium + Playwright), with screenshots.
+
+Serves app.py. Screenshots
+go to test-artifacts/pages-*.png, for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.make_fixtures import resnet50_h100
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+VIEWPORT = {"width": 1440, "height": 3600}  # tall: a whole page in one screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed: pip install -r requirements-dev.txt (never `playwright install`)"
+    return None
+
+
+if _missing():
+    pytest.skip(_missing(), allow_module_level=True)
+
+from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
+
+
+def _entry() -> str:
+    return "app.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A user folder with one teammate's result file and one saved scenario."""
+    home = tmp_path_factory.mktemp("home")
+    target = home / "results" / "h100-sxm-80gb" / "resnet50-20261120T100000Z.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(resnet50_h100()))
+    from planner.compare import save_scenario
+    from planner.scenario import load_scenario_file
+    from planner.userdata import SHIPPED_SCENARIOS_DIR
+
+    os.environ["TRAINPLAN_HOME"] = str(home)
+    try:
+        save_scenario(load_scenario_file(SHIPPED_SCENARIOS_DIR / "bert-base-finetune.yaml"), "BERT fine-tune")
+    finally:
+        del os.environ["TRAINPLAN_HOME"]
+    return home
+
+
+@pytest.fixture(scope="module")
+def app_url(home):
+    port = _free_port()
+    env = {**os.environ, "TRAINPLAN_HOME": str(home)}
+    env.pop("TRAINPLAN_BENCH_PYTHON", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", _entry(), "--server.port", str(port), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                pytest.fail(f"streamlit did not start on {url}:\n{out[-3000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser) -> Page:
+    context = browser.new_context(viewport=VIEWPORT)
+    p = context.new_page()
+    yield p
+    context.close()
+
+
+def _open(page: Page, url: str, heading: str) -> None:
+    page.goto(url)
+    expect(page.get_by_role("heading", name=heading, level=1)).to_be_visible(timeout=60_000)
+
+
+def _settle(page: Page) -> None:
+    """Wait until Streamlit has finished the current run (no 'Running...' status widget) and charts are drawn."""
+    page.wait_for_timeout(300)
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=60_000)
+    page.wait_for_timeout(700)
+
+
+def _no_exception(page: Page) -> None:
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def _shot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"pages-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def test_compare_page(page, app_url):
+    _open(page, f"{app_url}/compare", "Compare scenarios")
+    _settle(page)
+    expect(page.get_by_role("heading", name="Side by side")).to_be_visible()
+    # the saved scenario is compared with the current one: two columns in the side-by-side table
+    expect(page.locator('[data-testid="stMultiSelect"]').get_by_text("BERT fine-tune")).to_be_visible()
+    expect(page.locator(".vega-embed")).to_have_count(2, timeout=30_000)
+    expect(page.get_by_text(re.compile(r"options are on the frontier"))).to_be_visible()
+    _no_exception(page)
+    _shot(page, "compare")
+
+
+def test_gpus_page_and_a_price_override(page, app_url, home):
+    _open(page, f"{app_url}/gpus", "GPUs & prices")
+    _settle(page)
+    expect(page.get_by_text(re.compile(r"\d+ GPUs\. \d+ have a price older than 180 days"))).to_be_visible()
+    _shot(page, "gpus")
+    price = page.get_by_role("spinbutton", name="USD per GPU-hour")
+    price.fill("0.11")
+    price.press("Tab")
+    page.get_by_role("button", name="Save my price").click()
+    expect(page.get_by_text(re.compile("Saved your price for"))).to_be_visible(timeout=30_000)
+    _settle(page)
+    assert (home / "price_overrides.yaml").exists()
+    expect(page.get_by_text(re.compile(r"Recommended for the current scenario: .* \(price: your price override"))
+           ).to_be_visible()
+    _no_exception(page)
+    _shot(page, "gpus-override")
+
+
+def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
+    pytest.importorskip("torch")
+    _open(page, f"{app_url}/benchmarks", "Benchmarks")
+    _settle(page)
+    # the shipped results/ are listed too: pick this test's file by GPU and model
+    for box, option in (("GPU", re.compile(r"h100-sxm-80gb")), ("Model", "resnet50")):
+        page.get_by_role("combobox", name=box).click()
+        page.get_by_role("option", name=option).first.click()
+        _settle(page)
+    expect(page.get_by_text(re.compile(r"resnet50 on .*h100.*, measured"))).to_be_visible(timeout=30_000)
+    expect(page.locator(".vega-embed")).not_to_have_count(0, timeout=30_000)
+    _no_exception(page)
+    _shot(page, "benchmarks-browse")
+
+    page.get_by_role("tab", name="Run a benchmark here").click()
+    expect(page.get_by_text(re.compile(r"No CUDA GPU here|GPU\(s\) found"))).to_be_visible(timeout=90_000)
+    batches = page.get_by_role("textbox", name="Batch sizes")
+    batches.fill("4,8,16")
+    batches.press("Enter")
+    for label, value in (("Timed steps", "3"), ("Warm-up steps", "1")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Enter")
+    _settle(page)
+    start = page.get_by_role("button", name="Run the benchmark")
+    expect(start).to_be_enabled(timeout=30_000)
+    start.click()
+    expect(page.locator('[data-testid="stProgress"], [data-testid="stAlertContentError"]').first).to_be_visible(
+        timeout=30_000)
+    errors = page.locator('[data-testid="stAlertContentError"]')
+    assert errors.count() == 0, errors.all_inner_texts()
+    expect(page.get_by_text(re.compile(r"[1-3] of 3 configurations measured"))).to_be_visible(timeout=180_000)
+    _shot(page, "benchmarks-run-progress")
+    expect(page.get_by_text(re.compile(r"Done: 3 configuration\(s\) measured"))).to_be_visible(timeout=180_000)
+    _settle(page)
+    _no_exception(page)
+    _shot(page, "benchmarks-run-done")
+    [landed] = list((home / "results" / "cpu").glob("mlp-*.json"))
+
+    page.get_by_role("tab", name="Browse result files").click()
+    picked = page.get_by_role("combobox", name=re.compile(r"Result file \(\d+\)"))
+    expect(picked).to_have_value(re.compile(r"^mlp · CPU: .* UTC · yours$"), timeout=30_000)
+    expect(page.get_by_text(f"File: {landed}")).to_be_visible()
+    _shot(page, "benchmarks-browse-new-file")
+
+    page.get_by_role("tab", name="Import a result file").click()
+    bad = tmp_path / "broken.json"
+    bad.write_text(json.dumps({**resnet50_h100(), "schema": "trainplan.bench/0"}))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
+    expect(page.get_by_text(re.compile(r"Not imported: broken\.json: schema"))).to_be_visible(timeout=30_000)
+    _settle(page)
+    _no_exception(page)
+    _shot(page, "benchmarks-import-bad")
+    before = sorted(p.name for p in (home / "results").rglob("*.json"))
+    good = resnet50_h100()
+    good["created_utc"] = "2026-11-21T08:00:00Z"
+    (tmp_path / "teammate.json").write_text(json.dumps(good))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(tmp_path / "teammate.json"))
+    expect(page.get_by_text(re.compile(r"Imported teammate\.json as .*resnet50-20261121T080000Z\.json"))).to_be_visible(
+        timeout=30_000)
+    assert sorted(p.name for p in (home / "results").rglob("*.json")) == sorted(
+        [*before, "resnet50-20261121T080000Z.json"])
+    _settle(page)
+    _shot(page, "benchmarks-import-good")
+
+
+def test_pages_in_spanish(page, app_url):
+    _open(page, app_url, "ResNet-50 on ImageNet-1k (90 epochs)")
+    _settle(page)
+    page.get_by_text("Español", exact=True).click()
+    expect(page.get_by_text("Recomendación:").first).to_be_visible(timeout=30_000)
+    _settle(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Comparar").click()
+    expect(page.get_by_role("heading", name="Comparar escenarios", level=1)).to_be_visible(timeout=60_000)
+    _settle(page)
+    expect(page.get_by_role("heading", name="Lado a lado")).to_be_visible()
+    _no_exception(page)
+    _shot(page, "compare-es")
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("GPUs y precios").click()
+    expect(page.get_by_role("heading", name="GPUs y precios", level=1)).to_be_visible(timeout=60_000)
+    _settle(page)
+    _shot(page, "gpus-es")

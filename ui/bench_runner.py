@@ -1,0 +1,313 @@
+"""`python -m bench detect|run` as subprocesses for the app: the app never imports torch itself.
+
+No Streamlit here: a BenchRun owns one `bench run` process, reads its JSON progress lines in a thread, and is
+cancelled with SIGINT so bench saves what it measured (a partial file). One run at a time per app process, since
+two benchmarks on one machine would disturb each other's timings.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.errors import InputError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PYTHON_ENV = "TRAINPLAN_BENCH_PYTHON"  # another interpreter (one with torch) for bench; default: the app's own
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+DETECT_TIMEOUT_S = 90
+MAX_BATCHES = 12
+TORCH_PIN = "torch==2.13.0"
+CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
+
+
+def bench_python() -> str:
+    return os.environ.get(PYTHON_ENV) or sys.executable
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _missing_module(stderr: str) -> str | None:
+    """'torch' from "ModuleNotFoundError: No module named 'torch'" (the last such line), else None."""
+    found = None
+    for line in stderr.splitlines():
+        if "No module named" in line:
+            found = line.split("No module named", 1)[1].strip().strip("'\"").split(".")[0]
+    return found
+
+
+# ---------------------------------------------------------------- detect
+
+@dataclass(frozen=True)
+class Detection:
+    """What `python -m bench detect --json` said, or why it could not say anything.
+
+    status: ok | no_torch (a module bench needs is missing: `missing`) | timeout | failed.
+    """
+
+    status: str
+    python: str
+    facts: dict | None = None
+    missing: str | None = None
+    message: str = ""
+    elapsed_s: float = 0.0
+
+    @property
+    def device(self) -> str | None:
+        return self.facts.get("device") if self.facts else None
+
+    @property
+    def gpus(self) -> list[dict]:
+        return list((self.facts or {}).get("gpus") or [])
+
+
+def detect(python: str | None = None, timeout_s: float = DETECT_TIMEOUT_S) -> Detection:
+    """Run detect in a subprocess; never raises for a machine without torch, CUDA or NVML."""
+    python = python or bench_python()
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([python, "-m", "bench", "detect", "--json"], cwd=PROJECT_ROOT, env=_env(),
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return Detection("timeout", python, message=f"no answer within {timeout_s:g} s",
+                         elapsed_s=time.monotonic() - started)
+    except OSError as exc:
+        return Detection("failed", python, message=f"cannot start {python}: {exc}",
+                         elapsed_s=time.monotonic() - started)
+    elapsed = time.monotonic() - started
+    if proc.returncode != 0:
+        missing = _missing_module(proc.stderr)
+        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
+        return Detection("no_torch" if missing else "failed", python, missing=missing, message=tail, elapsed_s=elapsed)
+    try:
+        facts = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return Detection("failed", python, message="detect printed no JSON: " + proc.stdout[-300:], elapsed_s=elapsed)
+    return Detection("ok", python, facts=facts, elapsed_s=elapsed)
+
+
+def install_command(python: str, cpu_only: bool = True) -> str:
+    extra = f" --index-url {CPU_WHEELS}" if cpu_only else ""
+    return f"{python} -m pip install {TORCH_PIN}{extra}"
+
+
+# ---------------------------------------------------------------- run
+
+@dataclass(frozen=True)
+class RunRequest:
+    model: str
+    precisions: tuple[str, ...]
+    batches: tuple[int, ...]
+    steps: int = 10
+    warmup: int = 3
+    phase_steps: int = 5
+    out: str = ""
+
+    def argv(self, python: str) -> list[str]:
+        return [python, "-m", "bench", "run", "--model", self.model, "--precision", ",".join(self.precisions),
+                "--batch", ",".join(map(str, self.batches)), "--steps", str(self.steps), "--warmup", str(self.warmup),
+                "--phase-steps", str(self.phase_steps), "--out", self.out, "--progress-json"]
+
+
+def parse_batches(text: str) -> tuple[int, ...]:
+    """'8, 16,32' -> (8, 16, 32); InputError names the bad part."""
+    out: list[int] = []
+    for part in (text or "").replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise InputError("batch sizes", None, part, "whole numbers separated by commas, e.g. 8,16,32") from None
+        if not 1 <= value <= 65536:
+            raise InputError("batch sizes", None, value, "batch sizes from 1 to 65536")
+        out.append(value)
+    if not out:
+        raise InputError("batch sizes", None, text, "at least one batch size, e.g. 8,16,32")
+    if len(set(out)) > MAX_BATCHES:
+        raise InputError("batch sizes", None, len(set(out)), f"at most {MAX_BATCHES} batch sizes")
+    return tuple(sorted(set(out)))
+
+
+def make_request(model: str, known_models, precisions, batches_text: str, steps: int, warmup: int,
+                 out: str | Path) -> RunRequest:
+    """A validated request; InputError names the field (model, precisions, batch sizes, steps, warmup)."""
+    if model not in set(known_models):
+        raise InputError("benchmark", "model", model, "a model of the zoo (python -m bench list)")
+    precisions = tuple(p for p in PRECISIONS if p in set(precisions))
+    if not precisions:
+        raise InputError("benchmark", "precisions", list(precisions), "at least one of " + ", ".join(PRECISIONS))
+    if not 1 <= int(steps) <= 1000:
+        raise InputError("benchmark", "steps", steps, "1 to 1000 timed steps")
+    if not 1 <= int(warmup) <= 100:
+        raise InputError("benchmark", "warmup", warmup, "1 to 100 warm-up steps")
+    return RunRequest(model, precisions, parse_batches(batches_text), int(steps), int(warmup), out=str(out))
+
+
+class Busy(RuntimeError):
+    """Another benchmark started from this app is still running."""
+
+
+@dataclass
+class BenchRun:
+    """One `bench run` subprocess and what it has reported so far (thread-safe reads)."""
+
+    request: RunRequest
+    python: str
+    proc: subprocess.Popen | None = None
+    events: list[dict] = field(default_factory=list)
+    stderr: collections.deque = field(default_factory=lambda: collections.deque(maxlen=200))
+    started: float = field(default_factory=time.monotonic)
+    cancelled: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _readers: list[threading.Thread] = field(default_factory=list, repr=False)
+
+    def start(self) -> BenchRun:
+        self.proc = subprocess.Popen(self.request.argv(self.python), cwd=PROJECT_ROOT, env=_env(),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1, encoding="utf-8", errors="replace")
+        for stream, handler in ((self.proc.stdout, self._on_stdout), (self.proc.stderr, self._on_stderr)):
+            thread = threading.Thread(target=self._pump, args=(stream, handler), daemon=True)
+            thread.start()
+            self._readers.append(thread)
+        return self
+
+    @staticmethod
+    def _pump(stream, handler) -> None:
+        for line in stream:
+            handler(line.rstrip("\n"))
+        stream.close()
+
+    def _on_stdout(self, line: str) -> None:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            event = None
+        with self._lock:
+            if isinstance(event, dict) and "event" in event:
+                self.events.append(event)
+            elif line.strip():
+                self.stderr.append(line)
+
+    def _on_stderr(self, line: str) -> None:
+        if line.strip():
+            with self._lock:
+                self.stderr.append(line.split("\r")[-1])
+
+    # -------------------------------------------------------------- what the page reads
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    @property
+    def running(self) -> bool:
+        if self.proc is None:
+            return False
+        if self.proc.poll() is None:
+            return True
+        for thread in self._readers:  # the exit status can arrive before the last lines are read
+            thread.join(timeout=2)
+        return False
+
+    @property
+    def state(self) -> str:
+        """running | done | cancelled | failed."""
+        if self.running:
+            return "running"
+        code = self.returncode
+        if code == 0:
+            return "done"
+        if self.cancelled or code == 130 or self.last("interrupted"):
+            return "cancelled"
+        return "failed"
+
+    def snapshot(self) -> tuple[list[dict], list[str]]:
+        with self._lock:
+            return list(self.events), list(self.stderr)
+
+    def last(self, kind: str) -> dict | None:
+        events, _ = self.snapshot()
+        return next((e for e in reversed(events) if e.get("event") == kind), None)
+
+    def progress(self) -> tuple[int, int | None]:
+        """(configurations measured, configurations planned); total is None until bench has said."""
+        p = self.last("progress")
+        start = self.last("start")
+        if p is not None:
+            return int(p.get("done") or 0), p.get("total")
+        if start is not None:
+            n = len(start.get("precisions") or []) * len(start.get("batches") or []) if isinstance(
+                start.get("batches"), list) else None
+            return 0, n
+        return 0, None
+
+    @property
+    def path(self) -> str | None:
+        for kind in ("done", "interrupted", "error", "start"):
+            e = self.last(kind)
+            if e and e.get("path"):
+                return str(e["path"])
+        return None
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    # -------------------------------------------------------------- control
+    def cancel(self, grace_s: float = 30.0) -> None:
+        """SIGINT (bench saves a partial file); SIGTERM, then SIGKILL, if it is still running after grace_s."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.cancelled = True
+        self.proc.send_signal(signal.SIGINT)
+
+        def escalate() -> None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    self.proc.wait(timeout=grace_s)
+                    return
+                except subprocess.TimeoutExpired:
+                    self.proc.send_signal(sig)
+
+        threading.Thread(target=escalate, daemon=True).start()
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        self.running  # noqa: B018 - joins the reader threads
+        return self.proc.returncode
+
+
+_ACTIVE: BenchRun | None = None
+_ACTIVE_LOCK = threading.Lock()
+
+
+def active_run() -> BenchRun | None:
+    """The benchmark this app process is running now, if any (started from any browser tab)."""
+    with _ACTIVE_LOCK:
+        return _ACTIVE if _ACTIVE is not None and _ACTIVE.running else None
+
+
+def start_run(request: RunRequest, python: str | None = None) -> BenchRun:
+    """Start `bench run`; raises Busy while another run from this app is still going."""
+    global _ACTIVE
+    with _ACTIVE_LOCK:
+        if _ACTIVE is not None and _ACTIVE.running:
+            raise Busy(f"a benchmark of {_ACTIVE.request.model} is still running")
+        _ACTIVE = BenchRun(request, python or bench_python()).start()
+        return _ACTIVE

@@ -1,0 +1,337 @@
+"""The Benchmarks page: browse every result file, run a benchmark on this machine, import a teammate's file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from planner import fmt, result_views
+from planner.errors import InputError
+from planner.imports import MAX_IMPORT_BYTES, import_result
+from planner.resultfile import ResultFile
+from planner.userdata import user_results_dir
+from planner.zoo_catalog import load_catalog
+from ui import bench_runner, page_data
+from ui.i18n_ui import begin_run, locale, tr
+from ui.render import md, trm
+
+RUN_KEY = "_bench_run"
+SELECT_KEY = "_bench_select"  # a file to show next run (a finished run, an import), applied before the widgets
+ALL = "__all__"
+REFRESH_S = 1.0
+
+
+# ---------------------------------------------------------------- browse
+
+def _results() -> tuple[list[ResultFile], list[str]]:
+    inputs = page_data.inputs()
+    folders = [str(d) for d in inputs.result_dirs]
+    return list(inputs.results), [p for p in inputs.problems if any(p.startswith(d) for d in folders)]
+
+
+def _browse(results: list[ResultFile], problems: list[str]) -> None:
+    ss = st.session_state
+    loc = locale()
+    entries = result_views.file_entries(results, user_results_dir(), loc)
+    if problems:
+        with st.expander(tr("pages.bench.problems", n=len(problems)), expanded=True):
+            for p in problems:
+                st.warning(md(p))
+    if not entries:
+        st.info(tr("pages.bench.no_files"))
+        return
+    wanted = ss.pop(SELECT_KEY, None)
+    if wanted and any(e.path == wanted for e in entries):
+        ss["bench_gpu"], ss["bench_model"], ss["bench_file"] = ALL, ALL, wanted
+    gpus = {e.device_dir: e.gpu_label for e in entries}
+    models = sorted({e.model for e in entries})
+    all_gpus, all_models = tr("pages.bench.all_gpus"), tr("pages.bench.all_models")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.selectbox(tr("pages.bench.filter_gpu"), [ALL, *sorted(gpus)], key="bench_gpu",
+                     format_func=lambda g: all_gpus if g == ALL else f"{gpus.get(g, g)} ({g})")
+    with c2:
+        st.selectbox(tr("pages.bench.filter_model"), [ALL, *models], key="bench_model",
+                     format_func=lambda m: all_models if m == ALL else m)
+    shown = result_views.filter_entries(entries, None if ss["bench_gpu"] == ALL else ss["bench_gpu"],
+                                        None if ss["bench_model"] == ALL else ss["bench_model"])
+    if not shown:
+        st.info(tr("pages.bench.no_match"))
+        return
+    labels = {e.path: _entry_label(e) for e in shown}
+    if ss.get("bench_file") not in labels:
+        ss["bench_file"] = shown[0].path
+    st.selectbox(tr("pages.bench.file", n=len(shown)), list(labels), key="bench_file",
+                 format_func=lambda p: labels.get(p, p))
+    result = next(r for r in results if r.path == ss["bench_file"])
+    _show_file(result, next(e for e in shown if e.path == result.path), loc)
+
+
+def _entry_label(e: result_views.FileEntry) -> str:
+    flags = (" · " + tr("pages.bench.partial") if e.partial else "") + (" · " + tr("pages.bench.yours") if e.yours
+                                                                      else "")
+    return f"{e.model} · {e.gpu_label} · {e.created_utc[:16].replace('T', ' ')} UTC{flags}"
+
+
+def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
+    env = r.environment
+    st.markdown(trm("pages.bench.file_head", model=r.model_name, gpu=entry.gpu_label,
+                    date=r.created_utc[:16].replace("T", " ") + " UTC",
+                    torch=env.get("torch") or "?", n=entry.n_ok, total=len(r.measurements)))
+    st.caption(trm("pages.bench.file_path", path=r.path))
+    if r.partial:
+        st.warning(tr("pages.bench.partial_note"))
+    rows = result_views.measurement_rows(r)
+    cols = ("precision", "batch", "status", "step_ms", "p10_ms", "p90_ms", "samples_per_s", "peak_gib", "reserved_gib",
+            "tflops", "mfu_pct", "gpu_util_pct", "power_w", "energy_j", "reason")
+    frame = pd.DataFrame([{tr(f"pages.bench.col.{c}"): row[c] for c in cols} for row in rows])
+    config = {tr(f"pages.bench.col.{c}"): st.column_config.NumberColumn(format=f) for c, f in (
+        ("step_ms", "%.2f"), ("p10_ms", "%.2f"), ("p90_ms", "%.2f"), ("samples_per_s", "%.1f"), ("peak_gib", "%.2f"),
+        ("reserved_gib", "%.2f"), ("tflops", "%.2f"), ("mfu_pct", "%.1f"), ("gpu_util_pct", "%.0f"),
+        ("power_w", "%.0f"), ("energy_j", "%.2f"))}
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="bench_measurements")
+    c1, c2 = st.columns(2)
+    for col, field in ((c1, "samples_per_s"), (c2, "peak_gib")):
+        with col:
+            chart = result_views.batch_chart(rows, field, loc)
+            if chart is not None:
+                st.altair_chart(chart, width="stretch")
+            else:
+                st.info(tr(f"pages.bench.no_{field}", why=_why(r, field)))
+    c1, c2 = st.columns(2)
+    for col, field in ((c1, "mfu_pct"), (c2, "energy_j")):
+        with col:
+            chart = result_views.batch_chart(rows, field, loc)
+            if chart is not None:
+                st.altair_chart(chart, width="stretch")
+            else:
+                st.caption(tr(f"pages.bench.no_{field}", why=_why(r, field)))
+    phases = result_views.phase_chart(result_views.phase_rows(r), loc)
+    if phases is not None:
+        st.altair_chart(phases, width="stretch")
+    mb = result_views.max_batch_rows(r)
+    st.markdown("**" + tr("pages.bench.max_batch_title") + "**")
+    if mb:
+        st.dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in
+                                    ("precision", "max_batch", "trials", "reason")} for row in mb]),
+                     hide_index=True, width="stretch", key="bench_max_batch")
+    else:
+        st.caption(tr("pages.bench.no_max_batch"))
+    dl = result_views.dataloader_rows(r)
+    if dl:
+        st.markdown("**" + tr("pages.bench.dataloader_title") + "**")
+        st.dataframe(pd.DataFrame(dl), hide_index=True, width="stretch")
+    unmeasured = result_views.unmeasured_rows(r)
+    with st.expander(tr("pages.bench.unmeasured", n=len(unmeasured))):
+        if unmeasured:
+            st.dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in ("field", "reason", "where")}
+                                       for row in unmeasured]), hide_index=True, width="stretch")
+    with st.expander(tr("pages.bench.environment")):
+        _kv(result_views.key_value_rows(env))
+    with st.expander(tr("pages.bench.settings")):
+        _kv(result_views.key_value_rows({**r.model, **{f"settings.{k}": v for k, v in r.settings.items()}}))
+
+
+def _why(r: ResultFile, field: str) -> str:
+    key = {"samples_per_s": "samples_per_s", "peak_gib": "peak_allocated_bytes", "mfu_pct": "mfu",
+           "energy_j": "energy_j_per_step"}[field]
+    reasons = {m.unmeasured.get(key) for m in r.measurements if m.unmeasured.get(key)}
+    return "; ".join(sorted(reasons)) or tr("pages.bench.no_reason")
+
+
+def _kv(rows) -> None:
+    st.dataframe(pd.DataFrame(rows, columns=[tr("pages.bench.col.key"), tr("pages.bench.col.value")]),
+                 hide_index=True, width="stretch")
+
+
+# ---------------------------------------------------------------- run here
+
+def _code(text: str) -> str:
+    """Text for inside a `code span`: shown as it is there, so it is not escaped; only a backtick could break it."""
+    return str(text).replace("`", "'")
+
+
+def _detect_panel() -> bench_runner.Detection:
+    if st.button(tr("pages.bench.detect_again"), key="bench_detect"):
+        found = page_data.detection(refresh=True)
+    else:
+        with st.spinner(tr("pages.bench.detecting")):
+            found = page_data.detection()
+    python = found.python
+    if found.status == "no_torch":
+        st.error(tr("pages.bench.no_torch", python=_code(python), missing=_code(found.missing or "torch")))
+        st.code(bench_runner.install_command(python), language="bash")
+        st.caption(tr("pages.bench.no_torch_gpu", env=bench_runner.PYTHON_ENV))
+    elif found.status != "ok":
+        st.error(tr("pages.bench.detect_failed", python=_code(python), status=found.status, message=md(found.message)))
+    elif found.device == "cuda":
+        rows = [{tr("pages.bench.col.index"): g.get("index"), tr("pages.bench.col.gpu"): g.get("name"),
+                 tr("pages.bench.col.memory_gib"): round((g.get("total_memory_bytes") or 0) / 2**30, 1),
+                 tr("pages.bench.col.capability"): g.get("capability"),
+                 tr("pages.bench.col.profile"): g.get("profile_id") or tr("pages.bench.no_profile")}
+                for g in found.gpus]
+        st.success(trm("pages.bench.gpu_found", n=len(rows), torch=found.facts.get("torch"),
+                       cuda=found.facts.get("cuda") or "?"))
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="bench_gpus")
+        if any(not g.get("profile_id") for g in found.gpus):
+            st.info(tr("pages.bench.unknown_gpu"))
+    else:
+        f = found.facts or {}
+        st.info(trm("pages.bench.cpu_only", torch=f.get("torch"), cuda=f.get("cuda_reason") or "—",
+                    nvml=f.get("nvml_reason") or "—", cpu=f.get("cpu") or "?"))
+    st.caption(tr("pages.bench.python", python=_code(python), env=bench_runner.PYTHON_ENV))
+    return found
+
+
+def _start(catalog: dict) -> None:
+    ss = st.session_state
+    try:
+        request = bench_runner.make_request(ss["run_model"], catalog, ss["run_precisions"], ss["run_batches"],
+                                            ss["run_steps"], ss["run_warmup"], user_results_dir())
+        ss[RUN_KEY] = bench_runner.start_run(request)
+        ss.pop("_run_error", None)
+        ss["_run_announced"] = False
+    except (InputError, bench_runner.Busy, OSError) as exc:
+        ss["_run_error"] = str(exc)
+
+
+def _run_form(found: bench_runner.Detection) -> None:
+    ss = st.session_state
+    catalog = load_catalog()
+    on_gpu = found.device == "cuda"
+    models = list(catalog)
+    running = bench_runner.active_run() is not None
+    # Defaults as widget parameters, not session-state seeds: a run interrupted by a click cannot lose them.
+    with st.container(border=True):
+        c1, c2 = st.columns(2)
+        with c1:
+            model = st.selectbox(tr("pages.bench.run_model"), models, key="run_model", disabled=running,
+                                 index=models.index("mlp") if "mlp" in models else 0,
+                                 format_func=lambda m: f"{m} · {catalog[m].get('family', '')}")
+            entry = catalog.get(model, {})
+            st.caption(tr("pages.bench.model_caption", params=fmt.number(entry.get("params"), locale(), 0),
+                          input=entry.get("input_desc", "—")))
+            st.multiselect(tr("pages.bench.run_precisions"), list(bench_runner.PRECISIONS), key="run_precisions",
+                           default=["bf16", "fp32"] if on_gpu else ["fp32"], disabled=running)
+        with c2:
+            st.text_input(tr("pages.bench.run_batches"), "32,64,128" if on_gpu else "8,16,32", key="run_batches",
+                          disabled=running, help=tr("pages.bench.run_batches_help"))
+            d1, d2 = st.columns(2)
+            with d1:
+                st.number_input(tr("pages.bench.run_steps"), min_value=1, max_value=1000, value=20 if on_gpu else 5,
+                                step=1, key="run_steps", disabled=running)
+            with d2:
+                st.number_input(tr("pages.bench.run_warmup"), min_value=1, max_value=100, value=5 if on_gpu else 2,
+                                step=1, key="run_warmup", disabled=running)
+        can_run = found.status == "ok"
+        st.button(tr("pages.bench.run_start"), key="run_start", type="primary", on_click=_start, args=(catalog,),
+                  disabled=running or not can_run)
+        if not can_run:
+            st.caption(tr("pages.bench.run_needs_torch"))
+    if ss.get("_run_error"):
+        st.error(tr("pages.bench.run_error", message=md(ss["_run_error"])))
+
+
+def _progress_panel() -> None:
+    """Progress of this session's run; reruns the whole page once when it ends, so the browser lists the file."""
+    ss = st.session_state
+    run: bench_runner.BenchRun | None = ss.get(RUN_KEY)
+    if run is None:
+        other = bench_runner.active_run()
+        if other is not None:
+            st.info(tr("pages.bench.other_running", model=other.request.model))
+        return
+    state = run.state
+    done, total = run.progress()
+    events, lines = run.snapshot()
+    last = next((e for e in reversed(events) if e.get("event") == "progress"), None)
+    text = tr("pages.bench.progress", done=done, total=total or "?", seconds=int(run.elapsed_s()))
+    if last is not None:
+        step = last.get("step_time_s")
+        text += " · " + tr("pages.bench.progress_last", precision=last.get("precision"), batch=last.get("batch"),
+                           status=last.get("status"), ms=fmt.sig(step * 1000, locale()) if step else "—")
+    st.progress(min(1.0, done / total) if total else 0.0, text=text)
+    if state == "running":
+        if st.button(tr("pages.bench.cancel"), key="run_cancel", disabled=run.cancelled):
+            run.cancel()
+            st.rerun()
+        if run.cancelled:
+            st.caption(tr("pages.bench.cancelling"))
+    elif state == "done":
+        st.success(trm("pages.bench.run_done", path=run.path or "?", n=done))
+    elif state == "cancelled":
+        if run.path and Path(run.path).exists():
+            st.warning(trm("pages.bench.run_cancelled", path=run.path, n=done))
+        else:
+            st.warning(tr("pages.bench.run_cancelled_empty"))
+    else:
+        st.error(trm("pages.bench.run_failed", code=run.returncode, path=run.path or "—"))
+    if lines:
+        with st.expander(tr("pages.bench.log", n=len(lines)), expanded=state == "failed"):
+            st.code("\n".join(lines[-40:]), language=None)
+    if state != "running" and not ss.get("_run_announced"):
+        ss["_run_announced"] = True
+        if run.path and Path(run.path).exists():
+            ss[SELECT_KEY] = run.path
+        st.rerun(scope="app")
+
+
+def _run_here() -> None:
+    st.caption(tr("pages.bench.run_intro"))
+    found = _detect_panel()
+    _run_form(found)
+    run = st.session_state.get(RUN_KEY)
+    if run is not None and run.running:
+        st.fragment(run_every=REFRESH_S)(_progress_panel)()
+    else:
+        _progress_panel()
+
+
+# ---------------------------------------------------------------- import
+
+def _on_import() -> None:
+    ss = st.session_state
+    up = ss.get("import_file")
+    ss.pop("_import_error", None)
+    ss.pop("_import_ok", None)
+    if up is None:
+        return
+    try:
+        done = import_result(up.name, up.getvalue())
+    except InputError as exc:
+        ss["_import_error"] = str(exc)
+        return
+    ss["_import_ok"] = (up.name, str(done.path), done.already_there)
+    ss[SELECT_KEY] = str(done.path)
+
+
+def _import() -> None:
+    ss = st.session_state
+    st.caption(trm("pages.bench.import_intro", folder=str(user_results_dir())))
+    st.file_uploader(tr("pages.bench.import_file"), type=["json"], key="import_file", on_change=_on_import,
+                     max_upload_size=MAX_IMPORT_BYTES // 2**20, help=tr("pages.bench.import_help"))
+    if ss.get("_import_error"):
+        st.error(tr("pages.bench.import_error", message=md(ss["_import_error"])))
+    elif ss.get("_import_ok"):
+        name, path, again = ss["_import_ok"]
+        st.success(trm("pages.bench.import_again" if again else "pages.bench.import_ok", name=name, path=path))
+
+
+def main() -> None:
+    begin_run()
+    st.title(tr("pages.bench.title"))
+    st.caption(tr("pages.bench.tagline"))
+    browse, run_tab, import_tab = st.tabs([tr("pages.bench.tab_browse"), tr("pages.bench.tab_run"),
+                                          tr("pages.bench.tab_import")])
+    with browse:  # first: it must not wait for `bench detect` (seconds) in the Run tab
+        _browse(*_results())
+    with run_tab:
+        _run_here()
+    with import_tab:
+        _import()
+
+
+if __name__ == "__main__":
+    main()
