@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.cli_run import parse_model_options
 from planner.errors import InputError
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -73,23 +74,6 @@ def add_arguments(p) -> None:
     p.add_argument("--profiles", action="append", metavar="DIR", help="GPU profile folder(s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fault-inject", default=None, choices=FAULTS, help=argparse.SUPPRESS)
-
-
-def _model_options(items: list[str]) -> dict:
-    options = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError("--model-option", None, item, "KEY=VALUE, e.g. seq_len=512")
-        value: object = raw
-        for cast in (int, float):
-            try:
-                value = cast(raw)
-                break
-            except ValueError:
-                continue
-        options[key.strip()] = value
-    return options
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -161,7 +145,7 @@ def validate(args) -> dict:
             pass
     except OSError as exc:
         raise InputError("--out", None, args.out, f"a writable folder ({exc.strerror or exc})") from None
-    return {"options": _model_options(args.model_option), "sizes": parse_sizes(args.busbw_sizes),
+    return {"options": parse_model_options(args.model_option), "sizes": parse_sizes(args.busbw_sizes),
             "pg_timeout_s": pg_timeout, "root": root,
             "endpoint": parse_endpoint(args.rdzv_endpoint) if args.rdzv_endpoint else None}
 

@@ -311,17 +311,27 @@ def result_path(root: str | Path, device_dir: str, model: str, created_utc: str)
     return Path(root) / slug(device_dir) / f"{slug(model)}-{timestamp_for_filename(created_utc)}.json"
 
 
-def write_result_atomic(data: Mapping, path: str | Path) -> Path:
-    """Write JSON atomically (temp file + rename) and never overwrite: a taken name gets a -2, -3 ... suffix."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _temp_json(data: Mapping, folder: Path) -> Path:
+    """The JSON written and fsynced to a hidden temp file in `folder` (same filesystem, so a rename is atomic)."""
+    folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=1, sort_keys=False, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def write_result_atomic(data: Mapping, path: str | Path) -> Path:
+    """Write JSON atomically (temp file + rename) and never overwrite: a taken name gets a -2, -3 ... suffix."""
+    target = Path(path)
+    tmp = _temp_json(data, target.parent)
+    try:
         candidate, n = target, 1
         while True:
             try:
@@ -332,21 +342,15 @@ def write_result_atomic(data: Mapping, path: str | Path) -> Path:
                 n += 1
                 candidate = target.with_name(f"{target.stem}-{n}{target.suffix}")
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
 
 
 def replace_result_atomic(data: Mapping, path: str | Path) -> Path:
     """Rewrite the same run's file in place (temp + rename): used to grow a partial file as a sweep proceeds."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=1, sort_keys=False, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
+    tmp = _temp_json(data, target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, target)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
     return target
