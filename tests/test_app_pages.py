@@ -51,7 +51,7 @@ def run(at: AppTest) -> AppTest:
 
 # Tables by a column (or row) only they have: AppTest does not expose a dataframe's key.
 TABLES = {"cmp_summary": "Fits in GPU memory", "cmp_frontier": "Recommended", "cmp_scaling_table": "Speed-up (×)",
-          "bench_measurements": "Time per step (ms, median)", "bench_gpus": "Compute capability",
+          "bench_measurements": "Status", "bench_gpus": "Compute capability",
           "gpus_table": "bf16 peak (TFLOPS)", "price_effect": "Price source (id)"}
 
 
@@ -130,7 +130,7 @@ def test_compare_takes_the_plan_pages_scenario_and_pareto_points_are_the_non_dom
     at.multiselect(key="gpus").set_value(["h100-sxm-80gb", "l4-24gb", "a100-sxm-80gb"])
     at.multiselect(key="precisions").set_value(["bf16", "fp32"])
     run(at)
-    at.switch_page("../../ui/compare_page.py")
+    at.switch_page("ui/compare_page.py")
     run(at)
     assert "as set on the Plan page" in texts(at)
     at.text_input(key="cmp_save_name").set_value("Three GPUs")
@@ -356,6 +356,152 @@ def test_benchmarks_explain_how_to_get_torch(home, monkeypatch, tmp_path):
     assert "torch is not installed" in error and python in error
     assert any(c.value.startswith(f"{python} -m pip install torch==") for c in at.code)
     assert at.button(key="run_start").disabled
+    assert at.button(key="trace_start").disabled  # the trace tab says the same: tracing needs torch, not a GPU
+    assert sum("torch is not installed" in e.value for e in at.error) == 2
+
+
+def _pick_trace(at: AppTest, model: str, precisions: list[str], batches: str) -> None:
+    at.selectbox(key="trace_model").set_value(model)
+    run(at)  # the custom-model box and the sequence length follow the model
+    at.multiselect(key="trace_precisions").set_value(precisions)
+    at.text_input(key="trace_batches").set_value(batches)
+
+
+def test_benchmarks_trace_mlp_through_the_real_subprocess_lands_in_the_browser(home):
+    pytest.importorskip("torch")
+    at = page("benchmarks")
+    _pick_trace(at, "mlp", ["fp32"], "4,8")
+    at.number_input(key="trace_frozen").set_value(0.25)
+    at.selectbox(key="trace_optimizer").set_value("sgd_momentum")
+    at.radio(key="trace_impl").set_value("fused")
+    at.button(key="trace_start").click()
+    run(at)
+    [landed] = list((home / "results" / "traced").glob("mlp-*.json"))
+    assert re.search(rf"Traced in [0-9.]+ s and saved to {re.escape(str(landed))}\.", texts(at)), texts(at)
+    assert not at.error
+    assert "fp32 batch    4: peak" in "\n".join(c.value for c in at.code)  # the tracer's own summary
+    # the browser tab lists and shows the new file, as after "run here"
+    assert at.selectbox(key="bench_file").value == str(landed)
+    assert any(label.startswith("mlp · traced without a GPU (as on cuda) · ") and label.endswith(" · yours")
+               for label in at.selectbox(key="bench_file").options)
+    table = frame(at, "bench_measurements")
+    assert list(table["Batch"]) == [4, 8] and list(table["Status"]) == ["ok", "ok"]
+    assert (table["Peak memory (GiB)"] > 0).all()
+    written = read_result_file(landed)
+    assert written.is_traced and written.settings["emulates"] == "cuda"
+    assert (written.settings["optimizer"], written.settings["optimizer_impl"]) == ("sgd_momentum", "fused")
+    assert written.settings["frozen_fraction"] == 0.25
+    assert written.model["trainable_params"] < written.model["params"]
+    assert [(m.precision, m.batch_size, m.source) for m in written.measurements] == [
+        ("fp32", 4, "traced"), ("fp32", 8, "traced")]
+
+
+def _no_trace(request, *args, **kwargs):
+    raise AssertionError(f"no trace should start: {request}")
+
+
+def test_benchmarks_trace_refuses_bad_batch_sizes_before_any_subprocess(home, monkeypatch):
+    monkeypatch.setattr(bench_runner, "trace", _no_trace)
+    at = page("benchmarks")
+    _pick_trace(at, "mlp", ["fp32"], "0,abc")
+    at.button(key="trace_start").click()
+    run(at)
+    error = "\n".join(e.value for e in at.error).replace("\\", "")
+    assert "Not traced: trace: batch sizes: got '0,abc'; expected positive whole numbers" in error
+    assert "(not: 0, abc)" in error
+    assert "_trace_outcome" not in at.session_state
+    assert not (home / "results").exists()
+
+
+def test_benchmarks_trace_an_unknown_custom_model_shows_the_tracers_message(home):
+    pytest.importorskip("torch")
+    at = page("benchmarks")
+    assert at.text_input(key="trace_custom").disabled  # a zoo model is picked
+    _pick_trace(at, "__custom__", ["fp32"], "2")
+    assert at.number_input(key="trace_seq_len").disabled  # a custom callable sets its own length
+    at.text_input(key="trace_custom").set_value("nope.mod:build")
+    at.button(key="trace_start").click()
+    run(at)
+    outcome = at.session_state["_trace_outcome"]
+    assert (outcome.status, outcome.code, outcome.path) == ("bad_input", 2, None)
+    [error] = [e.value.replace("\\", "") for e in at.error]
+    assert error.startswith("**Not traced.** The tracer said: bench trace: --model: got 'nope.mod:build'; expected "
+                            "a loadable package.module:callable")
+    assert "`python -m bench run`" in error
+    assert "Traceback" not in texts(at) and not at.success
+    assert not list(home.rglob("*.json"))
+
+
+def test_benchmarks_trace_passes_every_widget_to_bench_trace(home, monkeypatch):
+    asked: list[list[str]] = []
+
+    def fake(request, *args, **kwargs):
+        asked.append(request.args())
+        return bench_runner.TraceOutcome("bad_input", sys.executable, 2, message="bench trace: stub")
+
+    monkeypatch.setattr(bench_runner, "trace", fake)
+    at = page("benchmarks")
+    assert at.selectbox(key="trace_model").value == "gpt2"
+    assert at.number_input(key="trace_seq_len").proto.placeholder == "the model's default: 1024"
+    _pick_trace(at, "gpt2", ["bf16", "fp16"], "16, 2")
+    at.number_input(key="trace_seq_len").set_value(256)
+    at.checkbox(key="trace_checkpointing").check()
+    at.number_input(key="trace_lora").set_value(8)
+    at.button(key="trace_start").click()
+    run(at)
+    out = str(home / "results")
+    assert asked[-1] == ["--model", "gpt2", "--precision", "fp16,bf16", "--batch", "2,16", "--optimizer", "adamw",
+                         "--optimizer-impl", "foreach", "--frozen-fraction", "0.0", "--checkpointing", "--adapter",
+                         "lora:8", "--seq-len", "256", "--out", out]
+    assert "The tracer said: bench trace: stub" in texts(at)
+
+    at.number_input(key="trace_lora").set_value(0)
+    at.checkbox(key="trace_checkpointing").uncheck()
+    at.number_input(key="trace_frozen").set_value(0.5)
+    at.selectbox(key="trace_optimizer").set_value("adafactor")
+    at.button(key="trace_start").click()
+    run(at)
+    assert asked[-1] == ["--model", "gpt2", "--precision", "fp16,bf16", "--batch", "2,16", "--optimizer",
+                         "adafactor", "--optimizer-impl", "foreach", "--frozen-fraction", "0.5", "--seq-len", "256",
+                         "--out", out]
+
+    at.selectbox(key="trace_model").set_value("resnet18")
+    run(at)
+    assert at.number_input(key="trace_seq_len").disabled  # images have no sequence: the 256 is not sent
+    at.button(key="trace_start").click()
+    run(at)
+    assert "--seq-len" not in asked[-1] and asked[-1][:2] == ["--model", "resnet18"]
+
+    at.radio(key="trace_impl").set_value("fused")  # Adafactor has no fused kernel: refused here, nothing started
+    at.button(key="trace_start").click()
+    run(at)
+    assert len(asked) == 3
+    assert "Not traced: trace: optimizer implementation: got 'fused'" in texts(at)
+
+    at.radio(key="trace_impl").set_value("foreach")
+    at.number_input(key="trace_lora").set_value(4)  # with frozen 0.5: LoRA already freezes the base
+    at.button(key="trace_start").click()
+    run(at)
+    assert len(asked) == 3 and "Not traced: trace: frozen fraction: got 0.5; expected 0 with LoRA" in texts(at)
+
+
+def test_benchmarks_trace_without_torch_explains_how_to_get_it(home, monkeypatch, tmp_path):
+    venv = tmp_path / "notorch"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    request = bench_runner.make_trace_request("mlp", ["mlp"], ["fp32"], "2", out=tmp_path / "out")
+    said = bench_runner.trace(request, python=python)  # the real `python -m bench trace` of a Python without torch
+    assert (said.status, said.missing, said.path) == ("no_torch", "torch", None)
+    assert "this Python has no torch" in said.message
+    # the page: `bench detect` found torch, yet the trace's Python had none (it was uninstalled since)
+    monkeypatch.setattr(bench_runner, "trace", lambda request, *a, **k: said)
+    at = page("benchmarks")
+    at.button(key="trace_start").click()
+    run(at)
+    error = "\n".join(e.value for e in at.error)
+    assert "torch is not installed" in error and python in error
+    assert any(c.value.startswith(f"{python} -m pip install torch==") for c in at.code)
+    assert "Traceback" not in texts(at)
 
 
 # ================================================================ GPUs & prices
@@ -530,6 +676,9 @@ def test_pages_speak_spanish(home):
         at.session_state["_base"] = scenario_to_dict(load_scenario_file(DEFAULT_SCENARIO))
         run(at)
         assert at.title[0].value == title
+        if name == "benchmarks":
+            assert "Trazar la memoria sin GPU" in [tab.label for tab in at.tabs]
+            assert at.button(key="trace_start").label == "Trazar"
     at = AppTest.from_file(str(ROOT / "ui" / "compare_page.py"), default_timeout=120)
     at.session_state["_locale"] = "es-AR"
     run(at)
@@ -625,13 +774,13 @@ def test_every_field_of_the_profile_form_is_saved(home):
 
 def test_leaving_a_page_and_coming_back_refills_its_forms(home):
     at = run(AppTest.from_file(str(FULL_APP), default_timeout=120))
-    for page_path in ("../../ui/compare_page.py", "../../ui/gpus_page.py", "../../ui/plan_page.py",
-                      "../../ui/compare_page.py", "../../ui/gpus_page.py"):
+    for page_path in ("ui/compare_page.py", "ui/gpus_page.py", "ui/plan_page.py",
+                      "ui/compare_page.py", "ui/gpus_page.py"):
         at.switch_page(page_path)
         run(at)
     assert at.title[0].value == "GPUs & prices"
     assert at.text_input(key="ov_provider").value  # refilled from the billed quote, not left blank
     assert at.number_input(key="ov_price").value > 0
-    at.switch_page("../../ui/compare_page.py")
+    at.switch_page("ui/compare_page.py")
     run(at)
     assert at.text_input(key="cmp_save_name").value == load_scenario_file(DEFAULT_SCENARIO).name

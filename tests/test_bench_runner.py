@@ -79,7 +79,7 @@ def test_detect_on_this_machine_reports_the_cpu():
 def test_detect_without_torch_says_so(python_without_torch):
     found = br.detect(python_without_torch)
     assert (found.status, found.missing) == ("no_torch", "torch")
-    assert "No module named 'torch'" in found.message
+    assert "this Python has no torch" in found.message
     assert br.install_command(python_without_torch).startswith(f"{python_without_torch} -m pip install torch==")
 
 

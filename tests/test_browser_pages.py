@@ -242,6 +242,36 @@ def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
     _shot(page, "benchmarks-import-good")
 
 
+def test_benchmarks_trace_memory_without_a_gpu(page, app_url, home):
+    pytest.importorskip("torch")
+    _open(page, f"{app_url}/benchmarks", "Benchmarks")
+    _settle(page)
+    page.get_by_role("tab", name="Trace memory without a GPU").click()
+    panel = page.get_by_role("tabpanel", name="Trace memory without a GPU")
+    panel.get_by_role("combobox", name="Model").click()
+    page.get_by_role("option", name="mlp · mlp").click()
+    _settle(page)
+    batches = panel.get_by_role("textbox", name="Batch sizes")
+    batches.fill("4,8")
+    batches.press("Enter")
+    _settle(page)
+    panel.get_by_role("button", name="Trace", exact=True).click()
+    expect(page.get_by_text(re.compile(r"Traced in [0-9.]+ s and saved to .*traced/mlp-"))).to_be_visible(
+        timeout=120_000)
+    _settle(page)
+    errors = page.locator('[data-testid="stAlertContentError"]')
+    assert errors.count() == 0, errors.all_inner_texts()
+    _no_exception(page)
+    _shot(page, "benchmarks-trace")
+    [landed] = list((home / "results" / "traced").glob("mlp-*.json"))
+    page.get_by_role("tab", name="Browse result files").click()
+    picked = page.get_by_role("combobox", name=re.compile(r"Result file \(\d+\)"))
+    expect(picked).to_have_value(re.compile(r"^mlp · traced without a GPU \(as on cuda\) · .* UTC · yours$"),
+                                 timeout=30_000)
+    expect(page.get_by_text(f"File: {landed}")).to_be_visible()
+    _shot(page, "benchmarks-trace-browse")
+
+
 def test_pages_in_spanish(page, app_url):
     _open(page, app_url, "ResNet-50 on ImageNet-1k (90 epochs)")
     _settle(page)

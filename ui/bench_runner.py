@@ -1,8 +1,9 @@
-"""`python -m bench detect|run` as subprocesses for the app: the app never imports torch itself.
+"""`python -m bench detect|run|trace` as subprocesses for the app: the app never imports torch itself.
 
 No Streamlit here: a BenchRun owns one `bench run` process, reads its JSON progress lines in a thread, and is
 cancelled with SIGINT so bench saves what it measured (a partial file). One run at a time per app process, since
-two benchmarks on one machine would disturb each other's timings.
+two benchmarks on one machine would disturb each other's timings. A trace takes seconds and times nothing, so
+`trace()` simply waits for its child process.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ DETECT_TIMEOUT_S = 90
 MAX_BATCHES = 12
 TORCH_PIN = "torch==2.13.0"
 CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
+_NO_MODULE = re.compile(r"this Python has no (\w+)")  # what `python -m bench CMD` says when torch or yaml is missing
 
 
 def bench_python() -> str:
@@ -40,11 +43,14 @@ def _env() -> dict[str, str]:
 
 
 def _missing_module(stderr: str) -> str | None:
-    """'torch' from "ModuleNotFoundError: No module named 'torch'" (the last such line), else None."""
+    """'torch' from "ModuleNotFoundError: No module named 'torch'" or from bench's own "bench detect: this Python
+    has no torch (...)" (the last such line), else None."""
     found = None
     for line in stderr.splitlines():
         if "No module named" in line:
             found = line.split("No module named", 1)[1].strip().strip("'\"").split(".")[0]
+        elif said := _NO_MODULE.search(line):
+            found = said.group(1)
     return found
 
 
@@ -311,3 +317,163 @@ def start_run(request: RunRequest, python: str | None = None) -> BenchRun:
             raise Busy(f"a benchmark of {_ACTIVE.request.model} is still running")
         _ACTIVE = BenchRun(request, python or bench_python()).start()
         return _ACTIVE
+
+
+# ---------------------------------------------------------------- trace
+
+TRACE_TIMEOUT_S = 300
+TRACE_OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor")  # what bench trace can build
+TRACE_IMPLS = ("foreach", "fused")
+_CUSTOM_MODEL = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_BENCH_NEEDS = ("torch", "yaml")  # a missing one of these means "install bench's requirements", not a bad model
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    model: str
+    precisions: tuple[str, ...]
+    batches: tuple[int, ...]
+    optimizer: str = "adamw"
+    optimizer_impl: str = "foreach"
+    checkpointing: bool = False
+    frozen_fraction: float = 0.0
+    lora_rank: int = 0
+    seq_len: int | None = None
+    out: str = ""
+
+    def args(self) -> list[str]:
+        """The options after `python -m bench trace`."""
+        argv = ["--model", self.model, "--precision", ",".join(self.precisions), "--batch",
+                ",".join(map(str, self.batches)), "--optimizer", self.optimizer, "--optimizer-impl",
+                self.optimizer_impl, "--frozen-fraction", str(float(self.frozen_fraction))]
+        if self.checkpointing:
+            argv.append("--checkpointing")
+        if self.lora_rank:
+            argv += ["--adapter", f"lora:{self.lora_rank}"]
+        if self.seq_len is not None:
+            argv += ["--seq-len", str(self.seq_len)]
+        return [*argv, "--out", self.out]
+
+
+def make_trace_request(model: str, known_models, precisions, batches_text: str, *, optimizer: str = "adamw",
+                       optimizer_impl: str = "foreach", checkpointing: bool = False, frozen_fraction: float = 0.0,
+                       lora_rank: int = 0, seq_len: int | None = None, out: str | Path = "") -> TraceRequest:
+    """A validated trace request; InputError names the field. `model` is a zoo id or 'package.module:callable'."""
+    model = (model or "").strip()
+    if ":" in model:
+        if not _CUSTOM_MODEL.match(model):
+            raise InputError("trace", "custom model", model, "package.module:callable, e.g. mypkg.models:build")
+        if seq_len is not None:
+            raise InputError("trace", "sequence length", seq_len, "none for a custom model (its callable sets it)")
+    elif model not in set(known_models):
+        raise InputError("trace", "model", model, "a model of the zoo or a custom package.module:callable")
+    chosen = tuple(p for p in PRECISIONS if p in set(precisions))
+    if not chosen:
+        raise InputError("trace", "precisions", list(precisions), "at least one of " + ", ".join(PRECISIONS))
+    parts = [p for p in (batches_text or "").replace(" ", ",").split(",") if p]
+    bad = [p for p in parts if not (p.isdigit() and int(p) >= 1)]
+    if bad or not parts:
+        raise InputError("trace", "batch sizes", batches_text, "positive whole numbers separated by commas, e.g. "
+                         "1,8,32" + (f" (not: {', '.join(bad)})" if bad else ""))
+    batches = parse_batches(batches_text)  # and its limits: at most 65536, at most MAX_BATCHES sizes
+    if optimizer not in TRACE_OPTIMIZERS:
+        raise InputError("trace", "optimizer", optimizer, "one of " + ", ".join(TRACE_OPTIMIZERS))
+    if optimizer_impl not in TRACE_IMPLS or (optimizer_impl == "fused" and optimizer == "adafactor"):
+        raise InputError("trace", "optimizer implementation", optimizer_impl,
+                         "foreach, or fused for sgd, sgd_momentum, adam and adamw")
+    if not 0.0 <= float(frozen_fraction) < 1.0:
+        raise InputError("trace", "frozen fraction", frozen_fraction, "a fraction from 0 up to (not including) 1")
+    if int(lora_rank) < 0:
+        raise InputError("trace", "LoRA rank", lora_rank, "0 (no adapter) or a positive rank")
+    if lora_rank and frozen_fraction:
+        raise InputError("trace", "frozen fraction", frozen_fraction, "0 with LoRA (LoRA freezes the base weights)")
+    if seq_len is not None and int(seq_len) < 1:
+        raise InputError("trace", "sequence length", seq_len, "a positive number of tokens")
+    return TraceRequest(model, chosen, batches, optimizer, optimizer_impl, bool(checkpointing),
+                        float(frozen_fraction), int(lora_rank), None if seq_len is None else int(seq_len), str(out))
+
+
+@dataclass(frozen=True)
+class TraceOutcome:
+    """What one `bench trace` said. status: ok | some_failed (a file with failed rows) | bad_input (exit 2: bad
+    options or an untraceable model) | no_torch (`missing` names the module) | timeout | failed."""
+
+    status: str
+    python: str
+    code: int
+    path: str | None = None
+    message: str = ""  # the tracer's own lines, tracebacks left out
+    summary: str = ""  # what it printed about each configuration
+    missing: str | None = None
+    elapsed_s: float = 0.0
+
+
+def _without_tracebacks(stderr: str) -> list[str]:
+    """The non-empty lines of stderr minus each 'Traceback ...' block (its frames and its exception line)."""
+    out: list[str] = []
+    inside = False
+    for line in stderr.splitlines():
+        if line.startswith("Traceback (most recent call last)"):
+            inside = True
+            continue
+        if inside:
+            if line[:1] in (" ", "\t"):
+                continue
+            inside = False  # the exception line closes the block; "internal error: ..." repeats it for the user
+            continue
+        if line.strip():
+            out.append(line.strip())
+    return out
+
+
+def _trace_outcome(python: str, code: int, stdout: str, stderr: str, elapsed_s: float) -> TraceOutcome:
+    lines = stdout.splitlines()
+    wrote = next((ln[len("wrote "):].strip() for ln in reversed(lines) if ln.startswith("wrote ")), None)
+    path = wrote if wrote and Path(wrote).is_file() else None
+    summary = "\n".join(ln for ln in lines if ln.strip() and not ln.startswith("wrote "))
+    said = _without_tracebacks(stderr)
+    message = "\n".join(said[-5:])
+    plain = message.removeprefix("error: ")
+    # exit 2 with "No module named 'nope'" is a custom model that does not import, not a missing torch
+    no_module = _NO_MODULE.search(stderr)
+    missing = no_module.group(1) if no_module else (_missing_module(stderr) if code not in (0, 2) else None)
+    common = {"python": python, "code": code, "path": path, "summary": summary, "elapsed_s": elapsed_s}
+    if code == 0 and path:
+        return TraceOutcome("ok", message=message, **common)
+    if missing in _BENCH_NEEDS:
+        return TraceOutcome("no_torch", message=plain, missing=missing, **common)
+    if code == 124:
+        return TraceOutcome("timeout", message=plain, **common)
+    if code == 2:
+        return TraceOutcome("bad_input", message=(said[-1] if said else "").removeprefix("error: "), **common)
+    if code == 1 and path:
+        return TraceOutcome("some_failed", message=message, **common)
+    return TraceOutcome("failed", message=plain or f"exit status {code}, nothing said", **common)
+
+
+def _run_trace_with(python: str, argv: list[str], timeout_s: float) -> tuple[int, str, str]:
+    """`PYTHON -m bench trace ARGV` for another interpreter (bench.trace.trace_in_subprocess runs the app's own)."""
+    try:
+        proc = subprocess.run([python, "-m", "bench", "trace", *argv], cwd=PROJECT_ROOT, env=_env(),
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return 124, "", f"bench trace: timed out after {timeout_s:g} s"
+    except OSError as exc:
+        return 127, "", f"bench trace: could not start {python}: {exc}"
+    if proc.returncode < 0:
+        return proc.returncode, proc.stdout, proc.stderr + f"\nbench trace: the tracer died from signal " \
+                                                           f"{-proc.returncode}"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def trace(request: TraceRequest, python: str | None = None, timeout_s: float = TRACE_TIMEOUT_S) -> TraceOutcome:
+    """Run `bench trace` in a child process and say what happened; never raises for a crash, a hang or no torch."""
+    python = python or bench_python()
+    started = time.monotonic()
+    if python == sys.executable:
+        from bench.trace import trace_in_subprocess  # imports no torch: only the child process loads it
+
+        code, stdout, stderr = trace_in_subprocess(request.args(), timeout_s)
+    else:
+        code, stdout, stderr = _run_trace_with(python, request.args(), timeout_s)
+    return _trace_outcome(python, code, stdout, stderr, time.monotonic() - started)

@@ -1,4 +1,4 @@
-"""The Benchmarks page: browse every result file, run a benchmark on this machine, import a teammate's file."""
+"""The Benchmarks page: browse every result file, run a benchmark here, trace memory without a GPU, import a file."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ from planner.resultfile import ResultFile
 from planner.userdata import user_results_dir
 from planner.zoo_catalog import load_catalog
 from ui import bench_runner, page_data
-from ui.i18n_ui import begin_run, locale, tr
+from ui.i18n_ui import begin_run, choice_label, locale, tr
 from ui.render import md, trm
 
 RUN_KEY = "_bench_run"
 SELECT_KEY = "_bench_select"  # a file to show next run (a finished run, an import), applied before the widgets
 ALL = "__all__"
+CUSTOM = "__custom__"  # the trace form's model choice for a package.module:callable typed in
+TRACE_KEY = "_trace_outcome"
+TRACE_ERROR_KEY = "_trace_error"
 REFRESH_S = 1.0
 
 
@@ -77,7 +80,8 @@ def _entry_label(e: result_views.FileEntry) -> str:
 
 def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
     env = r.environment
-    st.markdown(trm("pages.bench.file_head", model=r.model_name, gpu=entry.gpu_label,
+    head = "pages.bench.file_head_traced" if r.is_traced else "pages.bench.file_head"
+    st.markdown(trm(head, model=r.model_name, gpu=entry.gpu_label,
                     date=r.created_utc[:16].replace("T", " ") + " UTC",
                     torch=env.get("torch") or "?", n=entry.n_ok, total=len(r.measurements)))
     st.caption(trm("pages.bench.file_path", path=r.path))
@@ -86,6 +90,8 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
     rows = result_views.measurement_rows(r)
     cols = ("precision", "batch", "status", "step_ms", "p10_ms", "p90_ms", "samples_per_s", "peak_gib", "reserved_gib",
             "tflops", "mfu_pct", "gpu_util_pct", "power_w", "energy_j", "reason")
+    if r.is_traced:  # a trace has memory and FLOPs, no timing or telemetry: leave those columns out
+        cols = ("precision", "batch", "status", "peak_gib", "reason")
     frame = pd.DataFrame([{tr(f"pages.bench.col.{c}"): row[c] for c in cols} for row in rows])
     config = {tr(f"pages.bench.col.{c}"): st.column_config.NumberColumn(format=f) for c, f in (
         ("step_ms", "%.2f"), ("p10_ms", "%.2f"), ("p90_ms", "%.2f"), ("samples_per_s", "%.1f"), ("peak_gib", "%.2f"),
@@ -153,6 +159,12 @@ def _code(text: str) -> str:
     return str(text).replace("`", "'")
 
 
+def _no_torch(python: str, missing: str | None) -> None:
+    st.error(tr("pages.bench.no_torch", python=_code(python), missing=_code(missing or "torch")))
+    st.code(bench_runner.install_command(python), language="bash")
+    st.caption(tr("pages.bench.no_torch_gpu", env=bench_runner.PYTHON_ENV))
+
+
 def _detect_panel() -> bench_runner.Detection:
     if st.button(tr("pages.bench.detect_again"), key="bench_detect"):
         found = page_data.detection(refresh=True)
@@ -161,9 +173,7 @@ def _detect_panel() -> bench_runner.Detection:
             found = page_data.detection()
     python = found.python
     if found.status == "no_torch":
-        st.error(tr("pages.bench.no_torch", python=_code(python), missing=_code(found.missing or "torch")))
-        st.code(bench_runner.install_command(python), language="bash")
-        st.caption(tr("pages.bench.no_torch_gpu", env=bench_runner.PYTHON_ENV))
+        _no_torch(python, found.missing)
     elif found.status != "ok":
         st.error(tr("pages.bench.detect_failed", python=_code(python), status=found.status, message=md(found.message)))
     elif found.device == "cuda":
@@ -289,6 +299,125 @@ def _run_here() -> None:
         _progress_panel()
 
 
+# ---------------------------------------------------------------- trace
+
+def _takes_seq_len(entry: dict) -> bool:
+    """Token models build at any sequence length; images, ViT's fixed 197 patches and custom callables do not."""
+    return bool(entry.get("seq_len")) and "token ids" in (entry.get("input_desc") or "")
+
+
+def _trace_request(catalog: dict) -> bench_runner.TraceRequest:
+    ss = st.session_state
+    custom = ss["trace_model"] == CUSTOM
+    model = ss["trace_custom"] if custom else ss["trace_model"]
+    if custom and not (model or "").strip():
+        raise InputError("trace", "custom model", model, "package.module:callable, e.g. mypkg.models:build")
+    takes_seq = not custom and _takes_seq_len(catalog.get(model, {}))
+    return bench_runner.make_trace_request(
+        model, catalog, ss["trace_precisions"], ss["trace_batches"], optimizer=ss["trace_optimizer"],
+        optimizer_impl=ss["trace_impl"], checkpointing=ss["trace_checkpointing"],
+        frozen_fraction=ss["trace_frozen"], lora_rank=ss["trace_lora"],
+        seq_len=ss["trace_seq_len"] if takes_seq else None, out=user_results_dir())
+
+
+def _trace(catalog: dict) -> None:
+    """Validate, then trace under a spinner (seconds); a written file is selected in the browser on the rerun."""
+    ss = st.session_state
+    ss.pop(TRACE_KEY, None)
+    ss.pop(TRACE_ERROR_KEY, None)
+    try:
+        request = _trace_request(catalog)
+    except InputError as exc:
+        ss[TRACE_ERROR_KEY] = str(exc)
+        return
+    with st.spinner(tr("pages.bench.tracing", model=request.model)):
+        outcome = bench_runner.trace(request)
+        ss[TRACE_KEY] = outcome
+        if outcome.path:
+            ss[SELECT_KEY] = outcome.path
+    if outcome.path:
+        st.rerun()  # the browser tab was drawn before this one: draw it again with the new file
+
+
+def _trace_form(found: bench_runner.Detection) -> None:
+    catalog = load_catalog()
+    models = [*catalog, CUSTOM]
+    blocked = found.status == "no_torch"
+    with st.container(border=True):
+        c1, c2 = st.columns(2)
+        with c1:
+            model = st.selectbox(tr("pages.bench.trace_model"), models, key="trace_model",
+                                 index=models.index("gpt2") if "gpt2" in models else 0,
+                                 format_func=lambda m: tr("pages.bench.trace_custom_choice") if m == CUSTOM
+                                 else f"{m} · {catalog[m].get('family', '')}")
+            custom = model == CUSTOM
+            st.text_input(tr("pages.bench.trace_custom"), key="trace_custom", disabled=not custom,
+                          placeholder="mypkg.models:build", help=tr("pages.bench.trace_custom_help"))
+            entry = {} if custom else catalog.get(model, {})
+            if not custom:
+                st.caption(tr("pages.bench.model_caption", params=fmt.number(entry.get("params"), locale(), 0),
+                              input=entry.get("input_desc", "—")))
+            st.multiselect(tr("pages.bench.run_precisions"), list(bench_runner.PRECISIONS), key="trace_precisions",
+                           default=["fp32", "bf16"])
+            st.text_input(tr("pages.bench.run_batches"), "1,8,32", key="trace_batches",
+                          help=tr("pages.bench.trace_batches_help"))
+            takes_seq = _takes_seq_len(entry)
+            st.number_input(tr("pages.bench.trace_seq_len"), min_value=1, max_value=1_000_000, value=None, step=1,
+                            key="trace_seq_len", disabled=not takes_seq,
+                            placeholder=tr("pages.bench.trace_seq_len_default", n=entry["seq_len"]) if takes_seq
+                            else tr("pages.bench.trace_seq_len_none"), help=tr("pages.bench.trace_seq_len_help"))
+        with c2:
+            optimizers = list(bench_runner.TRACE_OPTIMIZERS)
+            st.selectbox(tr("pages.bench.trace_optimizer"), optimizers, key="trace_optimizer",
+                         index=optimizers.index("adamw"), format_func=choice_label("common.optimizer"))
+            st.radio(tr("pages.bench.trace_impl"), list(bench_runner.TRACE_IMPLS), key="trace_impl", horizontal=True,
+                     help=tr("pages.bench.trace_impl_help"))
+            st.checkbox(tr("pages.bench.trace_checkpointing"), key="trace_checkpointing",
+                        help=tr("pages.bench.trace_checkpointing_help"))
+            st.number_input(tr("pages.bench.trace_frozen"), min_value=0.0, max_value=0.99, value=0.0, step=0.05,
+                            format="%.2f", key="trace_frozen", help=tr("pages.bench.trace_frozen_help"))
+            st.number_input(tr("pages.bench.trace_lora"), min_value=0, max_value=4096, value=0, step=1,
+                            key="trace_lora", help=tr("pages.bench.trace_lora_help"))
+        if st.button(tr("pages.bench.trace_start"), key="trace_start", type="primary", disabled=blocked):
+            _trace(catalog)
+        if blocked:
+            st.caption(tr("pages.bench.trace_needs_torch"))
+
+
+def _trace_report() -> None:
+    ss = st.session_state
+    if ss.get(TRACE_ERROR_KEY):
+        st.error(tr("pages.bench.trace_error", message=md(ss[TRACE_ERROR_KEY])))
+    out: bench_runner.TraceOutcome | None = ss.get(TRACE_KEY)
+    if out is None:
+        return
+    seconds = fmt.number(out.elapsed_s, locale(), 1)
+    if out.status == "ok":
+        st.success(trm("pages.bench.trace_done", path=out.path, seconds=seconds))
+    elif out.status == "some_failed":
+        st.warning(trm("pages.bench.trace_some_failed", path=out.path, message=out.message))
+    elif out.status == "bad_input":
+        st.error(trm("pages.bench.trace_refused", message=out.message))
+    elif out.status == "no_torch":
+        _no_torch(out.python, out.missing)
+    elif out.status == "timeout":
+        st.error(tr("pages.bench.trace_timeout", seconds=int(bench_runner.TRACE_TIMEOUT_S)))
+    else:
+        st.error(trm("pages.bench.trace_failed", code=out.code, message=out.message))
+    if out.summary and out.path:
+        st.code(out.summary, language=None)
+
+
+def _trace_here() -> None:
+    st.caption(tr("pages.bench.trace_intro"))
+    found = page_data.detection()  # cached: the Run tab has just asked the same interpreter
+    if found.status == "no_torch":
+        _no_torch(found.python, found.missing)
+    _trace_form(found)
+    _trace_report()
+    st.caption(tr("pages.bench.python", python=_code(found.python), env=bench_runner.PYTHON_ENV))
+
+
 # ---------------------------------------------------------------- import
 
 def _on_import() -> None:
@@ -323,12 +452,14 @@ def main() -> None:
     begin_run()
     st.title(tr("pages.bench.title"))
     st.caption(tr("pages.bench.tagline"))
-    browse, run_tab, import_tab = st.tabs([tr("pages.bench.tab_browse"), tr("pages.bench.tab_run"),
-                                          tr("pages.bench.tab_import")])
+    browse, run_tab, trace_tab, import_tab = st.tabs([tr("pages.bench.tab_browse"), tr("pages.bench.tab_run"),
+                                                      tr("pages.bench.tab_trace"), tr("pages.bench.tab_import")])
     with browse:  # first: it must not wait for `bench detect` (seconds) in the Run tab
         _browse(*_results())
     with run_tab:
         _run_here()
+    with trace_tab:
+        _trace_here()
     with import_tab:
         _import()
 
