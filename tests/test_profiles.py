@@ -70,7 +70,8 @@ def test_shipped_profile_loads_and_is_in_range(path: Path):
     if p.memory_gb_label is not None:
         label_gib = _gib(p.memory_gb_label)
         if p.memory_gib_source == "datasheet":
-            assert p.memory_gib == pytest.approx(label_gib, abs=0.01)
+            # DRAM is binary-sized: a "16 GB" card carries 16 GiB of chips (drivers report 0-1% less)
+            assert p.memory_gib == pytest.approx(p.memory_gb_label, abs=0.01)
         else:  # driver totals sit within a few percent of the label, either side
             assert 0.9 * label_gib <= p.memory_gib <= 1.1 * label_gib
     peaks = p.peak_tflops
@@ -415,3 +416,10 @@ def test_undated_quotes_stay_available(shipped):
     # MI300X prices in the reference are undated aggregator figures: kept, with as_of None, for the planner to flag.
     q = cheapest_quote(shipped["mi300x-192gb"], "on_demand")
     assert q is not None and q.as_of is None
+
+
+@pytest.mark.parametrize("gpu_id,mib", [("rtx4090-24gb", 24564), ("t4-16gb", 15360), ("a100-sxm-40gb", 40960),
+                                        ("l4-24gb", 23034), ("b200-180gb", 183359), ("v100-sxm2-32gb", 32510)])
+def test_capacity_is_the_driver_reported_total(gpu_id, mib):
+    # ESTIMATION.md §1: capacity = what nvidia-smi reports (public nvidia-smi logs), not the datasheet's decimal GB
+    assert load_profile(DEFAULT_PROFILES_DIR / f"{gpu_id}.yaml").memory_gib == pytest.approx(mib / 1024, abs=0.005)
