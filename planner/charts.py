@@ -40,7 +40,7 @@ def top_options(plan: Plan, n: int | None = 10) -> list[PlanOption]:
     picks = [oid for oid in (r.primary, r.runner_up, r.cheapest_within_deadline, r.fastest_within_budget) if oid]
     frontier = [o.id for o in pareto_frontier(pool)]
     ranked = sorted(pool, key=lambda o: (o.cost.usd, o.cost.hours))
-    ranked += [o for o in plan.options if o.fits and o.cost is None]
+    ranked += [o for o in plan.options if o.fits and (o.cost is None or o.cost.price is None)]
     ranked += [o for o in plan.options if not o.fits]
     if n is None:
         return ranked

@@ -232,7 +232,7 @@ def scaling_rows(items: Sequence[Compared], gpu_id: str, precision: str) -> list
     for it in items:
         opts = sorted((o for o in it.plan.options if o.gpu_id == gpu_id and o.precision == precision),
                       key=lambda o: o.n_gpus)
-        base = next((o for o in opts if o.fits and o.cost is not None), None)
+        base = next((o for o in opts if o.fits and o.cost is not None and o.cost.price is not None), None)
         for o in opts:
             c = o.cost if o.fits else None
             speedup = base.cost.hours / c.hours if base is not None and c is not None and c.hours else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from planner.estimates import CostEstimate, PriceChoice
@@ -42,11 +42,13 @@ def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, str
 
 
 def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overrides: Iterable = (),
-                 today: dt.date | None = None, n_gpus: int | None = None):
+                 today: dt.date | None = None, n_gpus: int | None = None, gpus_per_node: int = 8):
     """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
 
     With `n_gpus`, the lowest bill for that many GPUs: an 8-GPU instance at a lower hourly rate still bills
-    8 GPUs for a 1-GPU job, so it loses to a dearer 1-GPU instance when that costs less in total.
+    8 GPUs for a 1-GPU job, so it loses to a dearer 1-GPU instance when that costs less in total. For a job on
+    several GPUs, instances holding min(n, gpus_per_node) GPUs come first: the step time assumes GPUs that share
+    a node (NVLink/PCIe), which separate 1-GPU rentals do not give.
 
     User overrides replace every published quote with the same provider, instance and tier, and add new ones.
     Within one provider, instance, tier and region only the newest quote counts (an old, cheaper price is
@@ -64,13 +66,18 @@ def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overri
             latest[key] = q
     if not latest:
         return None
+    offers = list(latest.values())
+    if n_gpus and n_gpus > 1:
+        node_sized = [q for q in offers if q.gpus_per_instance >= min(n_gpus, gpus_per_node)]
+        offers = node_sized or offers
+
     # Ties: a user price, then the newest, then alphabetical, so the choice is deterministic.
     def billed_rate(q) -> float:
         if n_gpus is None:
             return q.usd_per_gpu_hour
         return instances_needed(n_gpus, q.gpus_per_instance)[1] * q.usd_per_gpu_hour
 
-    return min(latest.values(), key=lambda q: (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)),
+    return min(offers, key=lambda q: (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)),
                                                q.provider.lower(), q.instance.lower(),
                                                getattr(q, "region", None) or ""))
 
@@ -183,7 +190,7 @@ class _Run:
 def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: float,
                   steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing, workload: Workload,
                   mean_power_w: float | None = None, overrides: Sequence = (),
-                  today: dt.date | None = None) -> CostEstimate:
+                  today: dt.date | None = None, gpus_per_node: int = 8) -> CostEstimate:
     """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option.
 
     Raises NoQuoteError when the GPU has no quote for the tier (and provider); `today` defaults to the clock.
@@ -191,10 +198,12 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     today = today or dt.date.today()
     notes: list[str] = []
     power_w = _power_w(gpu, mean_power_w, notes)
-    price, pue = _price(gpu, pricing, overrides, power_w, today, notes, n_gpus)
+    price, pue = _price(gpu, pricing, overrides, power_w, today, notes, n_gpus, gpus_per_node)
     instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
     if rounding_note:
         notes.append(rounding_note)
+    if n_gpus > 1 and price.origin != "on_prem" and price.gpus_per_instance < min(n_gpus, gpus_per_node):
+        notes.append(Note("split_instances", n=n_gpus, k=price.gpus_per_instance, instances=instances))
     increment_s = pricing.billing_increment_min * 60.0 if pricing.billing_increment_min else price.billing_increment_s
 
     def run(s: float, t_s: float) -> _Run:
@@ -208,6 +217,11 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     if pricing.tier == "spot":
         notes.append(Note("spot_preemptions", preemptions=round(likely.preemptions, 1),
                           hours=round(likely.lost_hours, 1)))
+        mean_gap_min = 60.0 / (pricing.spot.preemptions_per_instance_hour * instances) \
+            if pricing.spot.preemptions_per_instance_hour else float("inf")
+        if mean_gap_min <= pricing.spot.checkpoint_interval_min + pricing.spot.restart_min:
+            notes.append(Note("spot_unfinishable", gap_min=round(mean_gap_min),
+                              interval_min=round(pricing.spot.checkpoint_interval_min)))
     if likely.billed_hours - likely.hours > BILLING_NOTE_FRACTION * likely.hours:
         notes.append(Note("billed_increments", increment=_increment_text(increment_s),
                           hours=round(likely.hours, 2), billed=round(likely.billed_hours, 2)))
@@ -239,6 +253,29 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     )
 
 
+def estimate_time_only(step_time_s: float, step_band_s: tuple[float, float], steps: float,
+                       steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing,
+                       workload: Workload, mean_power_w: float | None = None,
+                       reason: str = "") -> CostEstimate:
+    """Hours, GPU-hours and energy when no price applies (e.g. an owned card with no quote): money is NaN and
+    `price` None, so a plan still says how long the run takes; `reason` (why there is no price) goes in notes."""
+    notes: list[str] = [reason] if reason else []
+    power_w = _power_w(gpu, mean_power_w, notes)
+    plain = replace(pricing, tier="on_demand")  # no spot losses without a spot price
+    likely = _run(steps, step_time_s, workload, plain, n_gpus, 1.0)
+    steps_low, steps_high = steps_range or (steps, steps)
+    low = _run(min(steps_low, steps), min(step_band_s[0], step_time_s), workload, plain, n_gpus, 1.0)
+    high = _run(max(steps_high, steps), max(step_band_s[1], step_time_s), workload, plain, n_gpus, 1.0)
+    kwh = energy_kwh(n_gpus, power_w, likely.hours) if power_w is not None else None
+    nan = float("nan")
+    return CostEstimate(
+        hours=likely.hours, hours_range=(low.hours, high.hours), gpu_hours=n_gpus * likely.hours, usd=nan,
+        usd_range=(nan, nan), amount_in_currency=nan, currency=pricing.currency, amount_range_in_currency=(nan, nan),
+        price=None, n_gpus_billed=n_gpus, energy_kwh=kwh, co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
+        notes=tuple(notes),
+    )
+
+
 def _run(steps: float, step_time_s: float, workload: Workload, pricing: Pricing, instances: int,
          increment_s: float) -> _Run:
     hours = run_hours(steps, step_time_s, workload.early_stop_fraction, workload.eval_overhead,
@@ -266,11 +303,11 @@ def _power_w(gpu, mean_power_w: float | None, notes: list[str]) -> float | None:
 
 
 def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None, today: dt.date,
-           notes: list[str], n_gpus: int | None = None) -> tuple[PriceChoice, float]:
+           notes: list[str], n_gpus: int | None = None, gpus_per_node: int = 8) -> tuple[PriceChoice, float]:
     """(price, PUE for energy): computed for on-prem, else the chosen quote; PUE 1.0 for cloud."""
     if pricing.tier == "on_prem":
         return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
-    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus)
+    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus, gpus_per_node)
     if quote is None:
         raise NoQuoteError(_no_quote_message(gpu, pricing, overrides))
     choice = PriceChoice(

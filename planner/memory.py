@@ -244,8 +244,9 @@ def transient_parts(trainable: int, precision: str, optimizer: str, optimizer_im
     """Step-time and forward-time transients per GPU (ESTIMATION.md §1 "Transients").
 
     Autocast weight cache: +2 B per trainable param (16-bit copies of fp32 weights) from forward until backward
-    uses them. Gradients are counted in the model states for every grad_accum (so the "+4T with accumulation"
-    is already there); the sharded optimizer steps its 1/N shard, so its temporaries shrink by N.
+    uses them; under ZeRO-3/FSDP each GPU holds only its 1/N shard of parameters, so only that shard is cast
+    (the gathered unit is counted with the model states). Gradients kept alive by accumulation are handled in
+    peak_parts; the sharded optimizer steps its 1/N shard, so its temporaries shrink by N.
     """
     _check(precision, PRECISIONS, "precision")
     _check(state_layout, LAYOUTS, "training.state_layout")
@@ -256,6 +257,8 @@ def transient_parts(trainable: int, precision: str, optimizer: str, optimizer_im
     if sharding != "none":
         temp /= n_gpus
     cache = 2.0 * trainable if state_layout == "torch_amp" and precision in ("fp16", "bf16") else 0.0
+    if sharding == "zero3":
+        cache /= n_gpus
     buckets = ddp_bucket_bytes(trainable, n_gpus, sharding, state_layout)
     return TransientParts(step=temp + buckets, forward=cache + buckets)
 

@@ -70,7 +70,8 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
         flops_source = Source("analytic", "6·N + 12·L·h·s per token (PaLM App. B)")
     if flops is None and file_model.get("flops_per_sample"):
         flops = float(file_model["flops_per_sample"])
-        flops_source = Source("measured", f"{file_model.get('flop_convention', 'FLOP counter')} in {files[-1].label}")
+        kind = "traced" if files[-1].is_traced else "measured"
+        flops_source = Source(kind, f"{file_model.get('flop_convention', 'FLOP counter')} in {files[-1].label}")
     if flops is None and entry and entry.get("flops_per_sample"):
         flops = float(entry["flops_per_sample"])
         flops_source = Source("analytic", f"zoo catalog: {entry.get('flop_convention', '')}".strip())

@@ -81,7 +81,13 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
     gpu_ids = _gpu_ids(scenario, inputs, source)
     idx = index_measurements(inputs.results, model, scenario.training)
     trainable = memory.trainable_params(model, scenario.training)
-    conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+    try:
+        conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+    except convergence.ConvergenceFitError as exc:
+        raise InputError(source, "workload.reference_points",
+                         [(p.global_batch, p.steps or p.epochs) for p in scenario.workload.reference_points],
+                         f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
+                         "epochs or tokens") from None
     lines = {p: _activation_line(idx, model, scenario, p) for p in scenario.training.precisions}
     options: list[PlanOption] = []
     for gpu_id in gpu_ids:
@@ -94,7 +100,8 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                 except InputError:
                     raise
                 except ValueError as exc:  # the engine's "cannot estimate this" (e.g. no activation figure)
-                    raise InputError(source, "model", scenario.model.name, str(exc)) from None
+                    field = "model.activation_bytes_per_sample" if "activation" in str(exc) else "model"
+                    raise InputError(source, field, scenario.model.name or scenario.model.params, str(exc)) from None
     rec = recommend(options, scenario.constraints)
     warnings = list(inputs.problems) + _plan_warnings(scenario, options, today)
     return Plan(
@@ -191,7 +198,8 @@ def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable:
     micro, mem = _largest_fitting(candidates, memory_at)
     accum = per_gpu // micro
     notes = list(mem.notes)
-    ckpt = memory.checkpoint_bytes(model.params, trainable, t.optimizer, t.state_layout) / GIB
+    ckpt = memory.checkpoint_bytes(memory.total_params(model, t), trainable, t.optimizer, t.state_layout, precision,
+                                   t.adapter.base_dtype if t.adapter else None) / GIB
     if not mem.fits:
         notes.insert(0, Note("does_not_fit", need=round(mem.total / GIB, 1), micro=micro,
                              usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
@@ -204,14 +212,22 @@ def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable:
     try:
         c = cost.estimate_cost(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
                                scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
-                               inputs.price_overrides.get(gpu.id, []), today)
+                               inputs.price_overrides.get(gpu.id, []), today, scenario.hardware.gpus_per_node)
     except cost.NoQuoteError as exc:
-        notes.append(exc.args[0] if exc.args and isinstance(exc.args[0], Note) else str(exc))
-        c = None
+        reason = exc.args[0] if exc.args and isinstance(exc.args[0], Note) else str(exc)
+        c = cost.estimate_time_only(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
+                                    scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
+                                    reason)
     if c is not None:
         notes.extend(n for n in c.notes if not n.startswith(_ENERGY_NOTE_PREFIX))
     return replace(base, fits=True, micro_batch=micro, grad_accum=accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
+
+
+def _trainable_fraction(model: ResolvedModel, scenario: Scenario) -> float:
+    """f_T for the backward cost: trainable / all parameters (LoRA/QLoRA and freezing leave few weight grads)."""
+    total = memory.total_params(model, scenario.training)
+    return min(1.0, memory.trainable_params(model, scenario.training) / total) if total else 1.0
 
 
 @dataclass(frozen=True)
@@ -234,7 +250,7 @@ def _micro_step(model: ResolvedModel, gpu: GpuProfile, precision: str, micro: in
         opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
         return _Micro(got[0], got[1], got[2], opt_measured, True)
     flops = (model.flops_per_sample or 0.0) * micro * steptime.compute_factor(
-        scenario.training.activation_checkpointing, 1.0 - scenario.training.frozen_fraction)
+        scenario.training.activation_checkpointing, _trainable_fraction(model, scenario))
     transferred = _transferred(gpu, precision, micro, flops, idx, inputs)
     if transferred:
         return transferred
@@ -244,6 +260,8 @@ def _micro_step(model: ResolvedModel, gpu: GpuProfile, precision: str, micro: in
                          "or run `python -m bench run`")
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
     mfu_origin = "scenario" if model.mfu else f"default for {model.family} {used}"
+    if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        mfu_origin += f", × {DUAL_ISSUE_FP32_FACTOR:g} for the dual-issue fp32 peak of this architecture"
     detail = (f"F / (P × MFU): F = {flops:.3g} FLOPs per micro-step, P = {gpu.peak_tflops_for(used):g} TFLOP/s "
               f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
     if used != precision:
@@ -257,13 +275,27 @@ _NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16",
                    "bf16": ("bf16", "tf32", "fp32")}
 
 
+# Ampere GA10x (8.6) and Ada (8.9) print an fp32 peak that counts both FP32 datapaths; one of them also
+# executes the INT32 work (addressing) real kernels need, so they reach about half of it (NVIDIA GA102
+# whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
+_DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
+DUAL_ISSUE_FP32_FACTOR = 0.5
+
+
+def _default_mfu_on(gpu: GpuProfile, family: str, precision: str) -> float:
+    mfu = steptime.default_mfu(family, precision)
+    if precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        mfu *= DUAL_ISSUE_FP32_FACTOR
+    return mfu
+
+
 def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flops: float) -> tuple[float, float, str]:
     best: tuple[float, float, str] | None = None
     for p in _NO_SLOWER_THAN[precision]:
         peak = gpu.peak_tflops_for(p)
         if not peak:
             continue
-        mfu = model.mfu or steptime.default_mfu(model.family, p)
+        mfu = model.mfu or _default_mfu_on(gpu, model.family, p)
         t = steptime.analytic_micro_step(flops, peak, mfu)
         if best is None or t < best[0]:
             best = (t, mfu, p)

@@ -9,7 +9,8 @@ from planner.scenario import Constraints
 
 
 def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
-    return [o for o in options if o.fits and o.cost is not None]
+    """Options that fit and have a price (an option timed but with no quote cannot be compared on cost)."""
+    return [o for o in options if o.fits and o.cost is not None and o.cost.price is not None]
 
 
 def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
@@ -44,7 +45,7 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
     in_deadline = [o for o in pool if deadline is None or o.cost.hours <= deadline]
     in_budget = [o for o in pool if budget is None or o.cost.usd <= budget]
     cheapest_in_deadline = min(in_deadline, key=_cheapest_key, default=None)
-    fastest_in_budget = min(in_budget, key=lambda o: (round(o.cost.hours, 6), round(o.cost.usd, 6), _PRECISION_PREFERENCE.get(o.precision, 9)), default=None)
+    fastest_in_budget = _fastest(in_budget)
     if cheapest_in_deadline is not None:
         primary = cheapest_in_deadline
         reason = ("cheapest option" if deadline is None
@@ -54,6 +55,8 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
         reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
     if budget is not None and primary.cost.usd > budget:
         reason += f"; over the {budget:,.0f} USD budget"
+    if deadline is not None and primary.cost.hours <= deadline < primary.cost.hours_range[1]:
+        reason += f"; at the high end of its range ({primary.cost.hours_range[1]:,.1f} h) it misses the deadline"
     runner = _runner_up(primary, pareto_frontier(pool))
     if runner is not None:
         reason += f"; runner-up {runner.id} is {trade_off_text(primary, runner)}"
@@ -68,6 +71,18 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
 
 # Equal cost and time (e.g. an input-bound run): prefer bf16 (no loss scaling), then fp16, tf32, fp32.
 _PRECISION_PREFERENCE = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3}
+
+
+# Hours within 2% are a tie for "fastest": estimates are not that precise, so the cheaper one wins.
+FASTEST_TIE_FRACTION = 0.02
+
+
+def _fastest(pool: list[PlanOption]) -> PlanOption | None:
+    if not pool:
+        return None
+    best_hours = min(o.cost.hours for o in pool)
+    near = [o for o in pool if o.cost.hours <= best_hours * (1 + FASTEST_TIE_FRACTION)]
+    return min(near, key=_cheapest_key)
 
 
 def _cheapest_key(o: PlanOption) -> tuple[float, float, int]:

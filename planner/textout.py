@@ -42,7 +42,8 @@ def _row(o: PlanOption) -> list[str]:
         _fmt(s.step_time_s, ".3f") if s else "-", s.source.kind if s else "-",
         _fmt(o.convergence.steps, ",.0f") if o.convergence else "-", hours,
         _fmt(c.gpu_hours, ",.1f") if c else "-", _money(c.usd) if c else "-", local, price,
-        _fmt(c.energy_kwh, ",.0f") if c else "-",
+        (_fmt(c.energy_kwh, ",.0f") if c.energy_kwh and c.energy_kwh >= 10 else _fmt(c.energy_kwh, ",.2f"))
+        if c else "-",
     ]
 
 

@@ -245,3 +245,58 @@ def test_quote_choice_counts_instance_rounding(bare_inputs):
     # AWS p5 spot sells 8-GPU instances at 3.79/GPU-h: for one GPU that bills 8, so GCP's 1-GPU spot wins
     o = build_plan(_scenario(pricing={"tier": "spot"}), bare_inputs, TODAY).option("h100-sxm-80gb-x1-bf16")
     assert o.cost.price.gpus_per_instance == 1 and o.cost.n_gpus_billed == 1
+
+
+def test_multi_gpu_options_bill_node_sized_instances(bare_inputs):
+    # 8 x H100 is timed as one NVLink node, so it must be priced as one: 1-GPU marketplace rentals do not qualify
+    o = build_plan(_scenario(), bare_inputs, TODAY).option("h100-sxm-80gb-x8-bf16")
+    assert o.cost.price.gpus_per_instance >= 8
+
+
+def test_an_option_without_a_price_still_has_hours_and_energy(bare_inputs):
+    s = _scenario(hardware={"gpus": ["a100-pcie-40gb"], "gpu_counts": [1]})  # no on-demand quote shipped
+    o = build_plan(s, bare_inputs, TODAY).options[0]
+    assert o.fits and o.cost.price is None and o.cost.hours > 0 and o.cost.energy_kwh > 0
+    assert any(n.startswith("no on_demand price") for n in o.notes)
+    d = plan_to_dict(build_plan(s, bare_inputs, TODAY))
+    assert d["options"][0]["cost_usd"] is None and d["options"][0]["hours"] > 0
+    assert d["recommendation"]["primary"] is None  # nothing priced to compare
+
+
+def test_reference_points_without_a_positive_fit_are_bad_input(bare_inputs):
+    s = _scenario(workload={"dataset_samples": 1281167, "reference_points": [
+        {"global_batch": 256, "epochs": 90}, {"global_batch": 8192, "epochs": 60}]})
+    with pytest.raises(InputError) as err:
+        build_plan(s, bare_inputs, TODAY)
+    assert err.value.field == "workload.reference_points"
+
+
+def test_lora_backward_skips_weight_gradients(bare_inputs):
+    shape = {"layers": 12, "hidden": 768, "heads": 12, "seq_len": 1024, "vocab": 50257}
+    full = _scenario(model={"name": "gpt2", "transformer": shape},
+                     training={"global_batch": 8, "precisions": ["bf16"], "optimizer": "adamw"},
+                     hardware={"gpus": ["h100-sxm-80gb"], "gpu_counts": [1]})
+    lora = _scenario(model={"name": "gpt2", "transformer": shape},
+                     training={"global_batch": 8, "precisions": ["bf16"], "optimizer": "adamw",
+                               "adapter": {"kind": "lora", "rank": 8}},
+                     hardware={"gpus": ["h100-sxm-80gb"], "gpu_counts": [1]})
+    t_full = build_plan(full, bare_inputs, TODAY).options[0].step.micro_step_time_s
+    t_lora = build_plan(lora, bare_inputs, TODAY).options[0].step.micro_step_time_s
+    # ESTIMATION.md §2: backward (1 + f_T)x forward instead of 2x -> about 2/3 of the full step for f_T ~ 0
+    assert t_lora == pytest.approx(t_full * 2 / 3, rel=0.05)
+
+
+def test_dual_issue_fp32_peak_is_discounted_on_ampere_and_ada(bare_inputs):
+    o = build_plan(_scenario(hardware={"gpus": ["rtx4090-24gb"], "gpu_counts": [1]}), bare_inputs,
+                   TODAY).option("rtx4090-24gb-x1-fp32")
+    assert "dual-issue fp32" in o.step.source.detail
+
+
+def test_spot_with_many_instances_warns_the_run_may_never_finish(bare_inputs):
+    s = _scenario(pricing={"tier": "spot", "provider": "gcp",
+                           "spot": {"preemptions_per_instance_hour": 0.5, "checkpoint_interval_min": 60}})
+    o = build_plan(s, bare_inputs, TODAY).option("h100-sxm-80gb-x8-bf16")
+    # gcp sells 1-GPU spot instances only: 8 instances x 0.5/h = a preemption every 15 min < 60 + 10 min
+    assert o.cost.price.gpus_per_instance == 1
+    assert any("may never finish" in n for n in o.notes)
+    assert any(n.startswith("priced as 8 separate 1-GPU instances") for n in o.notes)

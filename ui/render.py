@@ -261,7 +261,8 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
     def rank(o: PlanOption) -> tuple:
         # The picks first, then what can run from cheapest, then what has no price, then what does not fit.
         pick = 0 if o.id == r.primary else 1 if o.id == r.runner_up else 2
-        return (pick, not o.fits, o.cost is None, o.cost.usd if o.cost else 0.0, o.cost.hours if o.cost else 0.0)
+        priced = o.cost is not None and o.cost.price is not None
+        return (pick, not o.fits, not priced, o.cost.usd if priced else 0.0, o.cost.hours if o.cost else 0.0)
 
     data: dict[str, list] = {c: [] for c in COLUMNS}
     for o in sorted(plan.options, key=rank):

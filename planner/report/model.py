@@ -274,7 +274,7 @@ def _role_text(o: PlanOption, r, locale: str) -> str:
     if not o.fits:
         # Without a memory estimate the option could not be sized at all (e.g. precision unsupported): say why.
         return render_note(o.notes[0], locale) if o.memory is None and o.notes else t("report.role.no_fit", locale)
-    if o.cost is None:
+    if o.cost is None or o.cost.price is None:
         return t("report.role.no_price", locale)
     roles = []
     if o.id == r.primary:
