@@ -1,0 +1,20 @@
+"""Test-wide isolation: user data ($TRAINPLAN_HOME) goes to a fresh folder, never the machine's ~/.trainplan."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_trainplan_home(tmp_path_factory):
+    # A price override or saved scenario left on a developer's machine must not change what a test plans.
+    # Tests that need their own home still set TRAINPLAN_HOME themselves (monkeypatch wins inside the test).
+    previous = os.environ.get("TRAINPLAN_HOME")
+    os.environ["TRAINPLAN_HOME"] = str(tmp_path_factory.mktemp("trainplan-home"))
+    yield
+    if previous is None:
+        os.environ.pop("TRAINPLAN_HOME", None)
+    else:
+        os.environ["TRAINPLAN_HOME"] = previous
