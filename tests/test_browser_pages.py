@@ -29,10 +29,6 @@ if missing():
 from playwright.sync_api import Page, expect  # noqa: E402
 
 
-def _entry() -> str:
-    return "app.py"
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
     """A user folder with one teammate's result file and one saved scenario."""
@@ -54,7 +50,7 @@ def home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(home):
-    with streamlit_server(with_env(TRAINPLAN_HOME=str(home), TRAINPLAN_BENCH_PYTHON=None), _entry()) as url:
+    with streamlit_server(with_env(TRAINPLAN_HOME=str(home), TRAINPLAN_BENCH_PYTHON=None)) as url:
         yield url
 
 
