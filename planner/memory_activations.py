@@ -164,6 +164,20 @@ def _with_detail(source: Source, extra: list[str]) -> Source:
     return Source(source.kind, detail)
 
 
+def _rescaled_per_sample(per_sample: float, given_precision: str, model, precision: str, layout: str,
+                         checkpointing: bool, extra: list[str]) -> float:
+    """A per-sample activation figure moved to another precision and to checkpointing; says how in `extra`."""
+    if given_precision != precision:
+        scale = activation_element_bytes(precision, layout) / activation_element_bytes(given_precision, layout)
+        per_sample *= scale
+        extra.append(f"scaled {given_precision}→{precision} ×{scale:.2f}")
+    if checkpointing:
+        fraction, how = checkpointing_fraction(model, precision, layout)
+        per_sample *= fraction
+        extra.append(how)
+    return per_sample
+
+
 def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, checkpointing: bool,
                      line: ActivationLine | None, layout: str = "torch_amp", attention: str = "sdpa",
                      dropout: bool = ASSUME_DROPOUT) -> tuple[float, Source]:
@@ -174,18 +188,11 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, che
     """
     if micro_batch < 1:
         raise InputError(None, "micro_batch", micro_batch, "an integer >= 1")
-    element = activation_element_bytes(precision, layout)
+    activation_element_bytes(precision, layout)  # rejects an unknown precision or layout before any branch
     if line is not None:
-        extra = []
-        per_sample = line.bytes_per_sample
-        if line.precision != precision:
-            scale = element / activation_element_bytes(line.precision, layout)
-            per_sample *= scale
-            extra.append(f"scaled {line.precision}→{precision} ×{scale:.2f}")
-        if checkpointing:
-            fraction, how = checkpointing_fraction(model, precision, layout)
-            per_sample *= fraction
-            extra.append(how)
+        extra: list[str] = []
+        per_sample = _rescaled_per_sample(line.bytes_per_sample, line.precision, model, precision, layout,
+                                          checkpointing, extra)
         return line.intercept_bytes + per_sample * micro_batch, _with_detail(line.source, extra)
     if model.transformer is not None:
         value = transformer_activation_bytes(model.transformer, micro_batch, precision, attention, dropout,
@@ -196,18 +203,11 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, che
                   "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient")
         return value, Source("analytic", detail)
     if model.activation_bytes_per_sample is not None:
-        per_sample = model.activation_bytes_per_sample
-        extra = [f"model.activation_bytes_per_sample = {per_sample:.3g} B"]
+        extra = [f"model.activation_bytes_per_sample = {model.activation_bytes_per_sample:.3g} B"]
         if model.activation_precision is None:
             extra.append("activation_precision not given: used as is")
-        elif model.activation_precision != precision:
-            scale = element / activation_element_bytes(model.activation_precision, layout)
-            per_sample *= scale
-            extra.append(f"scaled {model.activation_precision}→{precision} ×{scale:.2f}")
-        if checkpointing:
-            fraction, how = checkpointing_fraction(model, precision, layout)
-            per_sample *= fraction
-            extra.append(how)
+        per_sample = _rescaled_per_sample(model.activation_bytes_per_sample, model.activation_precision or precision,
+                                          model, precision, layout, checkpointing, extra)
         return per_sample * micro_batch, Source("user", "; ".join(extra))
     raise ValueError(
         f"no activation memory for model {model.name}: nothing measured or traced at {precision}, no transformer "
