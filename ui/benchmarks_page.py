@@ -98,22 +98,15 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
         ("reserved_gib", "%.2f"), ("tflops", "%.2f"), ("mfu_pct", "%.1f"), ("gpu_util_pct", "%.0f"),
         ("power_w", "%.0f"), ("energy_j", "%.2f"))}
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="bench_measurements")
-    c1, c2 = st.columns(2)
-    for col, field in ((c1, "samples_per_s"), (c2, "peak_gib")):
-        with col:
-            chart = result_views.batch_chart(rows, field, loc)
-            if chart is not None:
-                st.altair_chart(chart, width="stretch")
-            else:
-                st.info(tr(f"pages.bench.no_{field}", why=_why(r, field)))
-    c1, c2 = st.columns(2)
-    for col, field in ((c1, "mfu_pct"), (c2, "energy_j")):
-        with col:
-            chart = result_views.batch_chart(rows, field, loc)
-            if chart is not None:
-                st.altair_chart(chart, width="stretch")
-            else:
-                st.caption(tr(f"pages.bench.no_{field}", why=_why(r, field)))
+    # Throughput and peak memory say loudly when missing; MFU and energy are often unmeasured (CPU) and say it quietly.
+    for pair, say_missing in ((("samples_per_s", "peak_gib"), st.info), (("mfu_pct", "energy_j"), st.caption)):
+        for col, field in zip(st.columns(2), pair, strict=True):
+            with col:
+                chart = result_views.batch_chart(rows, field, loc)
+                if chart is not None:
+                    st.altair_chart(chart, width="stretch")
+                else:
+                    say_missing(tr(f"pages.bench.no_{field}", why=_why(r, field)))
     phases = result_views.phase_chart(result_views.phase_rows(r), loc)
     if phases is not None:
         st.altair_chart(phases, width="stretch")
