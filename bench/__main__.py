@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 import sys
 
-from planner.errors import InputError
+from planner.inputs.errors import InputError
 
 SUBCOMMANDS = {
     "list": ("bench.cli_list", "the model zoo: ids, parameter counts, input shapes, FLOPs per sample"),

@@ -8,7 +8,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from planner.errors import InputError
+from planner.inputs.errors import InputError
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from bench.cli_run import parse_model_options
-from planner.errors import InputError
+from planner.inputs.errors import InputError
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
@@ -409,7 +409,7 @@ def explain_failure(run_dir: Path, rc: int | None, elapsed_s: float, timeout_s: 
 # ------------------------------------------------------------------ the result file
 
 def build_result(report: dict, created_utc: str) -> dict:
-    from planner.resultfile import SCHEMA
+    from planner.inputs.resultfile import SCHEMA
 
     return {"schema": SCHEMA, "created_utc": created_utc, "partial": False, "environment": report["environment"],
             "model": report["model"], "settings": report["settings"], "measurements": [report["measurement"]],
@@ -417,7 +417,7 @@ def build_result(report: dict, created_utc: str) -> dict:
 
 
 def write_result(report: dict, root: Path, created_utc: str) -> Path:
-    from planner.resultfile import parse_result, result_path, write_result_atomic
+    from planner.inputs.resultfile import parse_result, result_path, write_result_atomic
 
     data = build_result(report, created_utc)
     target = result_path(root, report["device_dir"], data["model"]["name"], created_utc)

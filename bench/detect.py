@@ -40,7 +40,7 @@ def profile_dirs(extra: list[str] | None = None) -> list[Path]:
 def load_gpu_profiles(dirs: list[Path]) -> tuple[dict, list[str]]:
     """(profiles by id, problems); never raises: no profiles just means every GPU is 'unknown'."""
     try:
-        from planner.profiles import load_profiles
+        from planner.inputs.profiles import load_profiles
     except ImportError as exc:  # pyyaml missing on a bare GPU box
         return {}, [f"cannot load GPU profiles ({exc}); install pyyaml"]
     return load_profiles(*dirs)
@@ -49,7 +49,7 @@ def load_gpu_profiles(dirs: list[Path]) -> tuple[dict, list[str]]:
 def match_profile(name: str | None, profiles: dict):
     if not name or not profiles:
         return None
-    from planner.profiles import match_nvml_name
+    from planner.inputs.profiles import match_nvml_name
 
     return match_nvml_name(name, profiles)
 
@@ -123,7 +123,7 @@ def _nvml_for(nvml_mod, gpu: dict) -> dict | None:
 
 
 def _slug(text: str) -> str:
-    from planner.resultfile import slug
+    from planner.inputs.resultfile import slug
 
     return slug(text)
 

@@ -11,8 +11,8 @@ from bench import detect, harness, maxbatch, zoo
 from bench.cli_progress import Progress, summary_table
 from bench.precision import plan_for, set_fp32_mode
 from bench.telemetry import NullSampler, Sampler, device_handle, load_nvml
-from planner.errors import InputError
-from planner.resultfile import SCHEMA, replace_result_atomic, result_path, write_result_atomic
+from planner.inputs.errors import InputError
+from planner.inputs.resultfile import SCHEMA, replace_result_atomic, result_path, write_result_atomic
 
 MEMORY_METHOD = (
     "weights/grads/optimizer: tensor sizes; activations: allocated after forward minus before (phase pass); "

@@ -13,8 +13,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from planner.errors import InputError
-from planner.resultfile import PRECISIONS, parse_result, result_path, write_result_atomic
+from planner.inputs.errors import InputError
+from planner.inputs.resultfile import PRECISIONS, parse_result, result_path, write_result_atomic
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "results"

@@ -11,7 +11,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from bench.trace_core import StorageTracker, to_fake
-from planner.errors import InputError
+from planner.inputs.errors import InputError
 
 SOURCE = "bench trace"
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

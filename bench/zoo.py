@@ -17,7 +17,7 @@ from torch import nn
 
 from bench import models_cnn, models_transformer
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "planner" / "zoo_catalog.json"
+CATALOG_PATH = Path(__file__).resolve().parent.parent / "planner" / "inputs" / "zoo_catalog.json"
 SEED = 0
 MASK_TOKEN_ID = 103  # [MASK] in the bert-base-uncased vocabulary
 PALM_CONVENTION = "6*N + 12*L*h*s per token (PaLM, Chowdhery et al. 2022, App. B) x seq_len {seq_len}"
@@ -28,7 +28,7 @@ COUNTER_CONVENTION = (
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """Catalog data about one zoo model; plain values only, so it serialises to planner/zoo_catalog.json."""
+    """Catalog data about one zoo model; plain values only, so it serialises to planner/inputs/zoo_catalog.json."""
 
     id: str
     family: str  # cnn | vit | encoder | decoder | rnn | mlp

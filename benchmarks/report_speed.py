@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner.plan import build_plan, load_inputs  # noqa: E402
-from planner.report import render_report  # noqa: E402
-from planner.scenario import load_scenario_file  # noqa: E402
+from planner.engine.plan import build_plan, load_inputs  # noqa: E402
+from planner.inputs.scenario import load_scenario_file  # noqa: E402
+from planner.present.report import render_report  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "resnet50-imagenet.yaml"
 TARGET_S = 2.0

@@ -3,7 +3,7 @@
 1. CPU (independent reference): the tracer with plain CPU semantics (--emulate cpu, fp32) against a real CPU step of
    the same model, measured by torch.profiler's memory timeline (allocator events + pre-existing tensors); the
    activation part is cross-checked against the bytes the real step saved for backward (saved_tensors_hooks).
-2. Formulas: the CUDA-emulating trace against the planner's formula estimate (planner.memory.estimate_memory without
+2. Formulas: the CUDA-emulating trace against the planner's formula estimate (planner.engine.memory.estimate_memory without
    workspace/context: states + max(step transients, activations + forward transients), Korthikanti et al. 2022).
 3. CUDA (on a GPU machine only): the CUDA-emulating trace + the planner's workspace term vs max_memory_allocated.
 
@@ -86,9 +86,9 @@ def formula_peaks(model: str, options: dict, batch: int, precision: str) -> tupl
     """The planner's formula estimate without workspace, context and NCCL (what a trace should reproduce):
     (as the planner computes it: states + max(step transients, activations + forward transients),
      the same with gradients counted only in the optimizer-step branch)."""
-    from planner.estimates import ResolvedModel
-    from planner.memory import estimate_memory, transient_parts
-    from planner.scenario import TrainingSetup, TransformerShape
+    from planner.engine.estimates import ResolvedModel
+    from planner.engine.memory import estimate_memory, transient_parts
+    from planner.inputs.scenario import TrainingSetup, TransformerShape
 
     entry = zoo.describe(model, **options)
     t = entry.transformer
@@ -172,7 +172,7 @@ def real_cuda_step(model: str, options: dict, batch: int, precision: str) -> int
 def cuda_table() -> None:
     """Issue 8's CUDA check (run it on a GPU machine, ~2-3 minutes): traced (+ the planner's workspace term) vs
     torch.cuda.max_memory_allocated, resnet50 / gpt2 / bert_base x 3 batch sizes x fp32, bf16."""
-    from planner.memory import workspace_bytes
+    from planner.engine.memory import workspace_bytes
 
     if not torch.cuda.is_available():
         print("### CUDA check: skipped (no CUDA device)\n")

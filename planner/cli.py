@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from planner.errors import InputError
+from planner.inputs.errors import InputError
 
 FORMATS = ("table", "json", "markdown", "html", "pdf")
 
@@ -39,8 +39,8 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from planner.plan import build_plan, load_inputs
-    from planner.scenario import load_scenario_file
+    from planner.engine.plan import build_plan, load_inputs
+    from planner.inputs.scenario import load_scenario_file
 
     for d in (args.results or []) + (args.profiles or []):
         if not Path(d).is_dir():
@@ -65,11 +65,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace, scenario, plan) -> str | bytes:
     if args.format == "table":
-        from planner.textout import render_table
+        from planner.present.textout import render_table
         return render_table(plan)
     if args.format == "json":
-        from planner.planjson import plan_to_json
+        from planner.present.planjson import plan_to_json
         return plan_to_json(plan) + "\n"
-    from planner.report import render_report
+    from planner.present.report import render_report
     return render_report(plan, scenario, args.format, locale=args.lang or scenario.locale,
                          all_options=args.all_options, paper=args.paper)

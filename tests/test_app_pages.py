@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner import fmt
-from planner.cost import choose_quote
-from planner.plan import build_plan, load_inputs
-from planner.recommend import costed
-from planner.resultfile import read_result_file
-from planner.scenario import load_scenario_file, scenario_to_dict
-from planner.userdata import DEFAULT_SCENARIO, SHIPPED_PROFILES_DIR
+from planner.engine.cost import choose_quote
+from planner.engine.plan import build_plan, load_inputs
+from planner.engine.recommend import costed
+from planner.inputs.resultfile import read_result_file
+from planner.inputs.scenario import load_scenario_file, scenario_to_dict
+from planner.inputs.userdata import DEFAULT_SCENARIO, SHIPPED_PROFILES_DIR
+from planner.present import fmt
 from tests.fixtures.make_fixtures import measurement, resnet50_h100, result
 from ui import bench_runner
 
@@ -140,7 +140,7 @@ def test_compare_takes_the_plan_pages_scenario_and_pareto_points_are_the_non_dom
     assert saved.hardware.gpus == ("h100-sxm-80gb", "l4-24gb", "a100-sxm-80gb")
 
     # compare it with the shipped default (saved as a second scenario)
-    from planner.compare import save_scenario
+    from planner.present.compare import save_scenario
 
     other = save_scenario(load_scenario_file(DEFAULT_SCENARIO), "Everything")
     run(at)
@@ -184,7 +184,7 @@ def test_compare_scaling_follows_the_gpu_and_precision_picked(home):
 
 
 def test_compare_delete_and_a_bad_saved_file(home):
-    from planner.compare import save_scenario
+    from planner.present.compare import save_scenario
 
     keep = save_scenario(load_scenario_file(DEFAULT_SCENARIO), "Keep")
     gone = save_scenario(load_scenario_file(DEFAULT_SCENARIO), "Gone")
@@ -742,7 +742,7 @@ def test_every_field_of_the_price_form_is_saved(home):
     at.date_input(key="ov_as_of").set_value(dt.date(2026, 11, 2))
     at.button(key="ov_save").click()
     run(at)
-    from planner.userdata import load_price_overrides
+    from planner.inputs.userdata import load_price_overrides
 
     [q] = load_price_overrides()["l4-24gb"]
     assert (q.provider, q.instance, q.region, q.usd_per_gpu_hour, q.gpus_per_instance, q.source, q.tier,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.scenario import load_scenario_file
-from planner.userdata import DEFAULT_SCENARIO
+from planner.inputs.scenario import load_scenario_file
+from planner.inputs.userdata import DEFAULT_SCENARIO
 from ui import state
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.resultfile import scan_results
+from planner.inputs.resultfile import scan_results
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from bench.maxbatch import FakeMemory
 from bench.precision import plan_for, read_fp32_flags, set_fp32_mode, uses_new_fp32_api
 from bench.telemetry import WindowReading
 from bench.zoo import Workload
-from planner.resultfile import parse_result
+from planner.inputs.resultfile import parse_result
 
 MiB = 2**20
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import InputError
-from planner.resultfile import read_result_file
-from planner.zoo_catalog import load_catalog
+from planner.inputs.errors import InputError
+from planner.inputs.resultfile import read_result_file
+from planner.inputs.zoo_catalog import load_catalog
 from ui import bench_runner as br
 
 pytest.importorskip("torch", reason="the real `bench run` needs torch (requirements-dev.txt installs the CPU wheel)")

@@ -127,7 +127,7 @@ def test_bad_upload_shows_a_message_not_a_traceback(app_url, browser, tmp_path):
 def test_a_link_to_an_impossible_plan_says_does_not_fit(app_url, browser):
     from dataclasses import replace
 
-    from planner.scenario import load_scenario_file
+    from planner.inputs.scenario import load_scenario_file
     from ui.state import URL_PARAM, encode_scenario
 
     base = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")

@@ -36,9 +36,9 @@ def home(tmp_path_factory) -> Path:
     target = home / "results" / "h100-sxm-80gb" / "resnet50-20261120T100000Z.json"
     target.parent.mkdir(parents=True)
     target.write_text(json.dumps(resnet50_h100()))
-    from planner.compare import save_scenario
-    from planner.scenario import load_scenario_file
-    from planner.userdata import SHIPPED_SCENARIOS_DIR
+    from planner.inputs.scenario import load_scenario_file
+    from planner.inputs.userdata import SHIPPED_SCENARIOS_DIR
+    from planner.present.compare import save_scenario
 
     os.environ["TRAINPLAN_HOME"] = str(home)
     try:

@@ -1,4 +1,4 @@
-"""planner.compare: saved scenarios under $TRAINPLAN_HOME, side-by-side summary, the joint frontier, scaling rows."""
+"""planner.present.compare: saved scenarios under $TRAINPLAN_HOME, side-by-side summary, the joint frontier, scaling rows."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import datetime as dt
 
 import pytest
 
-from planner import compare
-from planner.errors import InputError
-from planner.plan import build_plan, load_inputs
-from planner.recommend import costed
-from planner.scenario import load_scenario_file
-from planner.userdata import DEFAULT_SCENARIO, SHIPPED_SCENARIOS_DIR
+from planner.engine.plan import build_plan, load_inputs
+from planner.engine.recommend import costed
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import load_scenario_file
+from planner.inputs.userdata import DEFAULT_SCENARIO, SHIPPED_SCENARIOS_DIR
+from planner.present import compare
 
 TODAY = dt.date(2026, 11, 29)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.convergence import (
+from planner.engine.convergence import (
     CAVEATS,
     ConvergenceFitError,
     estimate_convergence,
@@ -17,7 +17,7 @@ from planner.convergence import (
     s_min_from_one_point,
     steps_at_batch,
 )
-from planner.scenario import ReferencePoint, Workload
+from planner.inputs.scenario import ReferencePoint, Workload
 
 
 def _curve(s_min: float, e_min: float, batches: list[float]) -> list[tuple[float, float]]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from planner.cost import (
+from planner.engine.cost import (
     NoQuoteError,
     billed_hours,
     choose_quote,
@@ -21,14 +21,14 @@ from planner.cost import (
     stale_quote_warning,
     undated_rate_warning,
 )
-from planner.scenario import OnPrem, Pricing, SpotSettings, Workload
+from planner.inputs.scenario import OnPrem, Pricing, SpotSettings, Workload
 
 TODAY = dt.date(2026, 11, 29)
 
 
 @dataclass(frozen=True)
 class Quote:
-    """Stands in for planner.profiles.PriceQuote (same attribute names)."""
+    """Stands in for planner.inputs.profiles.PriceQuote (same attribute names)."""
 
     provider: str
     instance: str
@@ -44,7 +44,7 @@ class Quote:
 
 @dataclass(frozen=True)
 class Gpu:
-    """Stands in for planner.profiles.GpuProfile."""
+    """Stands in for planner.inputs.profiles.GpuProfile."""
 
     prices: tuple[Quote, ...]
     id: str = "h100-sxm-80gb"

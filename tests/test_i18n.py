@@ -1,4 +1,4 @@
-"""The translation catalog (planner/locales/<lang>/*.yaml): both languages complete, Spanish really translated."""
+"""The translation catalog (planner/present/locales/<lang>/*.yaml): both languages complete, Spanish really translated."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import i18n
-from planner.estimates import SOURCE_KINDS, MemoryEstimate
-from planner.scenario import ADAPTER_TARGETS, OPTIMIZERS, PRECISIONS, SHARDINGS, TIERS
+from planner.engine.estimates import SOURCE_KINDS, MemoryEstimate
+from planner.inputs.scenario import ADAPTER_TARGETS, OPTIMIZERS, PRECISIONS, SHARDINGS, TIERS
+from planner.present import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 

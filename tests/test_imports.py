@@ -1,4 +1,4 @@
-"""planner.imports: a teammate's result file is validated, then copied under $TRAINPLAN_HOME/results/<device dir>/."""
+"""planner.inputs.imports: a teammate's result file is validated, then copied under $TRAINPLAN_HOME/results/<device dir>/."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from planner.errors import InputError
-from planner.imports import MAX_IMPORT_BYTES, device_dir, import_result
-from planner.plan import load_inputs
-from planner.resultfile import parse_result
+from planner.engine.plan import load_inputs
+from planner.inputs.errors import InputError
+from planner.inputs.imports import MAX_IMPORT_BYTES, device_dir, import_result
+from planner.inputs.resultfile import parse_result
 from tests.fixtures.make_fixtures import measurement, resnet50_h100, result
 
 

@@ -1,4 +1,4 @@
-"""Tests for planner.profiles: every shipped GPU profile, published figures, validation and lookups."""
+"""Tests for planner.inputs.profiles: every shipped GPU profile, published figures, validation and lookups."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import InputError
-from planner.profiles import (
+from planner.inputs.errors import InputError
+from planner.inputs.profiles import (
     DEFAULT_PROFILES_DIR,
     PRECISIONS,
     TIERS,

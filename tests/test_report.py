@@ -16,15 +16,16 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from planner import __version__, fmt
-from planner.charts import cost_time_spec, gpu_count_spec, memory_spec, option_label, top_options
-from planner.estimates import GIB, Recommendation, Source
-from planner.i18n import catalog, missing_keys
-from planner.plan import build_plan, load_inputs
-from planner.report import options_csv, render_report
-from planner.report.model import build_report_model
-from planner.report.risks import KEYS
-from planner.scenario import load_scenario_file, load_scenario_text
+from planner import __version__
+from planner.engine.estimates import GIB, Recommendation, Source
+from planner.engine.plan import build_plan, load_inputs
+from planner.inputs.scenario import load_scenario_file, load_scenario_text
+from planner.present import fmt
+from planner.present.charts import cost_time_spec, gpu_count_spec, memory_spec, option_label, top_options
+from planner.present.i18n import catalog, missing_keys
+from planner.present.report import options_csv, render_report
+from planner.present.report.model import build_report_model
+from planner.present.report.risks import KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "scenarios" / "resnet50-imagenet.yaml"
@@ -74,7 +75,7 @@ def md_text(doc: str) -> str:
 
 
 def key_numbers(plan, scenario, locale: str) -> list[str]:
-    """The plan's headline numbers, formatted by planner.fmt in `locale`: the report must show exactly these."""
+    """The plan's headline numbers, formatted by planner.present.fmt in `locale`: the report must show exactly these."""
     o = plan.option(plan.recommendation.primary)
     c = o.cost
     out = [fmt.hours(c.hours, locale), fmt.hours(c.hours_range[0], locale), fmt.hours(c.hours_range[1], locale),
@@ -323,7 +324,7 @@ def test_html_is_one_offline_file(plan, scenario, locale):
 
 
 def test_app_preview_fragment_scopes_its_styles(plan, scenario):
-    from planner.report.html import render_fragment
+    from planner.present.report.html import render_fragment
 
     frag = render_fragment(build_report_model(plan, scenario, "es", today=TODAY))
     assert frag.startswith('<div class="tp-report"')

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import InputError
-from planner.resultfile import (
+from planner.inputs.errors import InputError
+from planner.inputs.resultfile import (
     parse_result,
     read_result_file,
     replace_result_atomic,
@@ -132,14 +132,14 @@ def test_shipped_results_are_all_valid():
 
 
 def test_resultfile_module_needs_only_the_standard_library():
-    code = ("import sys; import planner.resultfile; "
+    code = ("import sys; import planner.inputs.resultfile; "
             "bad = [m for m in ('yaml','pandas','torch','streamlit','pynvml') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_import_planner_pulls_in_no_torch_streamlit_or_pynvml():
-    code = ("import sys; import planner, planner.plan, planner.cli, planner.planjson; "
+    code = ("import sys; import planner, planner.engine.plan, planner.cli, planner.present.planjson; "
             "print([m for m in ('torch','streamlit','pynvml') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr

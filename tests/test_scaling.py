@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from planner import scaling as sc
-from planner.scenario import Hardware, TrainingSetup
+from planner.engine import scaling as sc
+from planner.inputs.scenario import Hardware, TrainingSetup
 
 
 @dataclass(frozen=True)

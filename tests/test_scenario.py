@@ -10,8 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.errors import InputError
-from planner.scenario import (
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import (
     dump_scenario_yaml,
     load_scenario_file,
     load_scenario_text,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner import steptime as st
-from planner.estimates import Source, TimePoint
+from planner.engine import steptime as st
+from planner.engine.estimates import Source, TimePoint
 
 # Published figures used below (reference/gpu_reference.md, dense): A100 SXM 80GB bf16 312 TFLOPS, 2039 GB/s;
 # H100 SXM bf16 989.4 TFLOPS, 3350 GB/s.

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from bench import trace  # noqa: E402
 from bench.trace_core import CUDA_BLOCK_BYTES  # noqa: E402
-from planner.resultfile import read_result_file  # noqa: E402
+from planner.inputs.resultfile import read_result_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP_PARAMS = 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10  # 669,706

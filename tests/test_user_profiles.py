@@ -1,4 +1,4 @@
-"""planner.user_profiles: the GPUs & prices table, price overrides, adding a profile (validated like shipped ones)."""
+"""planner.inputs.user_profiles: the GPUs & prices table, price overrides, adding a profile (validated like shipped ones)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import datetime as dt
 
 import pytest
 
-from planner import user_profiles as up
-from planner.errors import InputError
-from planner.profiles import load_profiles, parse_profile
-from planner.userdata import load_price_overrides, save_price_override
+from planner.inputs import user_profiles as up
+from planner.inputs.errors import InputError
+from planner.inputs.profiles import load_profiles, parse_profile
+from planner.inputs.userdata import load_price_overrides, save_price_override
 
 TODAY = dt.date(2026, 11, 29)
 SHIPPED = set(load_profiles()[0])

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from planner.errors import InputError
-from planner.profiles import PriceQuote
-from planner.userdata import load_price_overrides, remove_price_override, save_price_override
+from planner.inputs.errors import InputError
+from planner.inputs.profiles import PriceQuote
+from planner.inputs.userdata import load_price_overrides, remove_price_override, save_price_override
 
 
 def _quote(usd: float, provider: str = "acme") -> PriceQuote:

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bench import zoo
-from planner.zoo_catalog import CATALOG_PATH, load_catalog
+from planner.inputs.zoo_catalog import CATALOG_PATH, load_catalog
 
 TORCHVISION = "torchvision.models docs, weights meta 'num_params' (pytorch.org/vision/stable/models.html)"
 HF = "Hugging Face transformers {cls}.from_pretrained('{repo}').num_parameters()"
@@ -152,11 +152,11 @@ def test_count_flops_leaves_no_gradients():
 def test_committed_catalog_is_fresh():
     # Regenerate with: python -m bench.zoo --write-catalog
     committed = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
-    assert committed == zoo.catalog(), "planner/zoo_catalog.json is stale: run python -m bench.zoo --write-catalog"
+    assert committed == zoo.catalog(), "planner/inputs/zoo_catalog.json is stale: run python -m bench.zoo --write-catalog"
 
 
 def test_load_catalog_is_torch_free_and_keyed_by_id():
-    code = ("import sys; from planner.zoo_catalog import load_catalog; c = load_catalog(); "
+    code = ("import sys; from planner.inputs.zoo_catalog import load_catalog; c = load_catalog(); "
             "assert 'torch' not in sys.modules; print(list(c))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(zoo.list_models())

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.errors import InputError
+from planner.inputs.errors import InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ENV = "TRAINPLAN_BENCH_PYTHON"  # another interpreter (one with torch) for bench; default: the app's own

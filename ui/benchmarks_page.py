@@ -7,12 +7,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from planner import fmt, result_views
-from planner.errors import InputError
-from planner.imports import MAX_IMPORT_BYTES, import_result
-from planner.resultfile import ResultFile
-from planner.userdata import user_results_dir
-from planner.zoo_catalog import load_catalog
+from planner.inputs.errors import InputError
+from planner.inputs.imports import MAX_IMPORT_BYTES, import_result
+from planner.inputs.resultfile import ResultFile
+from planner.inputs.userdata import user_results_dir
+from planner.inputs.zoo_catalog import load_catalog
+from planner.present import fmt, result_views
 from ui import bench_runner, page_data
 from ui.i18n_ui import begin_run, choice_label, locale, tr
 from ui.render import md, trm

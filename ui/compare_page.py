@@ -7,10 +7,10 @@ import re
 import pandas as pd
 import streamlit as st
 
-from planner import compare, fmt
-from planner.charts import option_label
-from planner.errors import InputError
-from planner.scenario import load_scenario_file
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import load_scenario_file
+from planner.present import compare, fmt
+from planner.present.charts import option_label
 from ui import page_data, render
 from ui.i18n_ui import begin_run, locale, tr
 from ui.render import md, trm

@@ -7,17 +7,18 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from planner import fmt, user_profiles
-from planner.charts import option_label
-from planner.cost import STALE_QUOTE_DAYS, choose_quote
-from planner.errors import InputError
-from planner.profiles import MEMORY_SOURCES, PRECISIONS, VENDORS
-from planner.userdata import (
+from planner.engine.cost import STALE_QUOTE_DAYS, choose_quote
+from planner.inputs import user_profiles
+from planner.inputs.errors import InputError
+from planner.inputs.profiles import MEMORY_SOURCES, PRECISIONS, VENDORS
+from planner.inputs.userdata import (
     price_overrides_path,
     remove_price_override,
     save_price_override,
     user_profiles_dir,
 )
+from planner.present import fmt
+from planner.present.charts import option_label
 from ui import page_data
 from ui.i18n_ui import begin_run, choice_label, locale, tr
 from ui.render import md, trm

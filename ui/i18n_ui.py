@@ -6,8 +6,8 @@ import threading
 
 import streamlit as st
 
-from planner.i18n import language_of, t
-from planner.notes import render_note
+from planner.present.i18n import language_of, t
+from planner.present.notes import render_note
 from ui.state import LOCALE_KEY
 
 LANGUAGES = ("en", "es")

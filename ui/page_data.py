@@ -6,10 +6,10 @@ import datetime as dt
 
 import streamlit as st
 
-from planner.errors import InputError
-from planner.estimates import Plan
-from planner.scenario import Scenario, dump_scenario_yaml, load_scenario_file, parse_scenario
-from planner.userdata import (
+from planner.engine.estimates import Plan
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import Scenario, dump_scenario_yaml, load_scenario_file, parse_scenario
+from planner.inputs.userdata import (
     DEFAULT_SCENARIO,
     SHIPPED_PROFILES_DIR,
     SHIPPED_RESULTS_DIR,
@@ -33,7 +33,7 @@ def inputs_fingerprint() -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _inputs(fingerprint: str):
-    from planner.plan import load_inputs
+    from planner.engine.plan import load_inputs
 
     return load_inputs()
 
@@ -45,7 +45,7 @@ def inputs():
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _plan(scenario_yaml: str, fingerprint: str, today_iso: str, _scenario: Scenario) -> Plan:
-    from planner.plan import build_plan
+    from planner.engine.plan import build_plan
 
     return build_plan(_scenario, _inputs(fingerprint), today=dt.date.fromisoformat(today_iso))
 

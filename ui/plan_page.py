@@ -7,14 +7,14 @@ import logging
 
 import streamlit as st
 
-from planner.errors import InputError
-from planner.scenario import (
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import (
     Scenario,
     load_scenario_file,
     parse_scenario,
     scenario_to_dict,
 )
-from planner.userdata import (
+from planner.inputs.userdata import (
     DEFAULT_SCENARIO,
     SHIPPED_PROFILES_DIR,
     SHIPPED_RESULTS_DIR,
@@ -23,7 +23,7 @@ from planner.userdata import (
     user_profiles_dir,
     user_results_dir,
 )
-from planner.zoo_catalog import load_catalog
+from planner.inputs.zoo_catalog import load_catalog
 from ui import render, sidebar, state
 from ui.i18n_ui import begin_run, tr
 
@@ -42,7 +42,7 @@ def inputs_fingerprint() -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def load_inputs_cached(fingerprint: str):
-    from planner.plan import load_inputs
+    from planner.engine.plan import load_inputs
 
     return load_inputs()
 
@@ -50,7 +50,7 @@ def load_inputs_cached(fingerprint: str):
 @st.cache_resource(show_spinner=False, max_entries=64)
 def plan_cached(scenario_yaml: str, fingerprint: str, today_iso: str, _scenario: Scenario):
     """One plan per (scenario text, input folders, day); Plan is immutable, so sessions can share it."""
-    from planner.plan import build_plan
+    from planner.engine.plan import build_plan
 
     return build_plan(_scenario, load_inputs_cached(fingerprint), today=dt.date.fromisoformat(today_iso),
                       source="sidebar")

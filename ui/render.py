@@ -12,11 +12,11 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner import fmt
-from planner.estimates import GIB, MemoryEstimate, Plan, PlanOption
-from planner.i18n import t
-from planner.recommend import costed
-from planner.scenario import Scenario
+from planner.engine.estimates import GIB, MemoryEstimate, Plan, PlanOption
+from planner.engine.recommend import costed
+from planner.inputs.scenario import Scenario
+from planner.present import fmt
+from planner.present.i18n import t
 from ui.i18n_ui import locale, note, tr, tr_or
 
 PART_COLOURS = ("#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00", "#CC79A7", "#F0E442", "#999999")

@@ -7,8 +7,8 @@ import logging
 
 import streamlit as st
 
-from planner.errors import InputError
-from planner.scenario import Scenario, dump_scenario_yaml
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from ui import page_data
 from ui.i18n_ui import LOCALES, locale, tr
 
@@ -22,13 +22,13 @@ ALL_LOCALES = tuple(loc for group in LOCALES.values() for loc in group)
 @st.cache_data(show_spinner=False, max_entries=64)
 def _render(kind: str, scenario_yaml: str, fingerprint: str, today_iso: str, loc: str, all_options: bool,
             paper: str, _scenario: Scenario) -> str | bytes:
-    from planner.report import options_csv, render_report
+    from planner.present.report import options_csv, render_report
 
     plan = page_data.plan_for(_scenario)
     today = dt.date.fromisoformat(today_iso)
     if kind == "preview":
-        from planner.report.html import render_fragment
-        from planner.report.model import build_report_model
+        from planner.present.report.html import render_fragment
+        from planner.present.report.model import build_report_model
 
         return render_fragment(build_report_model(plan, _scenario, loc, all_options=all_options, today=today))
     if kind == "csv":
@@ -40,7 +40,7 @@ def locale_name(loc: str) -> str:
     """'es-AR' -> 'español (Argentina) · es-AR', in its own language."""
     from babel import Locale
 
-    from planner.fmt import babel_locale
+    from planner.present.fmt import babel_locale
 
     return f"{Locale.parse(babel_locale(loc)).get_display_name()} · {loc}"
 
@@ -100,7 +100,7 @@ def main() -> None:
 
     st.subheader(tr("report.page.preview"))
     with st.container(border=True):
-        # Our own HTML: every text in it is escaped by planner.report.html; st.html sanitizes it again and
+        # Our own HTML: every text in it is escaped by planner.present.report.html; st.html sanitizes it again and
         # runs no scripts. Its styles are scoped to .tp-report.
         st.html(_render("preview", *args))
 

@@ -6,8 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from planner import fmt
-from planner.scenario import (
+from planner.inputs.scenario import (
     ADAPTER_TARGETS,
     BASE_DTYPES,
     MLP_KINDS,
@@ -18,6 +17,7 @@ from planner.scenario import (
     STATE_LAYOUTS,
     TIERS,
 )
+from planner.present import fmt
 from ui import state
 from ui.i18n_ui import LANGUAGES, LOCALES, choice_label, tr
 

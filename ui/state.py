@@ -13,9 +13,8 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from planner.errors import InputError
-from planner.i18n import language_of
-from planner.scenario import (
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import (
     MAX_SCENARIO_BYTES,
     Scenario,
     dump_scenario_yaml,
@@ -24,6 +23,7 @@ from planner.scenario import (
     parse_scenario,
     scenario_to_dict,
 )
+from planner.present.i18n import language_of
 
 URL_PARAM = "s"
 URL_SOURCE = "link (URL parameter s)"

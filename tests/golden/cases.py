@@ -108,11 +108,11 @@ def render_case(case: Case) -> dict[str, str]:
     """file name -> text for one case, built in process with user data left out and a fixed date."""
     import yaml
 
-    from planner.plan import build_plan, load_inputs
-    from planner.planjson import plan_to_json
-    from planner.report import render_report
-    from planner.scenario import parse_scenario, scenario_to_dict
-    from planner.textout import render_table
+    from planner.engine.plan import build_plan, load_inputs
+    from planner.inputs.scenario import parse_scenario, scenario_to_dict
+    from planner.present.planjson import plan_to_json
+    from planner.present.report import render_report
+    from planner.present.textout import render_table
 
     inputs = _inputs(load_inputs)
     path = ROOT / "scenarios" / f"{case.scenario}.yaml"

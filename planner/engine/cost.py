@@ -1,0 +1,352 @@
+"""What a run costs: price choice, instance rounding, hours with overheads, billing, spot, on-prem, energy (§5)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from planner.engine.estimates import CostEstimate, PriceChoice
+from planner.present.notes import Note
+
+if TYPE_CHECKING:
+    from planner.inputs.scenario import OnPrem, Pricing, Workload
+
+HOURS_PER_YEAR = 365 * 24
+# Without a measured mean power, a training GPU is taken to draw this fraction of its TDP (an assumption shown
+# in the notes; measured NVML power replaces it).
+TDP_UTILISATION = 0.7
+STALE_QUOTE_DAYS = 180
+# Billing rounding smaller than this fraction of the hours is not worth a note.
+BILLING_NOTE_FRACTION = 0.01
+
+
+class NoQuoteError(ValueError):
+    """No price quote exists for the GPU at the requested tier (and provider)."""
+
+
+# ---------------------------------------------------------------- formulas
+
+def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, str | None]:
+    """(instances, GPUs billed, note): a quote for k-GPU instances bills n rounded up to a multiple of k."""
+    if n_gpus < 1 or gpus_per_instance < 1:
+        raise ValueError(f"n_gpus and gpus_per_instance must be at least 1, got {n_gpus}, {gpus_per_instance}")
+    instances = math.ceil(n_gpus / gpus_per_instance)
+    billed = instances * gpus_per_instance
+    note = None
+    if billed != n_gpus:
+        note = Note("instances_rounded", n=n_gpus, billed=billed, k=gpus_per_instance)
+    return instances, billed, note
+
+
+def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overrides: Iterable = (),
+                 today: dt.date | None = None, n_gpus: int | None = None, gpus_per_node: int = 8):
+    """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
+
+    With `n_gpus`, the lowest bill for that many GPUs: an 8-GPU instance at a lower hourly rate still bills
+    8 GPUs for a 1-GPU job, so it loses to a dearer 1-GPU instance when that costs less in total. For a job on
+    several GPUs, instances holding min(n, gpus_per_node) GPUs come first: the step time assumes GPUs that share
+    a node (NVLink/PCIe), which separate 1-GPU rentals do not give.
+
+    User overrides replace every published quote with the same provider, instance and tier, and add new ones.
+    Within one provider, instance, tier and region only the newest quote counts (an old, cheaper price is
+    history, not an offer); quotes dated after `today` are ignored so a plan can be reproduced as of a day.
+    Returns None when nothing matches.
+    """
+    overrides = list(overrides)
+    replaced = {_offer_key(q) for q in overrides}
+    pool = [q for q in prices if _offer_key(q) not in replaced] + overrides
+    pool = [q for q in pool if q.tier == tier and _offered_by(q, provider) and _published_by(q, today)]
+    latest: dict[tuple, object] = {}
+    for q in pool:
+        key = (*_offer_key(q), (getattr(q, "region", None) or "").lower())
+        if key not in latest or _recency(q) > _recency(latest[key]):
+            latest[key] = q
+    if not latest:
+        return None
+    offers = list(latest.values())
+    if n_gpus and n_gpus > 1:
+        node_sized = [q for q in offers if q.gpus_per_instance >= min(n_gpus, gpus_per_node)]
+        offers = node_sized or offers
+
+    # Ties: a user price, then the newest, then alphabetical, so the choice is deterministic.
+    def billed_rate(q) -> float:
+        if n_gpus is None:
+            return q.usd_per_gpu_hour
+        return instances_needed(n_gpus, q.gpus_per_instance)[1] * q.usd_per_gpu_hour
+
+    return min(offers, key=lambda q: (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)),
+                                               q.provider.lower(), q.instance.lower(),
+                                               getattr(q, "region", None) or ""))
+
+
+def _offered_by(quote, provider: str) -> bool:
+    return provider == "cheapest" or quote.provider.lower() == provider.lower()
+
+
+def _published_by(quote, today: dt.date | None) -> bool:
+    as_of = _as_date(quote.as_of)
+    return today is None or as_of is None or as_of <= today
+
+
+def _offer_key(quote) -> tuple[str, str, str]:
+    return quote.provider.lower(), quote.instance.lower(), quote.tier
+
+
+def _recency(quote) -> tuple[int, int, int]:
+    """(user price, dated, day ordinal): larger is more current."""
+    as_of = _as_date(quote.as_of)
+    return (int(getattr(quote, "origin", "published") == "user"), int(as_of is not None),
+            as_of.toordinal() if as_of else 0)
+
+
+def run_hours(steps: float, step_time_s: float, early_stop_fraction: float, eval_overhead: float,
+              checkpoint_overhead: float, failure_overhead: float, runs: int) -> float:
+    """Hours = steps x early-stop x step time x (1 + eval + checkpoint) x (1 + failure) x runs (ESTIMATION.md §5)."""
+    one_run_s = steps * early_stop_fraction * step_time_s * (1 + eval_overhead + checkpoint_overhead)
+    return one_run_s * (1 + failure_overhead) * runs / 3600.0
+
+
+def billed_hours(hours: float, billing_increment_s: float) -> float:
+    """Hours rounded up to the billing increment (per-hour billing: 2.1 h -> 3 h)."""
+    if billing_increment_s <= 0:
+        raise ValueError(f"billing_increment_s must be positive, got {billing_increment_s}")
+    increments = math.ceil(hours * 3600.0 / billing_increment_s - 1e-9)  # 2.0 h stays 2 h despite float noise
+    return max(increments, 0) * billing_increment_s / 3600.0
+
+
+def spot_preemption(hours: float, rate_per_instance_hour: float, instances: int,
+                    checkpoint_interval_min: float, restart_min: float) -> tuple[float, float]:
+    """(expected preemptions, lost hours): preemptions = hours x rate x instances; each loses interval/2 + restart.
+
+    First order: the lost hours are not themselves exposed to further preemptions (fine while lost << hours).
+    """
+    preemptions = hours * rate_per_instance_hour * instances
+    lost_hours = preemptions * (checkpoint_interval_min / 2.0 + restart_min) / 60.0
+    return preemptions, lost_hours
+
+
+def on_prem_usd_per_gpu_hour(on_prem: OnPrem, gpu_power_w: float) -> float:
+    """purchase / (lifetime hours x fleet utilisation) + power kW x PUE x electricity price (ESTIMATION.md §5)."""
+    return on_prem_capital_usd_per_gpu_hour(on_prem) + on_prem_power_usd_per_gpu_hour(on_prem, gpu_power_w)
+
+
+def on_prem_capital_usd_per_gpu_hour(on_prem: OnPrem) -> float:
+    """Purchase spread over the hours the GPU does paid work: lifetime x 8,760 h x fleet utilisation."""
+    return on_prem.purchase_usd_per_gpu / (on_prem.lifetime_years * HOURS_PER_YEAR * on_prem.fleet_utilisation)
+
+
+def on_prem_power_usd_per_gpu_hour(on_prem: OnPrem, gpu_power_w: float) -> float:
+    return gpu_power_w / 1000.0 * on_prem.pue * on_prem.usd_per_kwh
+
+
+def energy_kwh(n_gpus: int, mean_power_w: float, hours: float, pue: float = 1.0) -> float:
+    """kWh = n x mean power x hours (x PUE at the facility; 1.0 for cloud, whose PUE is not known here)."""
+    return n_gpus * mean_power_w * hours * pue / 1000.0
+
+
+def co2_kg(kwh: float | None, grid_kg_per_kwh: float | None) -> float | None:
+    """kg CO2 = kWh x grid intensity; None when either is unknown."""
+    if kwh is None or grid_kg_per_kwh is None:
+        return None
+    return kwh * grid_kg_per_kwh
+
+
+def stale_quote_warning(quote, today: dt.date, max_age_days: int = STALE_QUOTE_DAYS) -> str | None:
+    """A warning when a published quote is older than max_age_days or has no date; user prices are current."""
+    as_of = _as_date(quote.as_of)
+    if as_of is None:
+        if getattr(quote, "origin", "published") == "user":
+            return None
+        return Note("price_undated", provider=quote.provider, instance=quote.instance)
+    age_days = (today - as_of).days
+    if age_days <= max_age_days:
+        return None
+    return Note("price_stale", as_of=as_of.isoformat(), days=age_days, max_days=max_age_days,
+                provider=quote.provider, instance=quote.instance)
+
+
+def undated_rate_warning(pricing: Pricing) -> str | None:
+    """A warning when amounts are converted out of USD at a rate with no date."""
+    if pricing.currency == "USD" or pricing.exchange_rate_as_of is not None:
+        return None
+    return Note("rate_undated", rate=pricing.exchange_rate, currency=pricing.currency)
+
+
+# ---------------------------------------------------------------- the estimate
+
+@dataclass(frozen=True)
+class _Run:
+    """One scenario of a run (likely, low or high): wall-clock hours and what is billed."""
+
+    hours: float  # all runs, overheads and spot losses included
+    billed_hours: float
+    preemptions: float
+    lost_hours: float
+
+
+def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: float,
+                  steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing, workload: Workload,
+                  mean_power_w: float | None = None, overrides: Sequence = (),
+                  today: dt.date | None = None, gpus_per_node: int = 8) -> CostEstimate:
+    """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option.
+
+    Raises NoQuoteError when the GPU has no quote for the tier (and provider); `today` defaults to the clock.
+    """
+    today = today or dt.date.today()
+    notes: list[str] = []
+    power_w = _power_w(gpu, mean_power_w, notes)
+    price, pue = _price(gpu, pricing, overrides, power_w, today, notes, n_gpus, gpus_per_node)
+    instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
+    if rounding_note:
+        notes.append(rounding_note)
+    if n_gpus > 1 and price.origin != "on_prem" and price.gpus_per_instance < min(n_gpus, gpus_per_node):
+        notes.append(Note("split_instances", n=n_gpus, k=price.gpus_per_instance, instances=instances))
+    increment_s = pricing.billing_increment_min * 60.0 if pricing.billing_increment_min else price.billing_increment_s
+
+    def run(s: float, t_s: float) -> _Run:
+        return _run(s, t_s, workload, pricing, instances, increment_s)
+
+    likely = run(steps, step_time_s)
+    steps_low, steps_high = steps_range or (steps, steps)
+    low = run(min(steps_low, steps), min(step_band_s[0], step_time_s))
+    high = run(max(steps_high, steps), max(step_band_s[1], step_time_s))
+
+    if pricing.tier == "spot":
+        notes.append(Note("spot_preemptions", preemptions=round(likely.preemptions, 1),
+                          hours=round(likely.lost_hours, 1)))
+        mean_gap_min = 60.0 / (pricing.spot.preemptions_per_instance_hour * instances) \
+            if pricing.spot.preemptions_per_instance_hour else float("inf")
+        if mean_gap_min <= pricing.spot.checkpoint_interval_min + pricing.spot.restart_min:
+            notes.append(Note("spot_unfinishable", gap_min=round(mean_gap_min),
+                              interval_min=round(pricing.spot.checkpoint_interval_min)))
+    if likely.billed_hours - likely.hours > BILLING_NOTE_FRACTION * likely.hours:
+        notes.append(Note("billed_increments", increment=_increment_text(increment_s),
+                          hours=round(likely.hours, 2), billed=round(likely.billed_hours, 2)))
+    for warning in (stale_quote_warning(price, today) if price.origin != "on_prem" else None,
+                    undated_rate_warning(pricing)):
+        if warning:
+            notes.append(warning)
+
+    def usd(r: _Run) -> float:
+        return n_billed * r.billed_hours * price.usd_per_gpu_hour * (1 + pricing.tax_rate)
+
+    usd_likely, usd_range = usd(likely), (usd(low), usd(high))
+    kwh = energy_kwh(n_gpus, power_w, likely.hours, pue) if power_w is not None else None
+    return CostEstimate(
+        hours=likely.hours,
+        hours_range=(low.hours, high.hours),
+        gpu_hours=n_billed * likely.billed_hours,  # billed GPU-hours, so usd = gpu_hours x price x (1 + tax)
+        usd=usd_likely,
+        usd_range=usd_range,
+        amount_in_currency=usd_likely * pricing.exchange_rate,
+        currency=pricing.currency,
+        amount_range_in_currency=(usd_range[0] * pricing.exchange_rate, usd_range[1] * pricing.exchange_rate),
+        price=price,
+        n_gpus_billed=n_billed,
+        preemptions=likely.preemptions,
+        energy_kwh=kwh,
+        co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
+        notes=tuple(notes),
+    )
+
+
+def estimate_time_only(step_time_s: float, step_band_s: tuple[float, float], steps: float,
+                       steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing,
+                       workload: Workload, mean_power_w: float | None = None,
+                       reason: str = "") -> CostEstimate:
+    """Hours, GPU-hours and energy when no price applies (e.g. an owned card with no quote): money is NaN and
+    `price` None, so a plan still says how long the run takes; `reason` (why there is no price) goes in notes."""
+    notes: list[str] = [reason] if reason else []
+    power_w = _power_w(gpu, mean_power_w, notes)
+    plain = replace(pricing, tier="on_demand")  # no spot losses without a spot price
+    likely = _run(steps, step_time_s, workload, plain, n_gpus, 1.0)
+    steps_low, steps_high = steps_range or (steps, steps)
+    low = _run(min(steps_low, steps), min(step_band_s[0], step_time_s), workload, plain, n_gpus, 1.0)
+    high = _run(max(steps_high, steps), max(step_band_s[1], step_time_s), workload, plain, n_gpus, 1.0)
+    kwh = energy_kwh(n_gpus, power_w, likely.hours) if power_w is not None else None
+    nan = float("nan")
+    return CostEstimate(
+        hours=likely.hours, hours_range=(low.hours, high.hours), gpu_hours=n_gpus * likely.hours, usd=nan,
+        usd_range=(nan, nan), amount_in_currency=nan, currency=pricing.currency, amount_range_in_currency=(nan, nan),
+        price=None, n_gpus_billed=n_gpus, energy_kwh=kwh, co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
+        notes=tuple(notes),
+    )
+
+
+def _run(steps: float, step_time_s: float, workload: Workload, pricing: Pricing, instances: int,
+         increment_s: float) -> _Run:
+    hours = run_hours(steps, step_time_s, workload.early_stop_fraction, workload.eval_overhead,
+                      workload.checkpoint_overhead, pricing.failure_overhead, pricing.runs)
+    preemptions = lost = 0.0
+    if pricing.tier == "spot":
+        spot = pricing.spot
+        preemptions, lost = spot_preemption(hours, spot.preemptions_per_instance_hour, instances,
+                                            spot.checkpoint_interval_min, spot.restart_min)
+    total = hours + lost
+    return _Run(hours=total, billed_hours=billed_hours(total, increment_s), preemptions=preemptions, lost_hours=lost)
+
+
+def _power_w(gpu, mean_power_w: float | None, notes: list[str]) -> float | None:
+    """Mean draw per GPU while training: measured, else TDP x TDP_UTILISATION (noted), else unknown."""
+    if mean_power_w is not None:
+        return mean_power_w
+    tdp_w = getattr(gpu, "tdp_w", None)
+    if not tdp_w:
+        notes.append(Note("no_energy"))
+        return None
+    power_w = tdp_w * TDP_UTILISATION
+    notes.append(Note("energy_tdp", pct=round(TDP_UTILISATION * 100), tdp=round(tdp_w), power=round(power_w)))
+    return power_w
+
+
+def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None, today: dt.date,
+           notes: list[str], n_gpus: int | None = None, gpus_per_node: int = 8) -> tuple[PriceChoice, float]:
+    """(price, PUE for energy): computed for on-prem, else the chosen quote; PUE 1.0 for cloud."""
+    if pricing.tier == "on_prem":
+        return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
+    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus, gpus_per_node)
+    if quote is None:
+        raise NoQuoteError(_no_quote_message(gpu, pricing, overrides))
+    choice = PriceChoice(
+        provider=quote.provider, instance=quote.instance, tier=quote.tier, usd_per_gpu_hour=quote.usd_per_gpu_hour,
+        gpus_per_instance=quote.gpus_per_instance, billing_increment_s=quote.billing_increment_s,
+        as_of=_as_date(quote.as_of).isoformat() if quote.as_of else None, source=quote.source,
+        origin=getattr(quote, "origin", "published"),
+    )
+    return choice, 1.0
+
+
+def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[str]) -> PriceChoice:
+    if power_w is None:
+        notes.append(Note("on_prem_no_power"))
+    usd_per_gpu_hour = on_prem_usd_per_gpu_hour(on_prem, power_w or 0.0)
+    source = (f"${on_prem.purchase_usd_per_gpu:,.0f} / ({on_prem.lifetime_years:g} y x {HOURS_PER_YEAR:,} h x "
+              f"{on_prem.fleet_utilisation:g} utilisation) + {(power_w or 0.0) / 1000:.3g} kW x PUE "
+              f"{on_prem.pue:g} x ${on_prem.usd_per_kwh:g}/kWh")
+    return PriceChoice(provider="on-prem", instance="owned", tier="on_prem", usd_per_gpu_hour=usd_per_gpu_hour,
+                       gpus_per_instance=1, billing_increment_s=1.0, as_of=None, source=source, origin="on_prem")
+
+
+def _no_quote_message(gpu, pricing: Pricing, overrides: Sequence) -> str:
+    who = Note("no_quote_any_provider") if pricing.provider == "cheapest" else Note("no_quote_provider",
+                                                                                     provider=pricing.provider)
+    tiers = sorted({q.tier for q in [*gpu.prices, *overrides]})
+    have = Note("no_quote_has_tiers", tiers=", ".join(tiers)) if tiers else Note("no_quote_none")
+    return Note("no_quote", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, who=who, have=have)
+
+
+def _as_date(value) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value))
+
+
+def _increment_text(increment_s: float) -> str:
+    if increment_s % 3600 == 0:
+        return f"{increment_s / 3600:g}-hour"
+    if increment_s % 60 == 0:
+        return f"{increment_s / 60:g}-min"
+    return f"{increment_s:g}-s"

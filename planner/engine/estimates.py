@@ -1,0 +1,230 @@
+"""Result types of the estimation engine: frozen dataclasses whose totals are sums of named parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+GIB = 2**30
+
+# Provenance kinds, strongest first (ESTIMATION.md: prefer measured > traced > formula).
+SOURCE_KINDS = ("measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published", "user")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a number came from, in words a user can check: kind + detail (file and date, formula, GPU...)."""
+
+    kind: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}" if self.detail else self.kind
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Per-GPU memory in bytes, by part; `total` is their sum (what must fit)."""
+
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float
+    transients: float
+    workspace: float
+    context: float
+    nccl: float
+    capacity: float
+    source: Source = Source("analytic")
+    notes: tuple[str, ...] = ()
+
+    PARTS = ("weights", "grads", "optimizer", "activations", "transients", "workspace", "context", "nccl")
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, p) for p in self.PARTS)
+
+    @property
+    def usable(self) -> float:
+        """Capacity less the 5% safety margin (ESTIMATION.md §1 'Fit')."""
+        return 0.95 * self.capacity
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.usable
+
+    @property
+    def headroom(self) -> float:
+        """1 - required / capacity (fraction; negative when it does not fit)."""
+        return 1.0 - self.total / self.capacity
+
+    def parts_gib(self) -> dict[str, float]:
+        return {p: getattr(self, p) / GIB for p in self.PARTS}
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """One optimizer step (accumulation and exposed communication included) and one micro-step, seconds."""
+
+    step_time_s: float
+    micro_step_time_s: float
+    samples_per_s: float
+    source: Source
+    band_s: tuple[float, float]  # (low, high) of step_time_s
+    compute_step_time_s: float = 0.0  # before input-pipeline and communication effects
+    input_time_s: float | None = None  # per micro-step, when the input pipeline is modelled
+    exposed_comm_s: float = 0.0
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScalingEstimate:
+    source: Source
+    efficiency: float  # t_1 / t_n for the same per-GPU work
+    exposed_comm_s: float
+    allreduce_s: float
+    formula_step_time_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ConvergenceEstimate:
+    steps: float
+    epochs: float | None
+    samples: float
+    source: Source
+    b_crit: float | None = None
+    steps_range: tuple[float, float] | None = None
+    s_min: float | None = None
+    e_min: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PriceChoice:
+    provider: str
+    instance: str
+    tier: str
+    usd_per_gpu_hour: float
+    gpus_per_instance: int
+    billing_increment_s: float
+    as_of: str | None
+    source: str
+    origin: str = "published"  # published | user | on_prem
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    hours: float  # wall-clock hours for all runs, overheads included
+    hours_range: tuple[float, float]
+    gpu_hours: float
+    usd: float
+    usd_range: tuple[float, float]
+    amount_in_currency: float
+    currency: str
+    amount_range_in_currency: tuple[float, float]
+    price: PriceChoice | None
+    n_gpus_billed: int
+    preemptions: float = 0.0
+    energy_kwh: float | None = None
+    co2_kg: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanOption:
+    id: str
+    gpu_id: str
+    gpu_name: str
+    n_gpus: int
+    precision: str
+    fits: bool
+    micro_batch: int | None
+    grad_accum: int | None
+    memory: MemoryEstimate | None
+    step: StepEstimate | None
+    convergence: ConvergenceEstimate | None
+    cost: CostEstimate | None
+    scaling: ScalingEstimate | None
+    checkpoint_gib: float | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def hours(self) -> float | None:
+        return self.cost.hours if self.cost else None
+
+    @property
+    def usd(self) -> float | None:
+        return self.cost.usd if self.cost else None
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    primary: str | None
+    runner_up: str | None
+    cheapest_within_deadline: str | None
+    fastest_within_budget: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    scenario_name: str
+    options: tuple[PlanOption, ...]
+    recommendation: Recommendation
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    profiles_used: tuple[str, ...] = ()
+    result_files_used: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def option(self, option_id: str | None) -> PlanOption | None:
+        for o in self.options:
+            if o.id == option_id:
+                return o
+        return None
+
+
+def field_names(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A scenario's model with every number filled in from the scenario, the zoo catalog or result files."""
+
+    name: str
+    family: str  # cnn | vit | encoder | decoder | rnn | mlp | custom
+    params: int
+    largest_layer_params: int | None = None
+    flops_per_sample: float | None = None  # model FLOPs forward+backward, 2 per multiply-add
+    flops_source: Source = Source("user")
+    transformer: object | None = None  # planner.inputs.scenario.TransformerShape
+    activation_bytes_per_sample: float | None = None  # user-given, at activation_precision
+    activation_precision: str | None = None
+    mfu: float | None = None  # user override for analytic step time
+    input_cpu_s_per_sample: float | None = None
+    seq_len: int | None = None
+
+
+@dataclass(frozen=True)
+class TimePoint:
+    """One measured (or traced) step time at a micro-batch, on one GPU and precision."""
+
+    batch_size: int
+    step_time_s: float
+    label: str  # file name and date, for provenance
+    optimizer_s: float | None = None  # measured optimizer phase, when the file has it
+
+
+@dataclass(frozen=True)
+class ActivationLine:
+    """Per-GPU non-state memory as a line in the micro-batch: intercept + bytes_per_sample * b (bytes).
+
+    Fitted from measured/traced peaks after subtracting the analytic model states of the measured
+    configuration (ESTIMATION.md §1: peak(b) = max(M_step, M0 + b*m_act)).
+    """
+
+    intercept_bytes: float
+    bytes_per_sample: float
+    precision: str
+    source: Source
+    max_batch_measured: int | None = None

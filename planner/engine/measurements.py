@@ -1,0 +1,112 @@
+"""Select the result-file measurements that apply to a scenario: step-time points and memory peaks per GPU."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from planner.engine.estimates import ResolvedModel, TimePoint
+from planner.inputs.resultfile import ResultFile
+from planner.inputs.scenario import TrainingSetup
+
+
+@dataclass(frozen=True)
+class PeakPoint:
+    batch_size: int
+    peak_bytes: float
+    label: str
+    optimizer: str
+    trainable_params: int | None
+
+
+@dataclass
+class MeasurementIndex:
+    """Measured step times by (gpu id, precision), and peaks by (gpu id | 'traced', precision)."""
+
+    times: dict[tuple[str, str], list[TimePoint]] = field(default_factory=lambda: defaultdict(list))
+    peaks: dict[tuple[str, str], list[PeakPoint]] = field(default_factory=lambda: defaultdict(list))
+    power_w: dict[tuple[str, str], float] = field(default_factory=dict)
+    ddp: list[tuple[str, dict]] = field(default_factory=list)
+    dataloader: list[tuple[str, dict]] = field(default_factory=list)
+    files_used: set[str] = field(default_factory=set)
+    skipped: list[str] = field(default_factory=list)
+
+    def gpus_with_times(self, precision: str) -> list[str]:
+        return sorted({g for (g, p), pts in self.times.items() if p == precision and pts})
+
+
+def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> str | None:
+    """None when the file measured this configuration; else why not (shown to the user)."""
+    if rf.model_name != model.name:
+        return "another model"
+    file_params = rf.model.get("params")
+    if file_params and abs(float(file_params) - model.params) > 0.01 * model.params:
+        return f"another size of the model ({float(file_params):,.0f} parameters, the scenario has {model.params:,})"
+    seq = rf.model.get("seq_len") or (rf.model.get("transformer") or {}).get("seq_len")
+    if seq and model.seq_len and int(seq) != int(model.seq_len):
+        return f"sequence length {seq} differs from the scenario's {model.seq_len}"
+    s = rf.settings
+    if bool(s.get("activation_checkpointing", False)) and not training.activation_checkpointing:
+        return "measured with activation checkpointing, the scenario has none"
+    if float(s.get("frozen_fraction") or 0.0) != training.frozen_fraction:
+        return "frozen fraction differs"
+    if bool(s.get("adapter")) != (training.adapter is not None):
+        return "adapter (LoRA/QLoRA) differs"
+    sharding = s.get("sharding") or "none"
+    if sharding not in ("none", None):
+        return f"sharded run ({sharding})"
+    return None
+
+
+def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
+                       training: TrainingSetup) -> MeasurementIndex:
+    idx = MeasurementIndex()
+    for rf in sorted(results, key=lambda r: r.created_utc):
+        if rf.model_name != model.name:
+            continue
+        why_not = _file_applies(rf, model, training)
+        if why_not:
+            idx.skipped.append(f"{rf.label}: not used ({why_not})")
+            continue
+        gpu = rf.gpu_profile_id if rf.device == "cuda" else None
+        # Memory lines are always taken without checkpointing (planner.engine.memory scales them when it is on);
+        # step times only from runs with the scenario's own checkpointing (recompute changes the time).
+        file_ckpt = bool(rf.settings.get("activation_checkpointing", False))
+        times_apply = file_ckpt == training.activation_checkpointing
+        peaks_apply = not file_ckpt
+        optimizer = str(rf.settings.get("optimizer") or "adamw")
+        trainable = rf.model.get("trainable_params")
+        if rf.ddp:
+            idx.ddp.append((rf.label, dict(rf.ddp)))
+        for row in rf.dataloader:
+            idx.dataloader.append((rf.label, dict(row)))
+        if rf.settings.get("sync_method") == "ddp":
+            continue  # an N-process DDP step already holds communication: it is scaling data, not a 1-GPU time
+        for m in rf.measurements:
+            if not m.ok:
+                continue
+            if m.source == "measured" and gpu and m.step_time_s is not None and times_apply:
+                opt_s = m.phases_s.get("optimizer") if m.phases_s else None
+                idx.times[(gpu, m.precision)].append(
+                    TimePoint(m.batch_size, m.step_time_s.median, rf.label, opt_s))
+                if m.power_w:
+                    idx.power_w[(gpu, m.precision)] = m.power_w
+                idx.files_used.add(rf.path)
+            key = (gpu, m.precision) if m.source == "measured" and gpu else (
+                ("traced", m.precision) if m.source == "traced" else None)
+            if key and m.peak_allocated_bytes and peaks_apply:
+                idx.peaks[key].append(PeakPoint(m.batch_size, m.peak_allocated_bytes, rf.label, optimizer,
+                                                int(trainable) if trainable else None))
+                idx.files_used.add(rf.path)
+    for key in list(idx.times):
+        idx.times[key] = _dedupe_latest(idx.times[key])
+    return idx
+
+
+def _dedupe_latest(points: list[TimePoint]) -> list[TimePoint]:
+    """One point per batch size: the newest file wins (files were visited oldest first)."""
+    by_batch: dict[int, TimePoint] = {}
+    for p in points:
+        by_batch[p.batch_size] = p
+    return [by_batch[b] for b in sorted(by_batch)]

@@ -1,0 +1,105 @@
+"""Resolve a scenario's model to numbers: scenario fields first, then result files, then the zoo catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from planner.engine.estimates import ResolvedModel, Source
+from planner.inputs.errors import InputError
+from planner.inputs.resultfile import ResultFile
+from planner.inputs.scenario import ModelSpec, TransformerShape
+from planner.inputs.zoo_catalog import load_catalog
+
+
+def transformer_params(shape: TransformerShape, tied_embeddings: bool | None = None) -> int:
+    """Parameter count of a decoder/encoder stack from its shape (biases and norms ignored: < 0.1%).
+
+    Per layer: attention 4h^2; MLP 2·h·f (gelu) or 3·h·f (swiglu); embeddings V·h (+ V·h when untied).
+    By default GeLU models tie the output head to the embeddings (GPT-2, BERT) and SwiGLU ones do not (LLaMA).
+    """
+    if tied_embeddings is None:
+        tied_embeddings = shape.mlp == "gelu"
+    h, f = shape.hidden, shape.ffn_width
+    mlp = (3 if shape.mlp == "swiglu" else 2) * h * f
+    per_layer = 4 * h * h + mlp
+    embeddings = shape.vocab * h * (1 if tied_embeddings else 2)
+    return shape.layers * per_layer + embeddings
+
+
+def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
+    """Model FLOPs per training sample: (6·N + 12·L·h·s) per token × s tokens (PaLM, Chowdhery et al. 2022, App. B)."""
+    per_token = 6 * params + 12 * shape.layers * shape.hidden * shape.seq_len
+    return float(per_token * shape.seq_len)
+
+
+def _shape_from_dict(d: dict | None) -> TransformerShape | None:
+    if not d:
+        return None
+    return TransformerShape(
+        layers=int(d["layers"]), hidden=int(d["hidden"]), heads=int(d["heads"]), seq_len=int(d["seq_len"]),
+        vocab=int(d["vocab"]), mlp=str(d.get("mlp", "gelu")), ffn=d.get("ffn"),
+    )
+
+
+def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: str = "<scenario>") -> ResolvedModel:
+    """Fill every number the planner needs, saying where each came from."""
+    catalog = load_catalog()
+    entry = catalog.get(spec.name or "")
+    if entry and spec.transformer is not None and _shape_from_dict(entry.get("transformer")) != spec.transformer:
+        entry = None  # the zoo's default size is another model: use the scenario's shape, not its numbers
+    files = [r for r in results if r.model_name == spec.name]
+    file_model = files[-1].model if files else {}
+    shape = spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
+    family = (entry or {}).get("family") or file_model.get("family") or ("decoder" if shape else "custom")
+
+    params, params_from = _first(
+        (spec.params, "scenario"),
+        (transformer_params(spec.transformer) if spec.transformer else None, "scenario transformer shape"),
+        (file_model.get("params"), f"result file {files[-1].label}" if files else ""),
+        (entry.get("params") if entry else None, "zoo catalog"),
+        (transformer_params(shape) if shape else None, "transformer shape (4h²+MLP per layer + embeddings)"),
+    )
+    if params is None:
+        raise InputError(source, "model.params", None,
+                         f"the model's parameter count: '{spec.name}' is not in the zoo or any result file")
+
+    flops: float | None = spec.flops_per_sample
+    flops_source = Source("user", "scenario model.flops_per_sample")
+    if flops is None and spec.transformer is not None:
+        flops = transformer_flops_per_sample(int(params), spec.transformer)
+        flops_source = Source("analytic", "6·N + 12·L·h·s per token (PaLM App. B)")
+    if flops is None and file_model.get("flops_per_sample"):
+        flops = float(file_model["flops_per_sample"])
+        kind = "traced" if files[-1].is_traced else "measured"
+        flops_source = Source(kind, f"{file_model.get('flop_convention', 'FLOP counter')} in {files[-1].label}")
+    if flops is None and entry and entry.get("flops_per_sample"):
+        flops = float(entry["flops_per_sample"])
+        flops_source = Source("analytic", f"zoo catalog: {entry.get('flop_convention', '')}".strip())
+    if flops is None and shape is not None:
+        flops = transformer_flops_per_sample(int(params), shape)
+        flops_source = Source("analytic", "6·N + 12·L·h·s per token (PaLM App. B)")
+
+    largest = spec.largest_layer_params or (entry or {}).get("largest_layer_params")
+    if largest is None and shape is not None:
+        largest = max(shape.vocab * shape.hidden, 4 * shape.hidden * shape.hidden)
+    return ResolvedModel(
+        name=spec.name or "custom",
+        family=family,
+        params=int(params),
+        largest_layer_params=int(largest) if largest else None,
+        flops_per_sample=flops,
+        flops_source=flops_source,
+        transformer=shape,
+        activation_bytes_per_sample=spec.activation_bytes_per_sample,
+        activation_precision=spec.activation_precision,
+        mfu=spec.mfu,
+        input_cpu_s_per_sample=spec.input_cpu_s_per_sample,
+        seq_len=shape.seq_len if shape else (entry or {}).get("seq_len"),
+    )
+
+
+def _first(*candidates: tuple[object, str]) -> tuple[object, str]:
+    for value, where in candidates:
+        if value:
+            return value, where
+    return None, ""

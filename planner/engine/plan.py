@@ -1,0 +1,394 @@
+"""Build a Plan: every GPU x count x precision option with memory fit, step time, convergence and cost."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from planner.engine import convergence, cost, memory, scaling, steptime
+from planner.engine.estimates import (
+    GIB,
+    ActivationLine,
+    ConvergenceEstimate,
+    Plan,
+    PlanOption,
+    ResolvedModel,
+    Source,
+    StepEstimate,
+)
+from planner.engine.measurements import MeasurementIndex, index_measurements
+from planner.engine.models import resolve_model
+from planner.engine.recommend import recommend
+from planner.inputs.errors import InputError
+from planner.inputs.profiles import GpuProfile, PriceQuote, load_profiles
+from planner.inputs.resultfile import ResultFile, scan_results
+from planner.inputs.scenario import Scenario
+from planner.inputs.userdata import (
+    SHIPPED_PROFILES_DIR,
+    SHIPPED_RESULTS_DIR,
+    load_price_overrides,
+    user_profiles_dir,
+    user_results_dir,
+)
+from planner.present.notes import Note
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything a plan reads besides the scenario: profiles, result files, user price overrides."""
+
+    profiles: dict[str, GpuProfile]
+    results: tuple[ResultFile, ...] = ()
+    price_overrides: dict[str, list[PriceQuote]] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+    profile_dirs: tuple[str, ...] = ()
+    result_dirs: tuple[str, ...] = ()
+
+
+def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: Sequence[str | Path] | None = None,
+                include_user_data: bool = True) -> Inputs:
+    """Shipped folders (or the given ones) + $TRAINPLAN_HOME; bad files become problems, never hide the rest."""
+    rdirs = [Path(d) for d in (result_dirs or [SHIPPED_RESULTS_DIR])]
+    pdirs = [Path(d) for d in (profile_dirs or [SHIPPED_PROFILES_DIR])]
+    overrides: dict[str, list[PriceQuote]] = {}
+    problems: list[str] = []
+    if include_user_data:
+        rdirs.append(user_results_dir())
+        pdirs.append(user_profiles_dir())
+        try:
+            overrides = load_price_overrides()
+        except InputError as exc:
+            problems.append(str(exc))
+    profiles, profile_problems = load_profiles(*[d for d in pdirs if d.is_dir()])
+    results, result_problems = scan_results(*rdirs)
+    return Inputs(
+        profiles=profiles, results=tuple(results), price_overrides=overrides,
+        problems=tuple(profile_problems + result_problems + problems),
+        profile_dirs=tuple(str(d) for d in pdirs), result_dirs=tuple(str(d) for d in rdirs),
+    )
+
+
+# ---------------------------------------------------------------- plan
+
+def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None, source: str = "<scenario>") -> Plan:
+    """Plan every option of the scenario. Bad input raises InputError; infeasible options carry their numbers."""
+    today = today or dt.date.today()
+    model = resolve_model(scenario.model, inputs.results, source)
+    gpu_ids = _gpu_ids(scenario, inputs, source)
+    idx = index_measurements(inputs.results, model, scenario.training)
+    trainable = memory.trainable_params(model, scenario.training)
+    try:
+        conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+    except convergence.ConvergenceFitError as exc:
+        raise InputError(source, "workload.reference_points",
+                         [(p.global_batch, p.steps or p.epochs) for p in scenario.workload.reference_points],
+                         f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
+                         "epochs or tokens") from None
+    lines = {p: _activation_line(idx, model, scenario, p) for p in scenario.training.precisions}
+    options: list[PlanOption] = []
+    for gpu_id in gpu_ids:
+        gpu = inputs.profiles[gpu_id]
+        for precision in scenario.training.precisions:
+            for n in scenario.hardware.gpu_counts:
+                try:
+                    options.append(_option(scenario, inputs, model, trainable, gpu, n, precision, conv, idx,
+                                           lines, today))
+                except InputError:
+                    raise
+                except ValueError as exc:  # the engine's "cannot estimate this" (e.g. no activation figure)
+                    field = "model.activation_bytes_per_sample" if "activation" in str(exc) else "model"
+                    raise InputError(source, field, scenario.model.name or scenario.model.params, str(exc)) from None
+    rec = recommend(options, scenario.constraints)
+    warnings = list(inputs.problems) + _plan_warnings(scenario, options, today)
+    return Plan(
+        scenario_name=scenario.name,
+        options=tuple(options),
+        recommendation=rec,
+        assumptions=tuple(_assumptions(scenario, model, conv, idx)),
+        warnings=tuple(dict.fromkeys(warnings)),
+        profiles_used=tuple(gpu_ids),
+        result_files_used=tuple(sorted(idx.files_used)),
+        extra={"model": model, "convergence": conv, "trainable_params": trainable, "skipped_files": idx.skipped},
+    )
+
+
+def _gpu_ids(scenario: Scenario, inputs: Inputs, source: str) -> list[str]:
+    if scenario.hardware.gpus is None:
+        return sorted(inputs.profiles)
+    for i, gid in enumerate(scenario.hardware.gpus):
+        if gid not in inputs.profiles:
+            raise InputError(source, f"hardware.gpus[{i}]", gid,
+                             "a known GPU profile id: " + ", ".join(sorted(inputs.profiles)))
+    return list(scenario.hardware.gpus)
+
+
+def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scenario,
+                     precision: str) -> dict[str, ActivationLine | None]:
+    """Per GPU id (and '*' for any GPU), the activation line fitted on measured or traced peaks."""
+    out: dict[str, ActivationLine | None] = {}
+    for (gpu, p), points in idx.peaks.items():
+        if p != precision or len(points) < 2:
+            continue
+        first = points[0]
+        trainable = first.trainable_params or model.params
+        states = memory.model_state_bytes(model.params, trainable, first.optimizer, "torch_amp", "none", 1, precision)
+        kind = "traced" if gpu == "traced" else "measured"
+        detail = ", ".join(sorted({pt.label for pt in points}))
+        line = memory.fit_activation_line([(pt.batch_size, pt.peak_bytes) for pt in points],
+                                          states.weights + states.grads + states.optimizer, precision,
+                                          Source(kind, f"peaks fitted over batches "
+                                                       f"{sorted({pt.batch_size for pt in points})} in {detail}"))
+        if line is not None:
+            out[gpu] = line
+    measured = [line for g, line in out.items() if g != "traced" and line is not None]
+    out["*"] = measured[0] if measured else out.get("traced")
+    return out
+
+
+_ENERGY_NOTE_PREFIX = "energy assumes"  # said once in the assumptions, not on every option
+
+
+@lru_cache(maxsize=256)
+def _divisors_desc(n: int) -> tuple[int, ...]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return tuple(sorted({*small, *(n // d for d in small)}, reverse=True))
+
+
+def _largest_fitting(candidates_desc: tuple[int, ...], memory_at) -> tuple[int, object]:
+    """Largest candidate micro-batch that fits (memory grows with the batch: binary search), else the smallest."""
+    lo, hi = 0, len(candidates_desc) - 1
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        mem = memory_at(candidates_desc[mid])
+        if mem.fits:
+            best = (candidates_desc[mid], mem)
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    if best is not None:
+        return best
+    smallest = candidates_desc[-1]
+    return smallest, memory_at(smallest)
+
+
+def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int,
+            precision: str, conv: ConvergenceEstimate, idx: MeasurementIndex,
+            lines: dict[str, dict[str, ActivationLine | None]], today: dt.date) -> PlanOption:
+    t = scenario.training
+    option_id = f"{gpu.id}-x{n}-{precision}"
+    base = PlanOption(id=option_id, gpu_id=gpu.id, gpu_name=gpu.name, n_gpus=n, precision=precision, fits=False,
+                      micro_batch=None, grad_accum=None, memory=None, step=None, convergence=conv, cost=None,
+                      scaling=None, checkpoint_gib=None)
+    if not gpu.supports(precision):
+        return replace(base, notes=(Note("unsupported_precision", precision=precision, gpu=gpu.name),))
+    per_gpu = t.global_batch // n
+    line = lines[precision].get(gpu.id) or lines[precision].get("*")
+    candidates = (t.micro_batch,) if t.micro_batch else _divisors_desc(per_gpu)
+
+    def memory_at(b: int):
+        return memory.estimate_memory(model, t, precision, b, per_gpu // b, n, gpu.memory_gib, line=line,
+                                      workspace_gib=scenario.hardware.workspace_gib,
+                                      compute_capability=gpu.compute_capability)
+
+    micro, mem = _largest_fitting(candidates, memory_at)
+    accum = per_gpu // micro
+    notes = list(mem.notes)
+    ckpt = memory.checkpoint_bytes(memory.total_params(model, t), trainable, t.optimizer, t.state_layout, precision,
+                                   t.adapter.base_dtype if t.adapter else None) / GIB
+    if not mem.fits:
+        notes.insert(0, Note("does_not_fit", need=round(mem.total / GIB, 1), micro=micro,
+                             usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
+        return replace(base, micro_batch=micro, grad_accum=accum, memory=mem, checkpoint_gib=ckpt,
+                       notes=tuple(notes))
+    step, scale = _step(scenario, model, trainable, gpu, n, precision, micro, accum, idx, inputs)
+    notes.extend(step.notes)
+    if precision == "fp16":
+        notes.append(Note("fp16_loss_scaling"))
+    try:
+        c = cost.estimate_cost(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
+                               scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
+                               inputs.price_overrides.get(gpu.id, []), today, scenario.hardware.gpus_per_node)
+    except cost.NoQuoteError as exc:
+        reason = exc.args[0] if exc.args and isinstance(exc.args[0], Note) else str(exc)
+        c = cost.estimate_time_only(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
+                                    scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
+                                    reason)
+    if c is not None:
+        notes.extend(n for n in c.notes if not n.startswith(_ENERGY_NOTE_PREFIX))
+    return replace(base, fits=True, micro_batch=micro, grad_accum=accum, memory=mem, step=step, cost=c,
+                   scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
+
+
+def _trainable_fraction(model: ResolvedModel, scenario: Scenario) -> float:
+    """f_T for the backward cost: trainable / all parameters (LoRA/QLoRA and freezing leave few weight grads)."""
+    total = memory.total_params(model, scenario.training)
+    return min(1.0, memory.trainable_params(model, scenario.training) / total) if total else 1.0
+
+
+@dataclass(frozen=True)
+class _Micro:
+    """One micro-step time and whether it already contains an optimizer step (measured and transferred do)."""
+
+    seconds: float
+    source: Source
+    band: tuple[float, float]
+    optimizer_s: float | None
+    includes_optimizer: bool
+
+
+def _micro_step(model: ResolvedModel, gpu: GpuProfile, precision: str, micro: int, idx: MeasurementIndex,
+                inputs: Inputs, scenario: Scenario) -> _Micro:
+    """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
+    own = idx.times.get((gpu.id, precision), [])
+    got = steptime.measured_micro_step(own, micro) if own else None
+    if got:
+        opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
+        return _Micro(got[0], got[1], got[2], opt_measured, True)
+    flops = (model.flops_per_sample or 0.0) * micro * steptime.compute_factor(
+        scenario.training.activation_checkpointing, _trainable_fraction(model, scenario))
+    transferred = _transferred(gpu, precision, micro, flops, idx, inputs)
+    if transferred:
+        return transferred
+    if not flops:
+        raise InputError("<scenario>", "model.flops_per_sample", None,
+                         f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
+                         "or run `python -m bench run`")
+    t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
+    mfu_origin = "scenario" if model.mfu else f"default for {model.family} {used}"
+    if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        mfu_origin += f", × {DUAL_ISSUE_FP32_FACTOR:g} for the dual-issue fp32 peak of this architecture"
+    detail = (f"F / (P × MFU): F = {flops:.3g} FLOPs per micro-step, P = {gpu.peak_tflops_for(used):g} TFLOP/s "
+              f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
+    if used != precision:
+        detail += f"; {precision} is assumed no slower than {used}"
+    return _Micro(t, Source("analytic", detail), (0.6 * t, 1.6 * t), None, False)
+
+
+# A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
+# fastest kernel), so the analytic time takes the best of the precision and those below it.
+_NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16", "tf32", "fp32"),
+                   "bf16": ("bf16", "tf32", "fp32")}
+
+
+# Ampere GA10x (8.6) and Ada (8.9) print an fp32 peak that counts both FP32 datapaths; one of them also
+# executes the INT32 work (addressing) real kernels need, so they reach about half of it (NVIDIA GA102
+# whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
+_DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
+DUAL_ISSUE_FP32_FACTOR = 0.5
+
+
+def _default_mfu_on(gpu: GpuProfile, family: str, precision: str) -> float:
+    mfu = steptime.default_mfu(family, precision)
+    if precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        mfu *= DUAL_ISSUE_FP32_FACTOR
+    return mfu
+
+
+def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flops: float) -> tuple[float, float, str]:
+    best: tuple[float, float, str] | None = None
+    for p in _NO_SLOWER_THAN[precision]:
+        peak = gpu.peak_tflops_for(p)
+        if not peak:
+            continue
+        mfu = model.mfu or _default_mfu_on(gpu, model.family, p)
+        t = steptime.analytic_micro_step(flops, peak, mfu)
+        if best is None or t < best[0]:
+            best = (t, mfu, p)
+    assert best is not None  # fp32 is always present in a profile
+    return best
+
+
+def _transferred(gpu: GpuProfile, precision: str, micro: int, flops: float, idx: MeasurementIndex,
+                 inputs: Inputs) -> _Micro | None:
+    """Transfer a measurement of the same precision from the GPU with the most points (ESTIMATION.md §2)."""
+    if not flops or not gpu.peak_tflops_for(precision):
+        return None
+    for other_id in sorted(idx.gpus_with_times(precision), key=lambda g: -len(idx.times[(g, precision)])):
+        other = inputs.profiles.get(other_id)
+        if other is None or other.id == gpu.id or not other.peak_tflops_for(precision):
+            continue
+        pts = idx.times[(other_id, precision)]
+        src = steptime.measured_micro_step(pts, micro)
+        if not src:
+            continue
+        t_a, src_source, _band = src
+        t0 = steptime.fit_time_line([(p.batch_size, p.step_time_s) for p in pts])[0] if len(pts) >= 2 else 0.0
+        t_b, band = steptime.transfer_micro_step(
+            t_a, min(t0, t_a), flops, other.peak_tflops_for(precision), gpu.peak_tflops_for(precision),
+            other.memory_bandwidth_gb_per_s, gpu.memory_bandwidth_gb_per_s)
+        opt_a = next((p.optimizer_s for p in pts if p.optimizer_s), None)
+        opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
+        detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
+        return _Micro(t_b, Source("transferred", detail), band, opt_b, True)
+    return None
+
+
+def _step(scenario: Scenario, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int, precision: str,
+          micro: int, accum: int, idx: MeasurementIndex, inputs: Inputs) -> tuple[StepEstimate, object]:
+    """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping)."""
+    m = _micro_step(model, gpu, precision, micro, idx, inputs, scenario)
+    opt_s = m.optimizer_s
+    if opt_s is None:
+        opt_s = steptime.optimizer_step_s(trainable, scenario.training.optimizer, scenario.training.optimizer_impl,
+                                          gpu.memory_bandwidth_gb_per_s)
+    if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
+        opt_s = min(opt_s, 0.5 * m.seconds)
+    fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
+    scale = None
+    exposed = 0.0
+    if n > 1:
+        measured_ddp = scaling.select_measured_ddp(idx.ddp, gpu.id, n, scenario.hardware.gpus_per_node)
+        scale = scaling.estimate_scaling(
+            gpu, n, trainable, model.params, precision, scenario.training, scenario.hardware, fwd_bwd_s,
+            measured_ddp=measured_ddp[1] if measured_ddp else None, grad_accum=accum, optimizer_s=opt_s,
+            measured_label=measured_ddp[0] if measured_ddp else "bench ddp result")
+        exposed = scale.exposed_comm_s
+    input_s = steptime.input_time_s(micro, model.input_cpu_s_per_sample, scenario.hardware.cpu_workers_per_gpu)
+    step = steptime.assemble_step(m.seconds, m.band, accum, opt_s, input_s, exposed, m.source,
+                                  scenario.training.global_batch, [], optimizer_included=m.includes_optimizer,
+                                  input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0)
+    return step, scale
+
+
+def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
+                 idx: MeasurementIndex) -> list[str]:
+    out = [
+        Note("assumption_model_flops", model=model.name, params=model.params, flops=f"{model.flops_per_sample:.3g}",
+             source=str(model.flops_source)) if model.flops_per_sample else
+        Note("assumption_model", model=model.name, params=model.params),
+        Note("assumption_steps", steps=round(conv.steps), source=str(conv.source)),
+        Note("assumption_memory_fit"),
+        Note("assumption_layout", layout=scenario.training.state_layout, optimizer=scenario.training.optimizer,
+             impl=scenario.training.optimizer_impl),
+    ]
+    if scenario.pricing.exchange_rate != 1.0 or scenario.pricing.currency != "USD":
+        as_of = scenario.pricing.exchange_rate_as_of
+        if as_of:
+            out.append(Note("assumption_rate_dated", rate=scenario.pricing.exchange_rate,
+                            currency=scenario.pricing.currency, as_of=as_of.isoformat()))
+        else:
+            out.append(Note("assumption_rate_undated", rate=scenario.pricing.exchange_rate,
+                            currency=scenario.pricing.currency))
+    out.append(Note("energy_assumption"))
+    out.extend(conv.notes)
+    out.extend(idx.skipped)
+    return out
+
+
+def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[str]:
+    out = []
+    w = cost.undated_rate_warning(scenario.pricing)
+    if w:
+        out.append(w)
+    if options and not any(o.fits for o in options):
+        out.append(Note("no_option_fits"))
+    return out
+
+
+def is_finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,98 @@
+"""Choose among plan options: time-cost Pareto frontier, primary, runner-up and constrained picks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from planner.engine.estimates import PlanOption, Recommendation
+from planner.inputs.scenario import Constraints
+
+
+def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
+    """Options that fit and have a price (an option timed but with no quote cannot be compared on cost)."""
+    return [o for o in options if o.fits and o.cost is not None and o.cost.price is not None]
+
+
+def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
+    """Options no other option beats on both hours and cost (ties keep the first), fastest first."""
+    pts = sorted(costed(options), key=lambda o: (o.cost.hours, o.cost.usd, _PRECISION_PREFERENCE.get(o.precision, 9)))
+    frontier: list[PlanOption] = []
+    best_usd = float("inf")
+    for o in pts:
+        if o.cost.usd < best_usd:
+            frontier.append(o)
+            best_usd = o.cost.usd
+    return frontier
+
+
+def trade_off_text(a: PlanOption, b: PlanOption) -> str:
+    """How b compares with a, in words: '2.1x faster for 1.4x the cost'."""
+    speed = a.cost.hours / b.cost.hours if b.cost.hours else float("inf")
+    price = b.cost.usd / a.cost.usd if a.cost.usd else float("inf")
+    if speed >= 1:
+        return f"{speed:.1f}x faster for {price:.1f}x the cost"
+    return f"{1 / speed:.1f}x slower for {price:.2f}x the cost"
+
+
+def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recommendation:
+    pool = costed(options)
+    if not pool:
+        reason = ("no option fits in memory" if not any(o.fits for o in options)
+                  else "no option has a price for the chosen tier")
+        return Recommendation(None, None, None, None, reason)
+    deadline = constraints.deadline_hours
+    budget = constraints.budget_usd
+    in_deadline = [o for o in pool if deadline is None or o.cost.hours <= deadline]
+    in_budget = [o for o in pool if budget is None or o.cost.usd <= budget]
+    cheapest_in_deadline = min(in_deadline, key=_cheapest_key, default=None)
+    fastest_in_budget = _fastest(in_budget)
+    if cheapest_in_deadline is not None:
+        primary = cheapest_in_deadline
+        reason = ("cheapest option" if deadline is None
+                  else f"cheapest option that finishes within the {deadline:g} h deadline")
+    else:
+        primary = min(pool, key=_cheapest_key)
+        reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
+    if budget is not None and primary.cost.usd > budget:
+        reason += f"; over the {budget:,.0f} USD budget"
+    if deadline is not None and primary.cost.hours <= deadline < primary.cost.hours_range[1]:
+        reason += f"; at the high end of its range ({primary.cost.hours_range[1]:,.1f} h) it misses the deadline"
+    runner = _runner_up(primary, pareto_frontier(pool))
+    if runner is not None:
+        reason += f"; runner-up {runner.id} is {trade_off_text(primary, runner)}"
+    return Recommendation(
+        primary=primary.id,
+        runner_up=runner.id if runner else None,
+        cheapest_within_deadline=cheapest_in_deadline.id if cheapest_in_deadline else None,
+        fastest_within_budget=fastest_in_budget.id if fastest_in_budget else None,
+        reason=reason,
+    )
+
+
+# Equal cost and time (e.g. an input-bound run): prefer bf16 (no loss scaling), then fp16, tf32, fp32.
+_PRECISION_PREFERENCE = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3}
+
+
+# Hours within 2% are a tie for "fastest": estimates are not that precise, so the cheaper one wins.
+FASTEST_TIE_FRACTION = 0.02
+
+
+def _fastest(pool: list[PlanOption]) -> PlanOption | None:
+    if not pool:
+        return None
+    best_hours = min(o.cost.hours for o in pool)
+    near = [o for o in pool if o.cost.hours <= best_hours * (1 + FASTEST_TIE_FRACTION)]
+    return min(near, key=_cheapest_key)
+
+
+def _cheapest_key(o: PlanOption) -> tuple[float, float, int]:
+    return (round(o.cost.usd, 6), round(o.cost.hours, 6), _PRECISION_PREFERENCE.get(o.precision, 9))
+
+
+def _runner_up(primary: PlanOption, frontier: list[PlanOption]) -> PlanOption | None:
+    """The next frontier point: the closest faster one, else the closest cheaper one."""
+    faster = [o for o in frontier if o.cost.hours < primary.cost.hours and o.id != primary.id]
+    if faster:
+        return max(faster, key=lambda o: o.cost.hours)
+    slower = [o for o in frontier if o.id != primary.id]
+    return min(slower, key=lambda o: o.cost.hours, default=None)

@@ -1,0 +1,338 @@
+"""Data-parallel scaling: ring collectives, effective bus bandwidth, exposed gradient communication."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from planner.engine.estimates import ScalingEstimate, Source
+
+if TYPE_CHECKING:  # type names only: planner.inputs.scenario imports yaml, this module stays standard-library only
+    from planner.inputs.scenario import Hardware, TrainingSetup
+
+# ---------------------------------------------------------------- constants (editable; each with its source)
+
+# α, per-hop latency of one ring step (kernel launch + NCCL protocol handshake). Assumption consistent with
+# nccl-tests small-message all_reduce times of tens of µs on 8 GPUs (2·(n−1)·α = 70 µs at n = 8): it also stands
+# in for DDP's 25 MiB buckets sitting below the bandwidth plateau (ESTIMATION.md §3).
+ALPHA_S = 5e-6
+
+# Fraction of the per-direction link bandwidth NCCL reaches as all-reduce busbw (ESTIMATION.md §3):
+# NVLink4 "900 GB/s" = 450 per direction, NCCL ≈ 370 -> 0.82; A100 NVSwitch (NVLink3) ≈ 200–230 of 300 -> 0.72.
+NVLINK_EFFICIENCY = 0.82
+NVLINK_EFFICIENCY_BY_GENERATION = {2: 0.72, 3: 0.72}
+# AMD Infinity Fabric (xGMI): assumption, below NVSwitch because each peer link is narrow (MI300X: 64 GB/s per
+# direction per peer, reference/gpu_reference.md) and RCCL's rings cannot use every link at full rate.
+INFINITY_FABRIC_EFFICIENCY = 0.7
+# PCIe Gen4 x16: 32 GB/s per direction, all-reduce busbw ≈ 20–25 (ESTIMATION.md §3) -> 0.7.
+PCIE_EFFICIENCY = 0.7
+# x16 link rate per direction, GB/s, by PCIe generation (PCI-SIG; reference/gpu_reference.md §0 quotes the
+# bidirectional totals Gen3 32, Gen4 64, Gen5 128). A bus standard, not a GPU figure.
+PCIE_X16_GB_PER_S_PER_DIRECTION = {1: 4.0, 2: 8.0, 3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0, 7: 256.0}
+PCIE_GEN_WHEN_UNKNOWN = 3  # the slowest common generation: an unknown link never flatters the plan
+# Inter-node busbw ≈ 0.9–0.96 × the node's aggregate NIC bandwidth (ESTIMATION.md §3; DGX-A100 8×200 Gb/s =
+# 200 GB/s measures ≈ 192) -> the middle, 0.93.
+INTER_NODE_EFFICIENCY = 0.93
+# PyTorch DDP's default bucket_cap_mb = 25.
+DDP_BUCKET_BYTES = 25 * 2**20
+# ZeRO-3/FSDP prefetching hides most gathers behind compute, but the first unit's all-gather and the last unit's
+# reduce-scatter cannot overlap; with ~10 wrapped units that is ≈ 10% of the volume (assumption; FSDP paper,
+# Zhao et al. 2023, §3.3 on prefetch overlap).
+ZERO3_UNOVERLAPPED_FRACTION = 0.1
+
+# Bytes per element of a gradient/parameter in the collective: 16-bit layouts move fp16/bf16 tensors.
+_HALF = ("fp16", "bf16")
+COMPRESSION_BYTES = {"fp16": 2.0, "bf16": 2.0}  # DDP fp16_compress_hook / bf16_compress_hook
+
+
+# ---------------------------------------------------------------- collectives (nccl-tests PERFORMANCE.md)
+
+def ring_allreduce_s(message_bytes: float, n_ranks: int, busbw_gb_s: float, alpha_s: float = ALPHA_S) -> float:
+    """Ring all-reduce seconds: 2(n−1)/n · S / busbw + 2(n−1)·α (nccl-tests PERFORMANCE.md); 0 for one rank."""
+    if n_ranks < 1:
+        raise ValueError(f"n_ranks must be >= 1, got {n_ranks}")
+    if n_ranks == 1 or message_bytes <= 0:
+        return 0.0
+    _check_busbw(busbw_gb_s)
+    return 2 * (n_ranks - 1) / n_ranks * message_bytes / (busbw_gb_s * 1e9) + 2 * (n_ranks - 1) * alpha_s
+
+
+def ring_all_gather_s(total_bytes: float, n_ranks: int, busbw_gb_s: float, alpha_s: float = ALPHA_S) -> float:
+    """All-gather (or reduce-scatter) of S bytes in total: (n−1)/n · S / busbw + (n−1)·α (nccl-tests)."""
+    if n_ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    _check_busbw(busbw_gb_s)
+    return (n_ranks - 1) / n_ranks * total_bytes / (busbw_gb_s * 1e9) + (n_ranks - 1) * alpha_s
+
+
+ring_reduce_scatter_s = ring_all_gather_s
+
+
+def _check_busbw(busbw_gb_s: float) -> None:
+    if not busbw_gb_s > 0:
+        raise ValueError(f"busbw must be positive, got {busbw_gb_s}")
+
+
+# ---------------------------------------------------------------- bandwidth
+
+def _nvlink_generation(kind: str) -> int | None:
+    match = re.search(r"nvlink\D{0,2}(\d)", kind)
+    return int(match.group(1)) if match else None
+
+
+def pcie_busbw_gb_s(pcie_gen: int | None) -> tuple[float, str]:
+    gen = pcie_gen if pcie_gen in PCIE_X16_GB_PER_S_PER_DIRECTION else PCIE_GEN_WHEN_UNKNOWN
+    per_direction = PCIE_X16_GB_PER_S_PER_DIRECTION[gen]
+    assumed = "" if pcie_gen == gen else f" (PCIe generation unknown: Gen{gen} assumed)"
+    busbw = per_direction * PCIE_EFFICIENCY
+    return busbw, (f"PCIe Gen{gen} x16: {per_direction:g} GB/s per direction × {PCIE_EFFICIENCY:g} "
+                   f"= {busbw:.0f} GB/s{assumed}")
+
+
+def intra_node_busbw_gb_s(gpu, local_ranks: int) -> tuple[float, str]:
+    """busbw among `local_ranks` GPUs of one node, from the profile's interconnect (else PCIe)."""
+    link = getattr(gpu, "interconnect", None)
+    kind = (getattr(link, "kind", "") or "").lower() if link is not None else ""
+    if link is None or not kind:
+        busbw, text = pcie_busbw_gb_s(gpu.pcie_gen)
+        return busbw, f"no GPU-to-GPU link: {text}"
+    per_direction = link.per_direction_gb_per_s
+    if "pcie" in kind:
+        # The profile's own figure knows the lane count (an x8 card moves half of x16).
+        busbw = per_direction * PCIE_EFFICIENCY
+        return busbw, (f"{link.kind}: {per_direction:g} GB/s per direction × {PCIE_EFFICIENCY:g} "
+                       f"= {busbw:.0f} GB/s")
+    if "bridge" in kind and local_ranks > 2:
+        # A bridge joins pairs only: a ring over more GPUs crosses PCIe, the slowest hop sets busbw.
+        busbw, text = pcie_busbw_gb_s(gpu.pcie_gen)
+        return busbw, f"{link.kind} joins pairs only; a ring of {local_ranks} GPUs crosses PCIe: {text}"
+    if "nvlink" in kind:
+        efficiency = NVLINK_EFFICIENCY_BY_GENERATION.get(_nvlink_generation(kind), NVLINK_EFFICIENCY)
+    elif "infinity" in kind or "xgmi" in kind:
+        efficiency = INFINITY_FABRIC_EFFICIENCY
+    else:
+        efficiency = NVLINK_EFFICIENCY
+    busbw = per_direction * efficiency
+    return busbw, (f"{link.kind}: {per_direction:g} GB/s per direction "
+                   f"({link.bidirectional_gb_per_s:g} bidirectional) × {efficiency:g} = {busbw:.0f} GB/s")
+
+
+def node_layout(n_gpus: int, gpus_per_node: int) -> tuple[int, int | None]:
+    """(nodes, GPUs per node) for n GPUs packed onto nodes; per-node None when they do not split evenly."""
+    nodes = math.ceil(n_gpus / gpus_per_node)
+    return nodes, (n_gpus // nodes if n_gpus % nodes == 0 else None)
+
+
+def effective_busbw_gb_s(gpu, n_gpus: int, gpus_per_node: int, inter_node_gb_per_s: float) -> tuple[float, str]:
+    """Ring all-reduce busbw per GPU, GB/s (one direction), and a sentence explaining it (ESTIMATION.md §3).
+
+    Within a node: the interconnect's per-direction rate × NCCL efficiency (PCIe when there is no link).
+    Across nodes, NCCL runs one ring per NIC (channel) and each ring crosses each node boundary once, carrying
+    1/rings of the data: the node's inter-node traffic is spread over ALL its NICs, so busbw is limited by the
+    node's AGGREGATE NIC bandwidth (not per GPU): 0.93 × inter_node_gb_per_s, capped by the intra-node figure.
+    Check: DGX-A100, 8 × 200 Gb/s = 200 GB/s -> 186 (measured ≈ 192).
+    """
+    if n_gpus < 1 or gpus_per_node < 1:
+        raise ValueError(f"need n_gpus >= 1 and gpus_per_node >= 1 (got {n_gpus}, {gpus_per_node})")
+    local = min(n_gpus, gpus_per_node)
+    nodes = math.ceil(n_gpus / gpus_per_node)
+    if n_gpus == 1:
+        busbw, text = intra_node_busbw_gb_s(gpu, 2)
+        return busbw, f"single GPU, no gradient exchange (its link: {text})"
+    # One GPU per node has no intra-node hop: only the NICs limit the ring.
+    intra, text = (math.inf, "one GPU per node") if local == 1 else intra_node_busbw_gb_s(gpu, local)
+    if nodes == 1:
+        return intra, f"{n_gpus} GPUs in one node, {text}"
+    if not inter_node_gb_per_s > 0:
+        raise ValueError(f"inter_node_gb_per_s must be positive, got {inter_node_gb_per_s}")
+    inter = INTER_NODE_EFFICIENCY * inter_node_gb_per_s
+    nic = (f"{nodes} nodes: NIC-limited ring, {INTER_NODE_EFFICIENCY:g} × {inter_node_gb_per_s:g} GB/s aggregate "
+           f"NIC bandwidth per node = {inter:.0f} GB/s")
+    if inter < intra:
+        return inter, f"{nic} (intra-node {text})"
+    return intra, f"{nic}, above the intra-node {text}, which sets busbw"
+
+
+# ---------------------------------------------------------------- bytes and times
+
+def grad_sync_bytes(trainable_params: int, precision: str, state_layout: str, compression: str | None = None) -> float:
+    """Bytes all-reduced per step, S (ESTIMATION.md §3 and §1's layout table).
+
+    torch_amp keeps fp32 params, so grads are fp32 at every precision: 4 B × T. 16-bit gradients (2 B) with
+    fp16/bf16 under zero_paper, deepspeed and pure_bf16, and under megatron with fp16; megatron bf16 keeps fp32
+    main grads (its "bf16 + fp32 grads, 18 B" row), so 4 B. A DDP compression hook (fp16/bf16) sends 2 B.
+    """
+    if state_layout == "torch_amp":
+        per_param = 4.0
+    elif state_layout in ("zero_paper", "deepspeed", "pure_bf16"):
+        per_param = 2.0 if precision in _HALF else 4.0
+    elif state_layout == "megatron":
+        per_param = 2.0 if precision == "fp16" else 4.0
+    else:
+        raise ValueError(f"unknown state_layout {state_layout!r}")
+    if compression is not None:
+        if compression not in COMPRESSION_BYTES:
+            raise ValueError(f"unknown compression {compression!r}; expected one of {', '.join(COMPRESSION_BYTES)}")
+        per_param = min(per_param, COMPRESSION_BYTES[compression])
+    return per_param * trainable_params
+
+
+def param_gather_bytes_per_param(precision: str, state_layout: str) -> float:
+    """Bytes per parameter a ZeRO all-gather moves: fp32 params under torch_amp or fp32/tf32, else 16-bit."""
+    return 2.0 if state_layout != "torch_amp" and precision in _HALF else 4.0
+
+
+def _bucketed_comm_s(sync_bytes: float, n: int, busbw: float, backward_s: float, bucket_bytes: float,
+                     collective) -> tuple[float, float]:
+    """(exposed_s, total_s) of a collective run bucket by bucket while backward runs.
+
+    total = Σ over ⌈S/bucket⌉ buckets (each pays its own latency); exposed ≈ max(t_last_bucket,
+    t_total − t_backward): buckets go while backward runs, but the last starts only when backward ends.
+    """
+    if bucket_bytes <= 0 or backward_s < 0:
+        raise ValueError(f"need bucket_bytes > 0 and backward_s >= 0 (got {bucket_bytes}, {backward_s})")
+    if n <= 1 or sync_bytes <= 0:
+        return 0.0, 0.0
+    n_buckets = math.ceil(sync_bytes / bucket_bytes)
+    last_bucket = sync_bytes - (n_buckets - 1) * bucket_bytes
+    last = collective(last_bucket, n, busbw)
+    total = (n_buckets - 1) * collective(bucket_bytes, n, busbw) + last
+    return max(last, total - backward_s), total
+
+
+def ddp_exposed_comm_s(
+    sync_bytes: float, n: int, busbw: float, backward_s: float, grad_accum: int,
+    bucket_bytes: float = DDP_BUCKET_BYTES,
+) -> tuple[float, float]:
+    """(exposed_s, allreduce_s) of DDP's bucketed all-reduce for one optimizer step (ESTIMATION.md §3).
+
+    allreduce_s = Σ over ⌈S/bucket⌉ buckets of the ring time (so each bucket pays its 2(n−1)·α latency);
+    exposed ≈ max(t_last_bucket, t_allreduce − t_backward). `backward_s` is ONE micro-step's backward: with
+    accumulation k > 1 the first k−1 micro-steps run under no_sync (no communication), so only the last
+    backward overlaps and the result does not depend on k.
+    """
+    if grad_accum < 1:
+        raise ValueError(f"grad_accum must be >= 1, got {grad_accum}")
+    return _bucketed_comm_s(sync_bytes, n, busbw, backward_s, bucket_bytes, ring_allreduce_s)
+
+
+def fsdp_comm_s(params: int, trainable: int, param_bytes: float, grad_bytes: float, n: int, busbw: float) -> float:
+    """ZeRO-3/FSDP communication seconds for one forward+backward (ESTIMATION.md §3).
+
+    All-gather every parameter twice (forward, and again in backward after resharding) at `param_bytes` per
+    parameter, plus reduce-scatter the trainable gradients at `grad_bytes`; each is (n−1)/n · S / busbw + (n−1)α.
+    ZeRO-1/2 move the same volume as a DDP all-reduce (reduce-scatter grads + all-gather updated params).
+    """
+    gather = ring_all_gather_s(params * param_bytes, n, busbw)
+    scatter = ring_reduce_scatter_s(trainable * grad_bytes, n, busbw)
+    return 2 * gather + scatter
+
+
+# ---------------------------------------------------------------- measured DDP results
+
+def _matches(section: Mapping, gpu_id: str, n_gpus: int, gpus_per_node: int) -> bool:
+    """A bench ddp section applies only to the same GPU, NCCL, and the same node layout (ESTIMATION.md §3)."""
+    nodes, per_node = node_layout(n_gpus, gpus_per_node)
+    return (
+        section.get("backend") == "nccl"
+        and section.get("gpu_profile_id") == gpu_id
+        and section.get("nnodes") == nodes
+        and per_node is not None
+        and section.get("nproc_per_node") == per_node
+    )
+
+
+def select_measured_ddp(
+    ddp_sections: list[tuple[str, dict]], gpu_id: str, n_gpus: int, gpus_per_node: int
+) -> tuple[str, dict] | None:
+    """The first (label, section) measured on this GPU with NCCL and this node layout; gloo/CPU runs never match.
+
+    The caller passes sections of the planned model only, in order of preference (e.g. newest first).
+    """
+    for label, section in ddp_sections:
+        if isinstance(section, Mapping) and _matches(section, gpu_id, n_gpus, gpus_per_node):
+            return label, section
+    return None
+
+
+def _measured_exposed_s(section: Mapping) -> float | None:
+    exposed = section.get("exposed_comm_s")
+    if exposed is not None:
+        return max(float(exposed), 0.0)
+    t1, tn = section.get("step_time_1_s"), section.get("step_time_n_s")
+    if t1 is not None and tn is not None:
+        return max(float(tn) - float(t1), 0.0)
+    return None
+
+
+# ---------------------------------------------------------------- one plan option
+
+def _formula_comm(
+    n: int, busbw: float, trainable_params: int, params: int, precision: str, training: TrainingSetup,
+    micro_step_s: float, backward_s: float, grad_accum: int,
+) -> tuple[float, float, str]:
+    """(exposed_s, comm_s, description) per optimizer step for the setup's sharding."""
+    layout = training.state_layout
+    sync = grad_sync_bytes(trainable_params, precision, layout)
+    if training.sharding == "zero3":
+        param_bytes = param_gather_bytes_per_param(precision, layout)
+        gather_pair = 2 * ring_all_gather_s(params * param_bytes, n, busbw)
+        # FSDP gathers the parameters in every micro-step; the reduce-scatter runs once (no_sync on the others).
+        comm = grad_accum * gather_pair + ring_reduce_scatter_s(sync, n, busbw)
+        exposed = max(ZERO3_UNOVERLAPPED_FRACTION * comm, comm - grad_accum * micro_step_s)
+        what = (f"ZeRO-3: all-gather {params * param_bytes / 1e6:.0f} MB of parameters twice per micro-step "
+                f"+ reduce-scatter {sync / 1e6:.0f} MB of gradients")
+        return exposed, comm, what
+    if training.sharding in ("zero1", "zero2"):
+        # Same volume as DDP: the reduce-scatter overlaps backward like DDP's buckets; the all-gather of the
+        # updated parameters follows the optimizer step and is exposed.
+        rs_exposed, rs = _bucketed_comm_s(sync, n, busbw, backward_s, DDP_BUCKET_BYTES, ring_reduce_scatter_s)
+        ag = ring_all_gather_s(trainable_params * param_gather_bytes_per_param(precision, layout), n, busbw)
+        what = (f"{training.sharding}: reduce-scatter {sync / 1e6:.0f} MB of gradients (overlapped with backward) "
+                f"+ all-gather of the updated parameters (exposed)")
+        return rs_exposed + ag, rs + ag, what
+    exposed, allreduce = ddp_exposed_comm_s(sync, n, busbw, backward_s, grad_accum)
+    buckets = math.ceil(sync / DDP_BUCKET_BYTES) if sync > 0 else 0
+    what = f"DDP ring all-reduce of {sync / 1e6:.0f} MB in {buckets} buckets of 25 MiB, overlapped with backward"
+    return exposed, allreduce, what
+
+
+def estimate_scaling(
+    gpu, n_gpus: int, trainable_params: int, params: int, precision: str, training: TrainingSetup,
+    hardware: Hardware, micro_step_s: float, backward_fraction: float = 2 / 3, measured_ddp: dict | None = None,
+    *, grad_accum: int = 1, optimizer_s: float = 0.0, measured_label: str = "bench ddp result",
+) -> ScalingEstimate:
+    """Data-parallel efficiency and exposed communication for one GPU type × count (ESTIMATION.md §3).
+
+    `micro_step_s` is one micro-step's forward+backward; backward = backward_fraction × it. One step on one GPU
+    is t_1 = k·micro + optimizer; on n GPUs t_n = t_1 + exposed; efficiency = t_1/t_n for the same per-GPU work.
+    A measured `ddp` section replaces the formula only when it was run on this GPU with NCCL and the same node
+    layout; the formula's step time stays in formula_step_time_s so both can be shown.
+    """
+    if n_gpus < 1 or grad_accum < 1 or micro_step_s < 0 or not 0 <= backward_fraction <= 1:
+        raise ValueError(f"bad scaling input: n_gpus={n_gpus}, grad_accum={grad_accum}, "
+                         f"micro_step_s={micro_step_s}, backward_fraction={backward_fraction}")
+    t_1 = grad_accum * micro_step_s + optimizer_s
+    if n_gpus == 1:
+        return ScalingEstimate(Source("analytic", "single GPU: no gradient exchange"), 1.0, 0.0, 0.0, t_1)
+    busbw, bw_text = effective_busbw_gb_s(gpu, n_gpus, hardware.gpus_per_node, hardware.inter_node_gb_per_s)
+    exposed, comm, what = _formula_comm(n_gpus, busbw, trainable_params, params, precision, training,
+                                        micro_step_s, backward_fraction * micro_step_s, grad_accum)
+    formula_step = t_1 + exposed
+    formula_detail = (f"{what}; busbw {busbw:.0f} GB/s ({bw_text}); exposed {exposed * 1e3:.3g} ms of "
+                      f"{comm * 1e3:.3g} ms per step")
+    if measured_ddp is not None and _matches(measured_ddp, gpu.id, n_gpus, hardware.gpus_per_node):
+        measured_exposed = _measured_exposed_s(measured_ddp)
+        if measured_exposed is not None:
+            file_eff = measured_ddp.get("efficiency")
+            eff_text = f", its efficiency {float(file_eff):.2f}" if file_eff is not None else ""
+            detail = (f"{measured_label}: {measured_ddp.get('nnodes')} node(s) × "
+                      f"{measured_ddp.get('nproc_per_node')} {gpu.id}, nccl; exposed communication "
+                      f"{measured_exposed * 1e3:.3g} ms per step{eff_text}; formula: {formula_detail}")
+            t_n = t_1 + measured_exposed
+            efficiency = t_1 / t_n if t_n > 0 else 1.0
+            return ScalingEstimate(Source("measured", detail), efficiency, measured_exposed, comm, formula_step)
+    efficiency = t_1 / formula_step if formula_step > 0 else 1.0
+    return ScalingEstimate(Source("analytic", formula_detail), efficiency, exposed, comm, formula_step)

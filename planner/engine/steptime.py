@@ -1,0 +1,372 @@
+"""Step time of one GPU: measured, interpolated, transferred or analytic micro-steps, assembled into a step."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from planner.engine.estimates import Source, StepEstimate, TimePoint
+from planner.present.notes import Note
+
+# ---------------------------------------------------------------- constants (editable; each with its source)
+
+# "Precision class" (ESTIMATION.md §2): fp32 runs on CUDA cores, the others on tensor cores.
+PRECISION_CLASS = {"fp32": "cuda_core", "tf32": "tensor", "fp16": "tensor", "bf16": "tensor"}
+
+# η, the achievable fraction of dense peak for the matmul-bound part (ESTIMATION.md §2). Measured best-shape bf16
+# matmuls reach 78-87% of peak (ml-engineering MAMF table, reference/gpu_reference.md: A100 SXM 271/312,
+# H100 SXM 795/989, B200 1745/2250); 0.75 leaves room for shapes that are not the best.
+ETA = 0.75
+
+# The optimizer phase streams its tensors at this fraction of the memory bandwidth (ESTIMATION.md §2:
+# "bytes/(0.8·BW)"; elementwise kernels typically reach ~80% of datasheet bandwidth).
+OPTIMIZER_BANDWIDTH_FRACTION = 0.8
+
+# DRAM bytes moved per trainable fp32 parameter by one optimizer step, counted pass by pass over torch's
+# implementations (4 B per fp32 tensor read or written; R = read, W = write):
+# - AdamW foreach (torch.optim._multi_tensor_adam, decoupled decay): mul_(p) 8, lerp_(m, g) 12, mul_(v) 8,
+#   addcmul_(v, g, g) 12, sqrt(v) -> tmp 8, div_(tmp) 8, add_(tmp, eps) 8, addcdiv_(p, m, tmp) 16 = 80
+#   (ESTIMATION.md §2: ≈ 80).
+# - Adam foreach: the same without the decoupled-decay mul_(p) (torch's default weight_decay=0) = 72.
+# - Adam/AdamW fused: one kernel, R p g m v + W p m v = 7 × 4 = 28 (ESTIMATION.md §2: ≈ 28).
+# - SGD (no momentum, weight_decay=0), foreach or fused: add_(p, g) = R p g + W p = 12.
+# - SGD+momentum foreach (torch.optim._multi_tensor_sgd) with weight decay, as in the usual ImageNet recipe
+#   (Goyal et al. 2017, wd 1e-4): add(g, p) -> g' 12, mul_(buf) 8, add_(buf, g') 12, add_(p, buf) 12 = 44.
+# - SGD+momentum fused: R p g buf + W p buf = 20.
+# - Adafactor (torch.optim.Adafactor; no fused variant, so "fused" counts as foreach): two row/column norms
+#   of g 8, outer product row·col -> var 4, div_(var) 8, clamp_ 8, rsqrt_ 8, mul_(update, g) 12,
+#   norm(update) 4, add_(p, update) 12 = 64 (factored statistics themselves are negligible).
+# - 8-bit Adam (bitsandbytes blockwise, always one fused kernel): R p g (4+4) + m v (1+1), W p (4) + m v (1+1)
+#   = 16; per-block absmax constants are negligible.
+OPTIMIZER_BYTES_PER_PARAM = {
+    ("adamw", "foreach"): 80.0,
+    ("adamw", "fused"): 28.0,
+    ("adam", "foreach"): 72.0,
+    ("adam", "fused"): 28.0,
+    ("sgd", "foreach"): 12.0,
+    ("sgd", "fused"): 12.0,
+    ("sgd_momentum", "foreach"): 44.0,
+    ("sgd_momentum", "fused"): 20.0,
+    ("adafactor", "foreach"): 64.0,
+    ("adafactor", "fused"): 64.0,
+    ("adam8bit", "foreach"): 16.0,
+    ("adam8bit", "fused"): 16.0,
+}
+
+# Default model-FLOPs utilisation for analytic step times, by family and precision (shown as an assumption).
+# Derived from published throughputs with F = model FLOPs (2 per multiply-add):
+# - cnn: NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5 README (1 GPU, 2.46e10 FLOPs/sample):
+#   A100 AMP 2470 img/s -> 0.19 of 312; A100 TF32 938 img/s -> 0.15 of 156; V100 AMP 1200 img/s -> 0.24 of
+#   125; V100 FP32 367 img/s -> 0.57 of the 15.7 CUDA-core peak.
+# - decoder/encoder: nanoGPT GPT-2 124M, README "4 days on 8×A100" -> ≈ 0.29 of bf16 peak (worked out in
+#   karpathy/nanoGPT issue #182; a 4090 user reports 0.29); PaLM (Chowdhery et al. 2022, Table 3) reaches 0.46
+#   at 540B scale, GPT-3 0.21: 0.30 is the small-team figure.
+# - vit, rnn, mlp, custom: assumptions, lower than the above (more memory-bound or launch-bound work).
+# fp32 is a CUDA-core rate: it is so much lower than the tensor rates that the same model reaches a LARGER
+# fraction of it (the V100 FP32 ResNet-50 figure above), so the fp32 column is higher, not lower. tf32 keeps
+# fp32 activations (twice the bytes of 16-bit) against half the 16-bit peak, so it sits a little below fp16/bf16.
+DEFAULT_MFU = {
+    #            fp32   tf32   fp16   bf16
+    "cnn":      (0.55, 0.15, 0.20, 0.20),
+    "vit":      (0.45, 0.20, 0.25, 0.25),
+    "encoder":  (0.45, 0.25, 0.30, 0.30),
+    "decoder":  (0.45, 0.25, 0.30, 0.30),
+    "rnn":      (0.25, 0.08, 0.10, 0.10),
+    "mlp":      (0.30, 0.12, 0.15, 0.15),
+    "custom":   (0.30, 0.12, 0.15, 0.15),
+}
+_MFU_COLUMNS = ("fp32", "tf32", "fp16", "bf16")
+
+# Measured/fitted step-time bands (assumptions; measured files carry their own p10/p90 for the GPU that ran).
+MEASURED_BAND = 0.03  # another machine of the same type: clocks, thermals, driver (a few percent)
+INTERPOLATION_LIMIT = 1.25  # ESTIMATION.md §2: beyond 1.25x the largest measured batch it is "extrapolated"
+INTERPOLATED_BAND_MIN = 0.05  # at least ±5%, more when the fit residuals are larger
+EXTRAPOLATED_BAND_MIN = 0.15  # at least ±15% just past the limit, growing with the distance
+SINGLE_POINT_BAND = 0.15  # margin around the [fixed-overhead, proportional] bracket of a one-point scaling
+CROSS_CLASS_BAND_FACTOR = 1.5  # ESTIMATION.md §2: a transfer across precision classes gets a wider band
+
+
+# ---------------------------------------------------------------- FLOPs
+
+def flops_per_step(flops_per_sample: float, micro_batch: int) -> float:
+    """Model FLOPs of one micro-step (forward + backward) = F_sample × b."""
+    return flops_per_sample * micro_batch
+
+
+def transformer_flops_per_token(params: int, layers: int, hidden: int, seq_len: int) -> float:
+    """Training model FLOPs per token, 6·N + 12·L·h·s (PaLM, Chowdhery et al. 2022, Appendix B)."""
+    return 6.0 * params + 12.0 * layers * hidden * seq_len
+
+
+def compute_factor(checkpointing: bool, frozen_fraction_trainable: float) -> float:
+    """Compute relative to forward+backward = 3 forward units (ESTIMATION.md §2).
+
+    `frozen_fraction_trainable` is f_T = T/Ψ, the TRAINABLE fraction (1.0 = nothing frozen): frozen weights get no
+    weight gradients, so backward ≈ (1 + f_T) forward instead of 2. Activation checkpointing recomputes one
+    forward. Units add: (1 + [recompute 1] + (1 + f_T)) / 3; e.g. both: (3 + f_T)/3, plain checkpointing 4/3.
+    """
+    if not 0.0 <= frozen_fraction_trainable <= 1.0:
+        raise ValueError(f"trainable fraction f_T must be in [0, 1], got {frozen_fraction_trainable}")
+    forward_units = 1.0 + (1.0 if checkpointing else 0.0)
+    backward_units = 1.0 + frozen_fraction_trainable
+    return (forward_units + backward_units) / 3.0
+
+
+# ---------------------------------------------------------------- measured and fitted micro-steps
+
+def fit_time_line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least-squares t(b) = t0 + c·b over (batch, seconds) points; returns (t0_s, c_s_per_sample).
+
+    The intercept is the launch-bound floor, so it cannot be negative: a negative least-squares t0 is replaced by
+    the fit through the origin, c = Σ b·t / Σ b². One distinct batch gives t0 = 0 (proportional). A negative
+    slope (noise) gives c = 0, t0 = mean t.
+    """
+    if not points:
+        raise ValueError("fit_time_line needs at least one (batch, seconds) point")
+    bs = [float(b) for b, _ in points]
+    ts = [float(t) for _, t in points]
+    n = len(points)
+    mean_b = sum(bs) / n
+    mean_t = sum(ts) / n
+    sxx = sum((b - mean_b) ** 2 for b in bs)
+    if sxx == 0.0:
+        return 0.0, mean_t / mean_b
+    c = sum((b - mean_b) * (t - mean_t) for b, t in zip(bs, ts, strict=True)) / sxx
+    if c < 0.0:
+        return mean_t, 0.0
+    t0 = mean_t - c * mean_b
+    if t0 < 0.0:
+        return 0.0, sum(b * t for b, t in zip(bs, ts, strict=True)) / sum(b * b for b in bs)
+    return t0, c
+
+
+def _max_relative_residual(points: Sequence[tuple[int, float]], t0: float, c: float) -> float:
+    return max(abs(t - (t0 + c * b)) / (t0 + c * b) for b, t in points)
+
+
+def _band(t: float, half_width: float) -> tuple[float, float]:
+    """Multiplicative ±h band, t/(1+h) .. t·(1+h): stays positive however wide it grows."""
+    return t / (1.0 + half_width), t * (1.0 + half_width)
+
+
+def _labels(points: Sequence[TimePoint]) -> str:
+    return ", ".join(dict.fromkeys(p.label for p in points))
+
+
+def _batches(points: Sequence[TimePoint]) -> str:
+    return ", ".join(str(b) for b in sorted({p.batch_size for p in points}))
+
+
+def measured_micro_step(
+    points: list[TimePoint], micro_batch: int
+) -> tuple[float, Source, tuple[float, float]] | None:
+    """Micro-step seconds at `micro_batch` from measured points on one GPU and precision, with source and band.
+
+    ESTIMATION.md §2: the exact batch is "measured"; otherwise a t0 + c·b fit over ≥2 batches is "interpolated"
+    within [smallest/1.25, 1.25 × largest] (boundaries included) and "extrapolated" beyond. One measured batch
+    scales proportionally ("extrapolated"): the truth lies between that batch's time (all fixed overhead) and
+    the proportional value (none), so the band spans both, plus a margin. None when there are no points.
+    """
+    if micro_batch < 1:
+        raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
+    if not points:
+        return None
+    exact = [p for p in points if p.batch_size == micro_batch]
+    if exact:
+        t = statistics.median(p.step_time_s for p in exact)
+        detail = f"batch {micro_batch}, median step time from {_labels(exact)}"
+        return t, Source("measured", detail), _band(t, MEASURED_BAND)
+    batches = sorted({p.batch_size for p in points})
+    if len(batches) == 1:
+        return _single_point_scaling(points, micro_batch)
+    pairs = [(p.batch_size, p.step_time_s) for p in points]
+    t0, c = fit_time_line(pairs)
+    t = t0 + c * micro_batch
+    residual = _max_relative_residual(pairs, t0, c)
+    fit = (f"fit t(b) = {t0 * 1e3:.3g} ms + {c * 1e3:.3g} ms × b over batches {_batches(points)} "
+           f"from {_labels(points)}")
+    low_limit, high_limit = batches[0] / INTERPOLATION_LIMIT, batches[-1] * INTERPOLATION_LIMIT
+    if low_limit <= micro_batch <= high_limit:
+        half = max(INTERPOLATED_BAND_MIN, residual)
+        return t, Source("interpolated", f"batch {micro_batch}: {fit}"), _band(t, half)
+    if micro_batch > high_limit:
+        ratio = micro_batch / batches[-1]
+        where = f"batch {micro_batch} is {ratio:.2f}× the largest measured ({batches[-1]})"
+        distance = micro_batch / high_limit
+    else:
+        ratio = batches[0] / micro_batch
+        where = f"batch {micro_batch} is 1/{ratio:.2f} of the smallest measured ({batches[0]})"
+        distance = low_limit / micro_batch
+    # The band grows in proportion to the distance past the interpolation limit (assumption).
+    half = max(EXTRAPOLATED_BAND_MIN, 2.0 * residual) * distance
+    return t, Source("extrapolated", f"{where}, beyond the 1.25× interpolation limit; {fit}"), _band(t, half)
+
+
+def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tuple[float, Source, tuple[float, float]]:
+    b1 = points[0].batch_size
+    t1 = statistics.median(p.step_time_s for p in points)
+    t = t1 * micro_batch / b1
+    low, high = min(t, t1), max(t, t1)
+    band = (low / (1.0 + SINGLE_POINT_BAND), high * (1.0 + SINGLE_POINT_BAND))
+    detail = (f"batch {micro_batch} scaled proportionally ({micro_batch / b1:.2f}×) from the only measured batch "
+              f"{b1} ({_labels(points)}); the true time lies between {t1 * 1e3:.3g} ms (all fixed overhead) "
+              f"and {t * 1e3:.3g} ms (none)")
+    return t, Source("extrapolated", detail), band
+
+
+# ---------------------------------------------------------------- transfer between GPUs, analytic
+
+def transfer_micro_step(
+    t_a_s: float, t0_s: float, flops_per_step: float, peak_a_tflops: float, peak_b_tflops: float,
+    bw_a_gb_s: float, bw_b_gb_s: float, eta: float = ETA,
+) -> tuple[float, tuple[float, float]]:
+    """Micro-step on GPU B from one measured on GPU A at the same micro-batch and precision (ESTIMATION.md §2).
+
+    t'_A = t_A − t0 (launch-bound intercept kept unscaled); c_A = min(t'_A, F/(η·P_A)) is the compute part;
+    t_B = t0 + F/(η·P_B) + (t'_A − c_A)·BW_A/BW_B. Band: t0 + t'_A·[min, max](P_A/P_B, BW_A/BW_B), widened to
+    contain t_B (a run above η·P_A on A is predicted at η on B, which can fall outside the pure ratios).
+    """
+    for name, value in (("t_a_s", t_a_s), ("peak_a_tflops", peak_a_tflops), ("peak_b_tflops", peak_b_tflops),
+                        ("bw_a_gb_s", bw_a_gb_s), ("bw_b_gb_s", bw_b_gb_s)):
+        if not value > 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    if t0_s < 0 or flops_per_step < 0 or not 0 < eta <= 1:
+        raise ValueError(f"need t0_s >= 0, flops >= 0 and 0 < eta <= 1 (got {t0_s}, {flops_per_step}, {eta})")
+    t0 = min(t0_s, t_a_s)
+    t_prime_a = t_a_s - t0
+    compute_a = min(t_prime_a, flops_per_step / (eta * peak_a_tflops * 1e12))
+    memory_a = t_prime_a - compute_a
+    t_b = t0 + flops_per_step / (eta * peak_b_tflops * 1e12) + memory_a * bw_a_gb_s / bw_b_gb_s
+    ratios = (peak_a_tflops / peak_b_tflops, bw_a_gb_s / bw_b_gb_s)
+    low = min(t0 + t_prime_a * min(ratios), t_b)
+    high = max(t0 + t_prime_a * max(ratios), t_b)
+    return t_b, (low, high)
+
+
+def precision_class(precision: str) -> str:
+    """'cuda_core' or 'tensor' (ESTIMATION.md §2 "precision class")."""
+    try:
+        return PRECISION_CLASS[precision]
+    except KeyError:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISION_CLASS)}") from None
+
+
+def widen_band(t: float, band: tuple[float, float], factor: float = CROSS_CLASS_BAND_FACTOR) -> tuple[float, float]:
+    """Stretch each side of a band away from t by `factor` (a transfer across precision classes)."""
+    low, high = band
+    return max(t - (t - low) * factor, low / factor), t + (high - t) * factor
+
+
+def analytic_micro_step(flops_per_step: float, peak_tflops: float, mfu: float) -> float:
+    """Micro-step seconds F / (P × MFU) (ESTIMATION.md §2 "Analytic")."""
+    if not peak_tflops > 0 or not 0 < mfu <= 1:
+        raise ValueError(f"need peak_tflops > 0 and 0 < mfu <= 1 (got {peak_tflops}, {mfu})")
+    return flops_per_step / (peak_tflops * 1e12 * mfu)
+
+
+def default_mfu(family: str, precision: str) -> float:
+    """Default MFU for an analytic estimate (DEFAULT_MFU; unknown families use 'custom')."""
+    if precision not in _MFU_COLUMNS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(_MFU_COLUMNS)}")
+    row = DEFAULT_MFU.get(family, DEFAULT_MFU["custom"])
+    return row[_MFU_COLUMNS.index(precision)]
+
+
+# ---------------------------------------------------------------- optimizer, input pipeline
+
+def optimizer_bytes_per_param(optimizer: str, optimizer_impl: str) -> float:
+    try:
+        return OPTIMIZER_BYTES_PER_PARAM[(optimizer, optimizer_impl)]
+    except KeyError:
+        raise ValueError(f"unknown optimizer/impl {optimizer!r}/{optimizer_impl!r}") from None
+
+
+def optimizer_step_s(
+    trainable_params: int, optimizer: str, optimizer_impl: str, bandwidth_gb_s: float, n_shards: int = 1
+) -> float:
+    """Optimizer step seconds = bytes / (0.8 · BW) (ESTIMATION.md §2); ZeRO shards the update over n_shards GPUs."""
+    if not bandwidth_gb_s > 0 or n_shards < 1:
+        raise ValueError(f"need bandwidth > 0 and n_shards >= 1 (got {bandwidth_gb_s}, {n_shards})")
+    total_bytes = trainable_params * optimizer_bytes_per_param(optimizer, optimizer_impl) / n_shards
+    return total_bytes / (OPTIMIZER_BANDWIDTH_FRACTION * bandwidth_gb_s * 1e9)
+
+
+def input_time_s(micro_batch: int, cpu_s_per_sample: float | None, workers: int) -> float | None:
+    """Seconds to load one micro-batch = b × per-sample CPU cost / workers (0 workers = the main process alone)."""
+    if cpu_s_per_sample is None:
+        return None
+    if workers < 0:
+        raise ValueError(f"workers must be >= 0, got {workers}")
+    return micro_batch * cpu_s_per_sample / max(workers, 1)
+
+
+# ---------------------------------------------------------------- one optimizer step
+
+def format_duration(seconds: float) -> str:
+    """'41 ms', '1.2 ms', '2.5 s': three significant figures."""
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
+
+
+def _step_time(fwd_bwd_s: float, grad_accum: int, optimizer_s: float, input_s: float | None,
+               exposed_comm_s: float, input_overlaps: bool) -> tuple[float, float]:
+    """(step seconds, GPU-busy seconds) for one optimizer step."""
+    busy = grad_accum * fwd_bwd_s + optimizer_s + exposed_comm_s
+    if input_s is None:
+        return busy, busy
+    loading = grad_accum * input_s
+    return (max(busy, loading) if input_overlaps else busy + loading), busy
+
+
+def assemble_step(
+    micro_step_s: float, band: tuple[float, float], grad_accum: int, optimizer_s: float, input_s: float | None,
+    exposed_comm_s: float, source: Source, samples_per_step: int, notes: list[str], *,
+    optimizer_included: bool = False, input_overlaps: bool = True,
+) -> StepEstimate:
+    """One optimizer step from one micro-step (ESTIMATION.md §2 "Gradient accumulation", "Input pipeline").
+
+    Rule against double counting: the optimizer runs once per step. `micro_step_s` (and `band`) is forward +
+    backward only, unless `optimizer_included=True` says it is a measured step at accumulation 1, which contains
+    the optimizer phase `optimizer_s`; then that phase is taken out before multiplying:
+        compute = k·(t_micro − t_opt) + t_opt.
+    DataLoader workers prefetch continuously, so loading overlaps every part of the step (forward, backward,
+    optimizer, communication): step = max(compute + exposed comm, k·input). Without workers
+    (`input_overlaps=False`, loading in the main process) the loading time adds instead.
+    samples_per_s = samples_per_step / step. The band is computed through the same formula from the micro band.
+    """
+    if grad_accum < 1:
+        raise ValueError(f"grad_accum must be >= 1, got {grad_accum}")
+    if micro_step_s < 0 or optimizer_s < 0 or exposed_comm_s < 0:
+        raise ValueError("times must be non-negative")
+    notes = list(notes)
+    optimizer_part = min(optimizer_s, micro_step_s) if optimizer_included else 0.0
+
+    def fwd_bwd(t: float) -> float:
+        return max(t - optimizer_part, 0.0)
+
+    step, busy = _step_time(fwd_bwd(micro_step_s), grad_accum, optimizer_s, input_s, exposed_comm_s,
+                            input_overlaps)
+    low, _ = _step_time(fwd_bwd(band[0]), grad_accum, optimizer_s, input_s, exposed_comm_s, input_overlaps)
+    high, _ = _step_time(fwd_bwd(band[1]), grad_accum, optimizer_s, input_s, exposed_comm_s, input_overlaps)
+    if optimizer_included and grad_accum > 1:
+        notes.append(Note("optimizer_counted_once", duration=format_duration(optimizer_part), k=grad_accum))
+    if input_s is not None:
+        loading = grad_accum * input_s
+        if not input_overlaps:
+            notes.append(Note("loading_main_process", loading=format_duration(loading),
+                              compute=format_duration(busy)))
+        elif loading > busy:
+            notes.append(Note("input_bound", loading=format_duration(loading), compute=format_duration(busy)))
+    return StepEstimate(
+        step_time_s=step,
+        micro_step_time_s=fwd_bwd(micro_step_s),
+        samples_per_s=samples_per_step / step if step > 0 else math.inf,
+        source=source,
+        band_s=(min(low, step), max(high, step)),
+        compute_step_time_s=grad_accum * fwd_bwd(micro_step_s) + optimizer_s,
+        input_time_s=input_s,
+        exposed_comm_s=exposed_comm_s,
+        notes=tuple(notes),
+    )

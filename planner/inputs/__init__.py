@@ -1,0 +1,1 @@
+"""Every file the project reads or writes for users: the loader, schemas, profiles, result files, user data."""

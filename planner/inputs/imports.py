@@ -1,0 +1,80 @@
+"""Import a teammate's result file: validate it, then copy it under $TRAINPLAN_HOME/results/<device dir>/."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.inputs.errors import InputError
+from planner.inputs.resultfile import ResultFile, parse_result_text, result_path, slug, write_result_atomic
+from planner.inputs.userdata import user_results_dir
+
+MAX_IMPORT_BYTES = 16 * 1024 * 1024  # a large sweep is a few hundred KiB; the uploader allows 16 MB
+
+
+@dataclass(frozen=True)
+class Imported:
+    path: Path
+    result: ResultFile
+    already_there: bool  # the same measurements were imported before: nothing new was written
+
+
+def device_dir(result: ResultFile) -> str:
+    """Where a result file belongs (DESIGN.md): traced/, cpu/, <gpu profile id>/ or unknown-<gpu name>/."""
+    if result.is_traced:
+        return "traced"
+    if result.device == "cpu":
+        return "cpu"
+    if result.gpu_profile_id:
+        return slug(str(result.gpu_profile_id))
+    return "unknown-" + slug(str(result.environment.get("gpu_name") or "gpu"))
+
+
+def check_upload(name: str, data: bytes) -> tuple[ResultFile, dict]:
+    """Validate an uploaded result file; InputError names the file and the problem (size, encoding, field)."""
+    if len(data) > MAX_IMPORT_BYTES:
+        raise InputError(name, None, f"{len(data):,} bytes", f"a result file under {MAX_IMPORT_BYTES // 2**20} MiB")
+    if not data.strip():
+        raise InputError(name, None, "an empty file", "a trainplan.bench/1 JSON result file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(name, None, "bytes that are not UTF-8", "a UTF-8 JSON result file") from None
+    result = parse_result_text(text, name)
+    return result, json.loads(text)
+
+
+def import_result(name: str, data: bytes, root: str | Path | None = None) -> Imported:
+    """Validate, then write a copy under root/<device dir>/<model>-<timestamp>.json (atomic, never overwriting).
+
+    A bad file raises InputError before anything is written. Importing the same file twice writes nothing the
+    second time (already_there=True).
+    """
+    result, raw = check_upload(name, data)
+    root = Path(root) if root is not None else user_results_dir()
+    target = result_path(root, device_dir(result), result.model_name, result.created_utc)
+    same = _same_file(target, raw)
+    if same is not None:
+        return Imported(same, result, True)
+    try:
+        path = write_result_atomic(raw, target)
+    except ValueError as exc:  # NaN or Infinity somewhere outside the validated fields: JSON cannot hold it
+        raise InputError(name, None, str(exc), "finite numbers only (no NaN or Infinity)") from None
+    return Imported(path, result, False)
+
+
+def _same_file(target: Path, raw: dict) -> Path | None:
+    """An already-imported copy (the target name or its -2, -3 ... siblings) with exactly this content."""
+    if not target.parent.is_dir():
+        return None
+    for candidate in sorted(target.parent.glob(f"{target.stem}*.json")):
+        rest = candidate.stem[len(target.stem):]
+        if rest and not (rest.startswith("-") and rest[1:].isdigit()):
+            continue
+        try:
+            if json.loads(candidate.read_text(encoding="utf-8")) == raw:
+                return candidate
+        except (OSError, ValueError):
+            continue
+    return None

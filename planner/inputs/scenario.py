@@ -1,0 +1,477 @@
+"""The scenario file (schema trainplan.scenario/1): typed, validated load into frozen dataclasses, and dump."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from planner.inputs.check import Reader
+from planner.inputs.errors import InputError
+
+SCHEMA = "trainplan.scenario/1"
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
+OPTIMIZER_IMPLS = ("foreach", "fused")
+SHARDINGS = ("none", "zero1", "zero2", "zero3")
+STATE_LAYOUTS = ("torch_amp", "zero_paper", "deepspeed", "megatron", "pure_bf16")
+ADAPTER_KINDS = ("lora", "qlora")
+ADAPTER_TARGETS = ("attention", "qv", "all_linear")
+BASE_DTYPES = ("bf16", "fp16", "int8", "nf4")
+TIERS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "on_prem")
+MLP_KINDS = ("gelu", "swiglu")
+LOCALES = ("en", "es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES", "es-US", "es-UY", "en-US", "en-GB")
+MAX_SCENARIO_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class TransformerShape:
+    layers: int
+    hidden: int
+    heads: int
+    seq_len: int
+    vocab: int
+    mlp: str = "gelu"
+    ffn: int | None = None  # MLP width; default 4h for gelu, 8h/3 rounded for swiglu
+
+    @property
+    def ffn_width(self) -> int:
+        if self.ffn is not None:
+            return self.ffn
+        return 4 * self.hidden if self.mlp == "gelu" else int(round(8 * self.hidden / 3))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str | None = None
+    params: int | None = None
+    largest_layer_params: int | None = None
+    flops_per_sample: float | None = None
+    activation_bytes_per_sample: float | None = None
+    activation_precision: str | None = None
+    transformer: TransformerShape | None = None
+    mfu: float | None = None
+    input_cpu_s_per_sample: float | None = None
+
+
+@dataclass(frozen=True)
+class Adapter:
+    kind: str = "lora"
+    rank: int = 16
+    targets: str = "attention"
+    base_dtype: str = "bf16"
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    global_batch: int
+    precisions: tuple[str, ...] = PRECISIONS
+    optimizer: str = "adamw"
+    optimizer_impl: str = "foreach"
+    micro_batch: int | None = None  # None = auto
+    activation_checkpointing: bool = False
+    sharding: str = "none"
+    state_layout: str = "torch_amp"
+    frozen_fraction: float = 0.0
+    adapter: Adapter | None = None
+
+
+@dataclass(frozen=True)
+class ReferencePoint:
+    global_batch: int
+    steps: int | None = None
+    epochs: float | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    dataset_samples: int | None = None
+    epochs: float | None = None
+    tokens: float | None = None
+    reference_points: tuple[ReferencePoint, ...] = ()
+    b_crit: float | None = None
+    early_stop_fraction: float = 1.0
+    eval_overhead: float = 0.0
+    checkpoint_overhead: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpus: tuple[str, ...] | None = None  # None = all profiles
+    gpu_counts: tuple[int, ...] = (1,)
+    gpus_per_node: int = 8
+    inter_node_gb_per_s: float = 100.0
+    cpu_workers_per_gpu: int = 8
+    workspace_gib: float | None = None
+
+
+@dataclass(frozen=True)
+class SpotSettings:
+    preemptions_per_instance_hour: float = 0.05
+    checkpoint_interval_min: float = 30.0
+    restart_min: float = 10.0
+
+
+@dataclass(frozen=True)
+class OnPrem:
+    purchase_usd_per_gpu: float = 30000.0
+    lifetime_years: float = 4.0
+    fleet_utilisation: float = 0.6
+    usd_per_kwh: float = 0.12
+    pue: float = 1.4
+
+
+@dataclass(frozen=True)
+class Pricing:
+    tier: str = "on_demand"
+    provider: str = "cheapest"
+    currency: str = "USD"
+    exchange_rate: float = 1.0
+    exchange_rate_as_of: dt.date | None = None
+    runs: int = 1
+    failure_overhead: float = 0.0
+    tax_rate: float = 0.0
+    billing_increment_min: float | None = None  # None = the quote's own billing increment
+    spot: SpotSettings = SpotSettings()
+    on_prem: OnPrem = OnPrem()
+    grid_kg_co2_per_kwh: float | None = None
+
+
+@dataclass(frozen=True)
+class Constraints:
+    deadline_hours: float | None = None
+    budget_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: ModelSpec
+    training: TrainingSetup
+    workload: Workload
+    name: str = "Untitled scenario"
+    locale: str = "en"
+    hardware: Hardware = Hardware()
+    pricing: Pricing = Pricing()
+    constraints: Constraints = Constraints()
+
+
+# ---------------------------------------------------------------- loading
+
+def load_scenario_file(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    """Read and validate a scenario YAML file; bad input raises InputError naming file and field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(p), None, str(p), "an existing scenario file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(p), None, str(p), f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
+    return load_scenario_text(text, str(p), known_gpu_ids)
+
+
+def load_scenario_text(text: str, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    if len(text.encode("utf-8", errors="replace")) > MAX_SCENARIO_BYTES:
+        raise InputError(source, None, f"{len(text)} characters", f"a scenario under {MAX_SCENARIO_BYTES // 1024} KiB")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise InputError(source, None, f"YAML {problem} at {where}", "valid YAML") from None
+    return parse_scenario(data, source, known_gpu_ids)
+
+
+def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    r = Reader(data, source)
+    r.reject_unknown(["schema", "name", "locale", "model", "training", "workload", "hardware", "pricing",
+                      "constraints"])
+    schema = r.raw("schema", SCHEMA)
+    if schema != SCHEMA:
+        raise r.fail("schema", schema, SCHEMA)
+    model = _model(_required_section(r, "model"))
+    training = _training(_required_section(r, "training"))
+    workload = _workload(_required_section(r, "workload"), model)
+    hardware = _hardware(r.sub("hardware"), known_gpu_ids)
+    scenario = Scenario(
+        name=r.string("name", "Untitled scenario"),
+        locale=r.string("locale", "en", LOCALES),
+        model=model,
+        training=training,
+        workload=workload,
+        hardware=hardware,
+        pricing=_pricing(r.sub("pricing")),
+        constraints=_constraints(r.sub("constraints")),
+    )
+    _check_batches(scenario, source)
+    return scenario
+
+
+def _required_section(r: Reader, key: str) -> Reader:
+    sub = r.sub(key)
+    if sub is None:
+        raise r.fail(key, None, f"a '{key}:' section (required)")
+    return sub
+
+
+def _model(r: Reader) -> ModelSpec:
+    r.reject_unknown([f.name for f in dataclasses.fields(ModelSpec)])
+    shape = None
+    t = r.sub("transformer")
+    if t is not None:
+        t.reject_unknown([f.name for f in dataclasses.fields(TransformerShape)])
+        shape = TransformerShape(
+            layers=t.integer("layers", minimum=1, maximum=1000),
+            hidden=t.integer("hidden", minimum=1, maximum=1_000_000),
+            heads=t.integer("heads", minimum=1, maximum=10_000),
+            seq_len=t.integer("seq_len", minimum=1, maximum=10_000_000),
+            vocab=t.integer("vocab", minimum=1, maximum=100_000_000),
+            mlp=t.string("mlp", "gelu", MLP_KINDS),
+            ffn=t.integer("ffn", None, minimum=1),
+        )
+        if shape.hidden % shape.heads:
+            raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
+    spec = ModelSpec(
+        name=r.string("name", None),
+        params=r.integer("params", None, minimum=1, maximum=10**14),
+        largest_layer_params=r.integer("largest_layer_params", None, minimum=1, maximum=10**14),
+        flops_per_sample=r.number("flops_per_sample", None, minimum=0, exclusive_min=True),
+        activation_bytes_per_sample=r.number("activation_bytes_per_sample", None, minimum=0),
+        activation_precision=r.string("activation_precision", None, PRECISIONS),
+        transformer=shape,
+        mfu=r.number("mfu", None, minimum=0, maximum=1, exclusive_min=True),
+        input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0),
+    )
+    if spec.name is None and spec.params is None and spec.transformer is None:
+        raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
+    if spec.params and spec.largest_layer_params and spec.largest_layer_params > spec.params:
+        raise r.fail("largest_layer_params", spec.largest_layer_params, f"at most params ({spec.params})")
+    return spec
+
+
+def _training(r: Reader) -> TrainingSetup:
+    r.reject_unknown([f.name for f in dataclasses.fields(TrainingSetup)])
+    precisions = r.list_of("precisions", list(PRECISIONS))
+    for i, p in enumerate(precisions):
+        if p not in PRECISIONS:
+            raise InputError(r.source, r.field(f"precisions[{i}]"), p, "one of " + ", ".join(PRECISIONS))
+    if len(set(precisions)) != len(precisions):
+        raise r.fail("precisions", precisions, "each precision at most once")
+    micro = r.raw("micro_batch", "auto")
+    if micro == "auto":
+        micro_batch = None
+    else:
+        micro_batch = r.integer("micro_batch", minimum=1)
+    adapter = None
+    a = r.sub("adapter")
+    if a is not None:
+        a.reject_unknown([f.name for f in dataclasses.fields(Adapter)])
+        kind = a.string("kind", "lora", ADAPTER_KINDS)
+        adapter = Adapter(
+            kind=kind,
+            rank=a.integer("rank", 16, minimum=1, maximum=65536),
+            targets=a.string("targets", "attention", ADAPTER_TARGETS),
+            base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else "bf16", BASE_DTYPES),
+        )
+    setup = TrainingSetup(
+        global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
+        precisions=tuple(precisions),
+        optimizer=r.string("optimizer", "adamw", OPTIMIZERS),
+        optimizer_impl=r.string("optimizer_impl", "foreach", OPTIMIZER_IMPLS),
+        micro_batch=micro_batch,
+        activation_checkpointing=r.boolean("activation_checkpointing", False),
+        sharding=r.string("sharding", "none", SHARDINGS),
+        state_layout=r.string("state_layout", "torch_amp", STATE_LAYOUTS),
+        frozen_fraction=r.number("frozen_fraction", 0.0, minimum=0.0, maximum=1.0),
+        adapter=adapter,
+    )
+    if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
+        raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "
+                     "(DeepSpeed's estimator covers only those)")
+    if setup.frozen_fraction >= 1.0 and adapter is None:
+        raise r.fail("frozen_fraction", setup.frozen_fraction, "below 1.0 (something must train) or an adapter")
+    if setup.micro_batch is not None and setup.micro_batch > setup.global_batch:
+        raise r.fail("micro_batch", setup.micro_batch, f"at most global_batch ({setup.global_batch})")
+    return setup
+
+
+def _workload(r: Reader, model: ModelSpec) -> Workload:
+    r.reject_unknown([f.name for f in dataclasses.fields(Workload)])
+    given = [k for k in ("epochs", "tokens", "reference_points") if r.has(k)]
+    if len(given) != 1:
+        raise r.fail(
+            "epochs", {k: r.data.get(k) for k in ("epochs", "tokens", "reference_points")},
+            "exactly one of epochs, tokens or reference_points",
+        )
+    points: list[ReferencePoint] = []
+    if r.has("reference_points"):
+        for i, item in enumerate(r.list_of("reference_points")):
+            p = Reader(item, r.source, r.field(f"reference_points[{i}]"))
+            p.reject_unknown(["global_batch", "steps", "epochs"])
+            if p.has("steps") == p.has("epochs"):
+                raise p.fail("steps", p.data.get("steps"), "exactly one of steps or epochs per point")
+            points.append(ReferencePoint(
+                global_batch=p.integer("global_batch", minimum=1),
+                steps=p.integer("steps", None, minimum=1),
+                epochs=p.number("epochs", None, minimum=0, exclusive_min=True),
+            ))
+    workload = Workload(
+        dataset_samples=r.integer("dataset_samples", None, minimum=1),
+        epochs=r.number("epochs", None, minimum=0, exclusive_min=True),
+        tokens=r.number("tokens", None, minimum=0, exclusive_min=True),
+        reference_points=tuple(points),
+        b_crit=r.number("b_crit", None, minimum=0, exclusive_min=True),
+        early_stop_fraction=r.number("early_stop_fraction", 1.0, minimum=0.0, maximum=1.0, exclusive_min=True),
+        eval_overhead=r.number("eval_overhead", 0.0, minimum=0.0, maximum=10.0),
+        checkpoint_overhead=r.number("checkpoint_overhead", 0.0, minimum=0.0, maximum=10.0),
+    )
+    needs_dataset = workload.epochs is not None or any(p.epochs is not None for p in points)
+    if needs_dataset and workload.dataset_samples is None:
+        raise r.fail("dataset_samples", None, "the dataset size in samples (epochs need it)")
+    if workload.tokens is not None and (model.transformer is None and model.name is None):
+        raise r.fail("tokens", workload.tokens, "a model with a sequence length (model.transformer.seq_len)")
+    if len(points) == 1 and workload.b_crit is None:
+        raise r.fail("reference_points", [dataclasses.asdict(p) for p in points],
+                     "two or more points, or one point with workload.b_crit")
+    return workload
+
+
+def _hardware(r: Reader | None, known_gpu_ids: Iterable[str] | None) -> Hardware:
+    if r is None:
+        return Hardware()
+    r.reject_unknown([f.name for f in dataclasses.fields(Hardware)])
+    gpus: tuple[str, ...] | None = None
+    raw = r.raw("gpus", "all")
+    if raw != "all":
+        items = r.list_of("gpus")
+        known = set(known_gpu_ids) if known_gpu_ids is not None else None
+        for i, gid in enumerate(items):
+            if not isinstance(gid, str):
+                raise InputError(r.source, r.field(f"gpus[{i}]"), gid, "a GPU profile id string")
+            if known is not None and gid not in known:
+                raise InputError(r.source, r.field(f"gpus[{i}]"), gid,
+                                 "a known GPU profile id: " + ", ".join(sorted(known)))
+        gpus = tuple(items)
+    counts = r.list_of("gpu_counts", [1])
+    for i, c in enumerate(counts):
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 100_000:
+            raise InputError(r.source, r.field(f"gpu_counts[{i}]"), c, "an integer between 1 and 100000")
+    return Hardware(
+        gpus=gpus,
+        gpu_counts=tuple(sorted(set(counts))),
+        gpus_per_node=r.integer("gpus_per_node", 8, minimum=1, maximum=64),
+        inter_node_gb_per_s=r.number("inter_node_gb_per_s", 100.0, minimum=0, exclusive_min=True),
+        cpu_workers_per_gpu=r.integer("cpu_workers_per_gpu", 8, minimum=0, maximum=1024),
+        workspace_gib=r.number("workspace_gib", None, minimum=0, maximum=1024),
+    )
+
+
+def _pricing(r: Reader | None) -> Pricing:
+    if r is None:
+        return Pricing()
+    r.reject_unknown([f.name for f in dataclasses.fields(Pricing)])
+    spot = SpotSettings()
+    s = r.sub("spot")
+    if s is not None:
+        s.reject_unknown([f.name for f in dataclasses.fields(SpotSettings)])
+        spot = SpotSettings(
+            preemptions_per_instance_hour=s.number("preemptions_per_instance_hour", 0.05, minimum=0, maximum=100),
+            checkpoint_interval_min=s.number("checkpoint_interval_min", 30.0, minimum=0, exclusive_min=True),
+            restart_min=s.number("restart_min", 10.0, minimum=0),
+        )
+    on_prem = OnPrem()
+    o = r.sub("on_prem")
+    if o is not None:
+        o.reject_unknown([f.name for f in dataclasses.fields(OnPrem)])
+        on_prem = OnPrem(
+            purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", 30000.0, minimum=0),
+            lifetime_years=o.number("lifetime_years", 4.0, minimum=0, exclusive_min=True, maximum=50),
+            fleet_utilisation=o.number("fleet_utilisation", 0.6, minimum=0, exclusive_min=True, maximum=1),
+            usd_per_kwh=o.number("usd_per_kwh", 0.12, minimum=0, maximum=100),
+            pue=o.number("pue", 1.4, minimum=1.0, maximum=5.0),
+        )
+    currency = r.string("currency", "USD")
+    if len(currency) != 3 or not currency.isalpha():
+        raise r.fail("currency", currency, "a 3-letter ISO 4217 code such as USD, MXN, ARS, EUR")
+    return Pricing(
+        tier=r.string("tier", "on_demand", TIERS),
+        provider=r.string("provider", "cheapest"),
+        currency=currency.upper(),
+        exchange_rate=r.number("exchange_rate", 1.0, minimum=0, exclusive_min=True),
+        exchange_rate_as_of=r.date("exchange_rate_as_of", None),
+        runs=r.integer("runs", 1, minimum=1, maximum=100_000),
+        failure_overhead=r.number("failure_overhead", 0.0, minimum=0, maximum=10),
+        tax_rate=r.number("tax_rate", 0.0, minimum=0, maximum=5),
+        billing_increment_min=r.number("billing_increment_min", None, minimum=0, exclusive_min=True, maximum=60 * 24),
+        spot=spot,
+        on_prem=on_prem,
+        grid_kg_co2_per_kwh=r.number("grid_kg_co2_per_kwh", None, minimum=0, maximum=5),
+    )
+
+
+def _constraints(r: Reader | None) -> Constraints:
+    if r is None:
+        return Constraints()
+    r.reject_unknown(["deadline_hours", "budget_usd"])
+    return Constraints(
+        deadline_hours=r.number("deadline_hours", None, minimum=0, exclusive_min=True),
+        budget_usd=r.number("budget_usd", None, minimum=0, exclusive_min=True),
+    )
+
+
+def _check_batches(s: Scenario, source: str) -> None:
+    """A fixed micro-batch must divide every per-GPU batch; the global batch must split over every GPU count."""
+    for n in s.hardware.gpu_counts:
+        if s.training.global_batch % n:
+            raise InputError(source, "training.global_batch", s.training.global_batch,
+                             f"a multiple of every GPU count (hardware.gpu_counts has {n})")
+        per_gpu = s.training.global_batch // n
+        micro = s.training.micro_batch
+        if micro is not None and per_gpu % micro:
+            raise InputError(source, "training.micro_batch", micro,
+                             f"a divisor of the per-GPU batch {per_gpu} (= global_batch "
+                             f"{s.training.global_batch} / {n} GPUs), or auto")
+
+
+# ---------------------------------------------------------------- dumping
+
+def scenario_to_dict(s: Scenario) -> dict:
+    """The scenario as a plain mapping that parse_scenario reads back to an equal Scenario."""
+    out: dict = {"schema": SCHEMA, "name": s.name, "locale": s.locale}
+    out["model"] = _drop_none(dataclasses.asdict(s.model))
+    training = dataclasses.asdict(s.training)
+    training["precisions"] = list(s.training.precisions)
+    training["micro_batch"] = "auto" if s.training.micro_batch is None else s.training.micro_batch
+    out["training"] = _drop_none(training)
+    workload = dataclasses.asdict(s.workload)
+    workload["reference_points"] = [_drop_none(p) for p in workload["reference_points"]] or None
+    out["workload"] = _drop_none(workload)
+    hardware = dataclasses.asdict(s.hardware)
+    hardware["gpus"] = "all" if s.hardware.gpus is None else list(s.hardware.gpus)
+    hardware["gpu_counts"] = list(s.hardware.gpu_counts)
+    out["hardware"] = _drop_none(hardware)
+    pricing = dataclasses.asdict(s.pricing)
+    if s.pricing.exchange_rate_as_of is not None:
+        pricing["exchange_rate_as_of"] = s.pricing.exchange_rate_as_of.isoformat()
+    out["pricing"] = _drop_none(pricing)
+    constraints = _drop_none(dataclasses.asdict(s.constraints))
+    if constraints:
+        out["constraints"] = constraints
+    return out
+
+
+def dump_scenario_yaml(s: Scenario) -> str:
+    return yaml.safe_dump(scenario_to_dict(s), sort_keys=False, allow_unicode=True)
+
+
+def _drop_none(d: Mapping) -> dict:
+    out = {}
+    for k, v in d.items():
+        if v is None:
+            continue
+        out[k] = _drop_none(v) if isinstance(v, Mapping) else (list(v) if isinstance(v, tuple) else v)
+    return out

@@ -1,0 +1,98 @@
+"""The plan as JSON (schema trainplan.plan/1), the contract in DESIGN.md; also the options as flat rows."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from planner import __version__
+from planner.engine.estimates import GIB, Plan, PlanOption
+
+SCHEMA = "trainplan.plan/1"
+
+
+def _r(x: float | None, digits: int = 4) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return float(f"{x:.{digits}g}")
+
+
+def _pair(p: tuple[float, float] | None, digits: int = 4) -> list | None:
+    return [_r(p[0], digits), _r(p[1], digits)] if p else None
+
+
+def option_to_dict(o: PlanOption) -> dict:
+    m, s, c, conv = o.memory, o.step, o.cost, o.convergence
+    memory_gib = None
+    if m is not None:
+        memory_gib = {k: _r(v) for k, v in m.parts_gib().items()}
+        memory_gib.update(total=_r(m.total / GIB), capacity=_r(m.capacity / GIB), usable=_r(m.usable / GIB))
+    price = None
+    if c is not None and c.price is not None:
+        p = c.price
+        price = {"provider": p.provider, "instance": p.instance, "tier": p.tier,
+                 "usd_per_gpu_hour": _r(p.usd_per_gpu_hour), "as_of": p.as_of, "source": p.source,
+                 "origin": p.origin, "gpus_per_instance": p.gpus_per_instance}
+    return {
+        "id": o.id, "gpu_id": o.gpu_id, "gpu_name": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
+        "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
+        "memory_gib": memory_gib,
+        "headroom": _r(m.headroom, 3) if m else None,
+        "memory_source": str(m.source) if m else None,
+        "step_time_s": _r(s.step_time_s) if s else None,
+        "micro_step_time_s": _r(s.micro_step_time_s) if s else None,
+        "step_time_source": str(s.source) if s else None,
+        "step_time_range_s": _pair(s.band_s) if s else None,
+        "samples_per_s": _r(s.samples_per_s) if s else None,
+        "steps": _r(conv.steps, 6) if conv else None,
+        "epochs": _r(conv.epochs) if conv and conv.epochs is not None else None,
+        "convergence_source": str(conv.source) if conv else None,
+        "hours": _r(c.hours) if c else None,
+        "hours_range": _pair(c.hours_range) if c else None,
+        "gpu_hours": _r(c.gpu_hours) if c else None,
+        "cost_usd": _r(c.usd, 6) if c else None,
+        "cost_usd_range": _pair(c.usd_range, 6) if c else None,
+        "cost_local": ({"amount": _r(c.amount_in_currency, 6), "currency": c.currency,
+                        "range": _pair(c.amount_range_in_currency, 6)} if c else None),
+        "price": price,
+        "n_gpus_billed": c.n_gpus_billed if c else None,
+        "scaling": ({"source": str(o.scaling.source), "efficiency": _r(o.scaling.efficiency, 3),
+                     "exposed_comm_s": _r(o.scaling.exposed_comm_s),
+                     "formula_step_time_s": _r(o.scaling.formula_step_time_s)} if o.scaling else None),
+        "energy_kwh": _r(c.energy_kwh) if c else None,
+        "co2_kg": _r(c.co2_kg) if c else None,
+        "checkpoint_gib": _r(o.checkpoint_gib),
+        "notes": list(o.notes),
+    }
+
+
+def display_path(path: str) -> str:
+    """A result file's path relative to the project when it lies inside it (portable plans and reports)."""
+    from pathlib import Path
+
+    from planner.inputs.userdata import PROJECT_ROOT
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
+    r = plan.recommendation
+    return {
+        "schema": SCHEMA,
+        "trainplan_version": __version__,
+        "scenario_name": plan.scenario_name,
+        "inputs": {"profiles": list(inputs_profiles or plan.profiles_used),
+                   "result_files": [display_path(p) for p in plan.result_files_used]},
+        "options": [option_to_dict(o) for o in plan.options],
+        "recommendation": {"primary": r.primary, "runner_up": r.runner_up,
+                           "cheapest_within_deadline": r.cheapest_within_deadline,
+                           "fastest_within_budget": r.fastest_within_budget, "reason": r.reason},
+        "assumptions": list(plan.assumptions),
+        "warnings": list(plan.warnings),
+    }
+
+
+def plan_to_json(plan: Plan) -> str:
+    return json.dumps(plan_to_dict(plan), indent=2, ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,190 @@
+"""What the Benchmarks page shows of result files: the file list, measurement rows, charts, trials, environment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from planner.inputs.resultfile import PHASES, ResultFile
+from planner.present.i18n import t
+
+if TYPE_CHECKING:  # altair is imported inside the chart builders so that `import planner` stays light
+    import altair as alt
+
+GIB = 2**30
+PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16")
+# Okabe-Ito, one colour per precision, the same in every chart of the page.
+PRECISION_COLOURS = ("#0072B2", "#56B4E9", "#E69F00", "#D55E00")
+
+
+# ---------------------------------------------------------------- the list of files
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str
+    device_dir: str  # gpu profile id | cpu | traced | unknown-<gpu>: the folder the file sits in
+    gpu_label: str
+    model: str
+    created_utc: str
+    partial: bool
+    yours: bool  # under $TRAINPLAN_HOME (run here or imported), not the shipped results/
+    n_ok: int
+
+
+def file_entries(results: Sequence[ResultFile], user_root: str | Path | None = None,
+                 locale: str | None = "en") -> list[FileEntry]:
+    """Every file, newest first, with the device it describes: the GPU, the CPU, or a trace (no device ran it)."""
+    mine = Path(user_root).resolve() if user_root is not None else None
+    out = []
+    for r in results:
+        p = Path(r.path).resolve()
+        folder = p.parent.name
+        if r.is_traced:
+            gpu = t("pages.bench.traced_device", locale, emulates=r.settings.get("emulates") or "cuda")
+        elif r.device == "cpu":
+            gpu = "CPU: " + str(r.environment.get("cpu") or "?")
+        else:
+            gpu = r.environment.get("gpu_name") or folder
+        out.append(FileEntry(
+            path=r.path, device_dir=folder, gpu_label=str(gpu), model=r.model_name, created_utc=r.created_utc,
+            partial=r.partial, yours=mine is not None and mine in p.parents,
+            n_ok=sum(1 for m in r.measurements if m.ok)))
+    out.sort(key=lambda e: (e.created_utc, e.path), reverse=True)
+    return out
+
+
+def filter_entries(entries: Sequence[FileEntry], device_dir: str | None, model: str | None) -> list[FileEntry]:
+    return [e for e in entries if (device_dir is None or e.device_dir == device_dir)
+            and (model is None or e.model == model)]
+
+
+# ---------------------------------------------------------------- one file
+
+def measurement_rows(r: ResultFile) -> list[dict]:
+    """One row per measurement, numbers in the units of the column names (ms, GiB, %, J); None = not measured."""
+    rows = []
+    for m in r.measurements:
+        st = m.step_time_s
+        rows.append({
+            "precision": m.precision, "batch": m.batch_size, "status": m.status, "source": m.source,
+            "step_ms": st.median * 1000 if st else None, "p10_ms": st.p10 * 1000 if st else None,
+            "p90_ms": st.p90 * 1000 if st else None, "n": st.n if st else None,
+            "samples_per_s": m.samples_per_s,
+            "peak_gib": m.peak_allocated_bytes / GIB if m.peak_allocated_bytes is not None else None,
+            "reserved_gib": m.peak_reserved_bytes / GIB if m.peak_reserved_bytes is not None else None,
+            "tflops": m.achieved_tflops, "mfu_pct": 100 * m.mfu if m.mfu is not None else None,
+            "gpu_util_pct": m.gpu_util_pct, "power_w": m.power_w, "energy_j": m.energy_j_per_step,
+            "reason": m.reason or "",
+        })
+    return rows
+
+
+def phase_rows(r: ResultFile) -> list[dict]:
+    """Seconds per phase (data, forward, backward, optimizer) of each ok measurement that has them."""
+    rows = []
+    for m in r.measurements:
+        if not m.ok:
+            continue
+        for i, phase in enumerate(PHASES):
+            value = m.phases_s.get(phase)
+            if value is not None:
+                rows.append({"setting": f"{m.precision} b={m.batch_size}", "precision": m.precision,
+                             "batch": m.batch_size, "phase": phase, "order": i, "ms": value * 1000})
+    return rows
+
+
+def max_batch_rows(r: ResultFile) -> list[dict]:
+    out = []
+    for mb in r.max_batch:
+        trials = mb.get("trials") or []
+        out.append({"precision": mb.get("precision"), "max_batch": mb.get("max_batch"),
+                    "trials": ", ".join(f"{tr.get('batch_size')}: {tr.get('status')}" for tr in trials),
+                    "n_trials": len(trials), "reason": mb.get("reason") or ""})
+    return out
+
+
+def dataloader_rows(r: ResultFile) -> list[dict]:
+    return [{"num_workers": d.get("num_workers"), "pin_memory": d.get("pin_memory"),
+             "samples_per_s": d.get("samples_per_s"), "per_sample_cpu_s": d.get("per_sample_cpu_s"),
+             "reason": d.get("reason") or ""} for d in r.dataloader]
+
+
+def unmeasured_rows(r: ResultFile) -> list[dict]:
+    """Each field left null, once, with its reason and the measurements it applies to."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for m in r.measurements:
+        for fld, why in m.unmeasured.items():
+            seen.setdefault((fld, why), []).append(f"{m.precision} b={m.batch_size}")
+    return [{"field": f, "reason": why, "where": ", ".join(where)} for (f, why), where in seen.items()]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return "—" if value is None else str(value)
+
+
+def key_value_rows(block: Mapping) -> list[tuple[str, str]]:
+    """A mapping (environment, settings) as (key, text) rows; nested values as compact JSON."""
+    return [(str(k), _text(v)) for k, v in block.items()]
+
+
+# ---------------------------------------------------------------- charts
+
+def _precision_colour(precisions: Sequence[str], locale: str | None):
+    import altair as alt
+
+    domain = [p for p in PRECISION_ORDER if p in precisions]
+    colours = [PRECISION_COLOURS[PRECISION_ORDER.index(p)] for p in domain]
+    return alt.Color("precision:N", title=t("pages.bench.col.precision", locale),
+                     scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="right"))
+
+
+def batch_chart(rows: Sequence[dict], field: str, locale: str | None = "en") -> alt.Chart | None:
+    """`field` (samples_per_s, peak_gib, mfu_pct, energy_j) against the batch size, one line per precision."""
+    import altair as alt
+
+    from planner.present.charts import vega_locale
+
+    data = [r for r in rows if r["status"] == "ok" and r.get(field) is not None]
+    if not data:
+        return None
+    title = t(f"pages.bench.chart.{field}", locale)
+    batches = sorted({r["batch"] for r in data})
+    # Streamlit fits the whole chart (title, legend, axes) into `height`: the legend goes right, not on top.
+    chart = alt.Chart(alt.Data(values=[{k: r[k] for k in ("precision", "batch", field)} for r in data])).mark_line(
+        point=True).encode(
+        x=alt.X("batch:Q", title=t("pages.bench.chart.batch_axis", locale),
+                scale=alt.Scale(type="log", base=2, domain=[batches[0], batches[-1]]),
+                axis=alt.Axis(values=batches, format=",~r")),
+        y=alt.Y(f"{field}:Q", title=None, axis=alt.Axis(format=",.3~r")),
+        color=_precision_colour([r["precision"] for r in data], locale),
+        tooltip=["precision:N", "batch:Q", alt.Tooltip(f"{field}:Q", title=title, format=",.4~r")],
+    ).properties(height=300, title=title)
+    return chart.configure(locale=vega_locale(locale)).configure_view(stroke=None)
+
+
+def phase_chart(rows: Sequence[dict], locale: str | None = "en") -> alt.Chart | None:
+    """Stacked milliseconds per phase for each (precision, batch)."""
+    import altair as alt
+
+    from planner.present.charts import PART_COLOURS, vega_locale
+
+    if not rows:
+        return None
+    names = {p: t(f"pages.bench.phase.{p}", locale) for p in PHASES}
+    data = [{**r, "phase": names[r["phase"]]} for r in rows]
+    order = list(dict.fromkeys(r["setting"] for r in rows))
+    chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
+        y=alt.Y("setting:N", title=None, sort=order),
+        x=alt.X("sum(ms):Q", title=t("pages.bench.chart.phase_axis", locale), stack="zero"),
+        color=alt.Color("phase:N", title=None, sort=list(names.values()),
+                        scale=alt.Scale(domain=list(names.values()), range=list(PART_COLOURS[:len(names)])),
+                        legend=alt.Legend(orient="top")),
+        order=alt.Order("order:Q"),
+        tooltip=["setting:N", "phase:N", alt.Tooltip("ms:Q", format=",.3~g")],
+    ).properties(height=alt.Step(26), title=t("pages.bench.chart.phases", locale))
+    return chart.configure(locale=vega_locale(locale)).configure_view(stroke=None)
