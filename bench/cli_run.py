@@ -9,9 +9,8 @@ import traceback
 from pathlib import Path
 
 from planner.inputs.errors import InputError
+from planner.vocab import OPTIMIZERS, PRECISIONS
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results"
 EXIT_INTERRUPTED = 130
 

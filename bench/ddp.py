@@ -23,9 +23,8 @@ from pathlib import Path
 
 from bench.cli_run import parse_model_options
 from planner.inputs.errors import InputError
+from planner.vocab import OPTIMIZERS, PRECISIONS
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
 BACKENDS = ("auto", "nccl", "gloo")
 FAULTS = ("rank1-exit", "rank1-raise", "rank1-hang")
 ROOT = Path(__file__).resolve().parent.parent

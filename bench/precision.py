@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+from planner.vocab import PRECISIONS
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ import traceback
 from pathlib import Path
 
 from planner.inputs.errors import InputError
-from planner.inputs.resultfile import PRECISIONS, parse_result, result_path, write_result_atomic
+from planner.inputs.resultfile import parse_result, result_path, write_result_atomic
+from planner.vocab import GIB, PRECISIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "results"
 SOURCE = "bench trace"
-GIB = 2**30
 
 CUDA_BEHAVIOURS = (
     "autocast follows CUDA's op lists (layer_norm, softmax, log_softmax, sum, pow, rsqrt, losses ... in fp32; "

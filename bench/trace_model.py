@@ -12,11 +12,11 @@ from torch.utils.checkpoint import checkpoint
 
 from bench.trace_core import StorageTracker, to_fake
 from planner.inputs.errors import InputError
+from planner.vocab import TRACEABLE_OPTIMIZERS
 
 SOURCE = "bench trace"
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 ATTENTION_WORDS = ("attn", "attention")
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor")
 # Hyper-parameters only matter where they change allocations (weight decay adds a foreach temporary for SGD).
 OPTIMIZER_OPTIONS = {
     "sgd": {"lr": 0.1},
@@ -155,10 +155,10 @@ def make_preparer(*, frozen_fraction: float, adapter: Adapter | None, precision:
 
 
 def make_optimizer_factory(name: str, impl: str) -> Callable[[list], torch.optim.Optimizer]:
-    if name not in OPTIMIZERS:
+    if name not in TRACEABLE_OPTIMIZERS:
         hint = " (adam8bit needs bitsandbytes' CUDA kernels; the planner prices its state at 2 B/param)" \
             if name == "adam8bit" else ""
-        raise InputError(SOURCE, "--optimizer", name, "one of " + ", ".join(OPTIMIZERS) + hint)
+        raise InputError(SOURCE, "--optimizer", name, "one of " + ", ".join(TRACEABLE_OPTIMIZERS) + hint)
     if impl not in ("foreach", "fused") or (impl == "fused" and name == "adafactor"):
         raise InputError(SOURCE, "--optimizer-impl", impl, "foreach, or fused for sgd/sgd_momentum/adam/adamw")
     options = dict(OPTIMIZER_OPTIONS[name])

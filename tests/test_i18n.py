@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.engine.estimates import SOURCE_KINDS, MemoryEstimate
-from planner.inputs.scenario import ADAPTER_TARGETS, OPTIMIZERS, PRECISIONS, SHARDINGS, TIERS
+from planner.engine.estimates import MemoryEstimate
 from planner.present import i18n
+from planner.vocab import ADAPTER_TARGETS, OPTIMIZERS, PRECISIONS, SHARDINGS, SOURCE_KINDS, TIERS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,8 +15,6 @@ from hypothesis import strategies as st
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import (
     DEFAULT_PROFILES_DIR,
-    PRECISIONS,
-    TIERS,
     GpuProfile,
     PriceQuote,
     cheapest_quote,
@@ -27,6 +25,7 @@ from planner.inputs.profiles import (
     parse_profile,
     profile_to_dict,
 )
+from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 
 PROFILE_FILES = sorted(DEFAULT_PROFILES_DIR.glob("*.yaml"))
 
@@ -65,7 +64,7 @@ def test_shipped_profile_loads_and_is_in_range(path: Path):
     assert 50 <= p.memory_bandwidth_gb_per_s <= 20000
     assert 10 <= p.tdp_w <= 2000
     assert p.sources, "every shipped figure needs a citation"
-    assert set(p.peak_tflops) <= set(PRECISIONS) and p.supports("fp32")
+    assert set(p.peak_tflops) <= set(PEAK_KEYS) and p.supports("fp32")
     assert set(p.estimated_peaks) <= set(p.peak_tflops)
     if p.memory_gb_label is not None:
         label_gib = _gib(p.memory_gb_label)
@@ -87,7 +86,7 @@ def test_shipped_profile_loads_and_is_in_range(path: Path):
     if p.vendor == "nvidia":
         assert p.compute_capability and p.compute_capability[0].isdigit()
     for q in p.prices:
-        assert q.tier in TIERS and 0 < q.usd_per_gpu_hour <= 200
+        assert q.tier in RENTAL_TIERS and 0 < q.usd_per_gpu_hour <= 200
         assert q.as_of is None or q.as_of >= datetime.date(2015, 1, 1)
         assert q.billing_increment_s in (1, 60, 3600)
         assert q.origin == "published"

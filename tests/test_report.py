@@ -17,7 +17,7 @@ import pytest
 from pypdf import PdfReader
 
 from planner import __version__
-from planner.engine.estimates import GIB, Recommendation, Source
+from planner.engine.estimates import Recommendation, Source
 from planner.engine.plan import build_plan, load_inputs
 from planner.inputs.scenario import load_scenario_file, load_scenario_text
 from planner.present import fmt
@@ -26,6 +26,7 @@ from planner.present.i18n import catalog, missing_keys
 from planner.present.report import options_csv, render_report
 from planner.present.report.model import build_report_model
 from planner.present.report.risks import KEYS
+from planner.vocab import GIB
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "scenarios" / "resnet50-imagenet.yaml"

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.inputs.errors import InputError
+from planner.vocab import PRECISIONS, TRACEABLE_OPTIMIZERS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PYTHON_ENV = "TRAINPLAN_BENCH_PYTHON"  # another interpreter (one with torch) for bench; default: the app's own
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 DETECT_TIMEOUT_S = 90
 MAX_BATCHES = 12
 TORCH_PIN = "torch==2.13.0"
@@ -322,7 +322,6 @@ def start_run(request: RunRequest, python: str | None = None) -> BenchRun:
 # ---------------------------------------------------------------- trace
 
 TRACE_TIMEOUT_S = 300
-TRACE_OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor")  # what bench trace can build
 TRACE_IMPLS = ("foreach", "fused")
 _CUSTOM_MODEL = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _BENCH_NEEDS = ("torch", "yaml")  # a missing one of these means "install bench's requirements", not a bad model
@@ -376,8 +375,8 @@ def make_trace_request(model: str, known_models, precisions, batches_text: str, 
         raise InputError("trace", "batch sizes", batches_text, "positive whole numbers separated by commas, e.g. "
                          "1,8,32" + (f" (not: {', '.join(bad)})" if bad else ""))
     batches = parse_batches(batches_text)  # and its limits: at most 65536, at most MAX_BATCHES sizes
-    if optimizer not in TRACE_OPTIMIZERS:
-        raise InputError("trace", "optimizer", optimizer, "one of " + ", ".join(TRACE_OPTIMIZERS))
+    if optimizer not in TRACEABLE_OPTIMIZERS:
+        raise InputError("trace", "optimizer", optimizer, "one of " + ", ".join(TRACEABLE_OPTIMIZERS))
     if optimizer_impl not in TRACE_IMPLS or (optimizer_impl == "fused" and optimizer == "adafactor"):
         raise InputError("trace", "optimizer implementation", optimizer_impl,
                          "foreach, or fused for sgd, sgd_momentum, adam and adamw")

@@ -360,7 +360,7 @@ def _trace_form(found: bench_runner.Detection) -> None:
                             placeholder=tr("pages.bench.trace_seq_len_default", n=entry["seq_len"]) if takes_seq
                             else tr("pages.bench.trace_seq_len_none"), help=tr("pages.bench.trace_seq_len_help"))
         with c2:
-            optimizers = list(bench_runner.TRACE_OPTIMIZERS)
+            optimizers = list(bench_runner.TRACEABLE_OPTIMIZERS)
             st.selectbox(tr("pages.bench.trace_optimizer"), optimizers, key="trace_optimizer",
                          index=optimizers.index("adamw"), format_func=choice_label("common.optimizer"))
             st.radio(tr("pages.bench.trace_impl"), list(bench_runner.TRACE_IMPLS), key="trace_impl", horizontal=True,

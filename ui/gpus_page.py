@@ -10,7 +10,7 @@ import streamlit as st
 from planner.engine.cost import STALE_QUOTE_DAYS, choose_quote
 from planner.inputs import user_profiles
 from planner.inputs.errors import InputError
-from planner.inputs.profiles import MEMORY_SOURCES, PRECISIONS, VENDORS
+from planner.inputs.profiles import MEMORY_SOURCES, VENDORS
 from planner.inputs.userdata import (
     price_overrides_path,
     remove_price_override,
@@ -19,6 +19,7 @@ from planner.inputs.userdata import (
 )
 from planner.present import fmt
 from planner.present.charts import option_label
+from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
 from ui.i18n_ui import begin_run, choice_label, locale, tr
 from ui.render import md, trm
@@ -28,7 +29,7 @@ BILLING = (3600, 60, 1)
 PROFILE_KEYS = {"pf_id": "id", "pf_name": "name", "pf_vendor": "vendor", "pf_architecture": "architecture",
                 "pf_cc": "compute_capability", "pf_nvml": "nvml_names", "pf_memory": "memory_gib",
                 "pf_memory_source": "memory_gib_source", "pf_bandwidth": "memory_bandwidth_gb_per_s",
-                **{f"pf_{p}": p for p in PRECISIONS}, "pf_tdp": "tdp_w", "pf_ic_kind": "interconnect_kind",
+                **{f"pf_{p}": p for p in PEAK_KEYS}, "pf_tdp": "tdp_w", "pf_ic_kind": "interconnect_kind",
                 "pf_ic_bw": "interconnect_gb_per_s", "pf_pcie": "pcie_gen", "pf_sources": "sources",
                 "pf_notes": "notes"}
 
@@ -41,7 +42,7 @@ def profiles_frame(rows: list[user_profiles.ProfileRow]) -> pd.DataFrame:
     for r in rows:
         row = {tr("pages.gpus.col.name"): r.name, tr("pages.gpus.col.memory_gib"): r.memory_gib,
                tr("pages.gpus.col.bandwidth"): r.bandwidth_gb_per_s}
-        for p in PRECISIONS:
+        for p in PEAK_KEYS:
             row[tr("pages.gpus.col.peak", precision=p)] = r.peaks[p]
         row[tr("pages.gpus.col.price")] = r.usd_per_gpu_hour
         row[tr("pages.gpus.col.as_of")] = fmt.date(r.price_as_of, loc) if r.price_as_of else "—"
@@ -60,7 +61,7 @@ def profiles_frame(rows: list[user_profiles.ProfileRow]) -> pd.DataFrame:
 
 def _table(inputs, today: dt.date) -> list[user_profiles.ProfileRow]:
     ss = st.session_state
-    st.selectbox(tr("pages.gpus.tier"), user_profiles.RENTAL_TIERS, key="gpus_tier",
+    st.selectbox(tr("pages.gpus.tier"), RENTAL_TIERS, key="gpus_tier",
                  format_func=choice_label("common.tier"), help=tr("pages.gpus.tier_help"))
     rows = user_profiles.profile_rows(inputs.profiles, inputs.price_overrides, ss["gpus_tier"], today)
     config = {tr("pages.gpus.col.yours"): st.column_config.CheckboxColumn(),
@@ -150,7 +151,7 @@ def _overrides(inputs, current, today: dt.date) -> None:
         with c2:
             st.number_input(tr("pages.gpus.ov_price"), min_value=0.0, max_value=1000.0, step=0.05, format="%.3f",
                             key="ov_price", help=tr("pages.gpus.ov_price_help"))
-            st.selectbox(tr("pages.gpus.ov_tier"), user_profiles.RENTAL_TIERS, key="ov_tier",
+            st.selectbox(tr("pages.gpus.ov_tier"), RENTAL_TIERS, key="ov_tier",
                          format_func=choice_label("common.tier"))
             st.number_input(tr("pages.gpus.ov_gpus"), min_value=1, max_value=64, step=1, key="ov_gpus")
         with c3:
@@ -292,7 +293,7 @@ def _add_profile(inputs) -> None:
                             format="%.0f")
             st.number_input(tr("pages.gpus.pf.pf_pcie"), min_value=1, max_value=7, step=1, key="pf_pcie")
         with c3:
-            for p in PRECISIONS:
+            for p in PEAK_KEYS:
                 st.number_input(tr(f"pages.gpus.pf.pf_{p}"), min_value=0.0, max_value=20000.0, step=1.0,
                                 key=f"pf_{p}", format="%.1f", help=tr("pages.gpus.pf_peak_help"))
         st.text_area(tr("pages.gpus.pf.pf_sources"), key="pf_sources", max_chars=2000, height=80,

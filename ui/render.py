@@ -12,11 +12,12 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner.engine.estimates import GIB, MemoryEstimate, Plan, PlanOption
+from planner.engine.estimates import MemoryEstimate, Plan, PlanOption
 from planner.engine.recommend import costed
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.i18n import t
+from planner.vocab import GIB
 from ui.i18n_ui import locale, note, tr, tr_or
 
 PART_COLOURS = ("#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00", "#CC79A7", "#F0E442", "#999999")

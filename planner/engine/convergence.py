@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ConvergenceEstimate, Source
 from planner.present.notes import Note
+from planner.vocab import SGD_FAMILY
 
 if TYPE_CHECKING:
     from planner.inputs.scenario import Workload
@@ -19,7 +20,6 @@ FIT_BAND_FRACTION = 0.15
 # Past 2 b_crit, S(B) <= 1.5 S_min: doubling the batch again saves at most a sixth of the steps.
 FAR_PAST_B_CRIT = 2.0
 
-SGD_FAMILY = ("sgd", "sgd_momentum")
 ADAM_FAMILY = ("adam", "adamw", "adam8bit", "adafactor")
 
 CAVEATS = (Note("caveat_same_target"), Note("caveat_lr_retuned"), Note("caveat_b_crit_grows"))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-GIB = 2**30
+from planner.vocab import GIB
 
 # Provenance kinds, strongest first (ESTIMATION.md: prefer measured > traced > formula).
-SOURCE_KINDS = ("measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published", "user")
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner.engine.estimates import GIB, ActivationLine, MemoryEstimate, ResolvedModel, Source
+from planner.engine.estimates import ActivationLine, MemoryEstimate, ResolvedModel, Source
 from planner.engine.memory_activations import (
-    LAYOUTS,
     PRECISIONS,
     activation_bytes,
     head_activation_bytes,
@@ -16,6 +15,16 @@ from planner.engine.memory_activations import (
 )
 from planner.inputs.errors import InputError
 from planner.present.notes import Note
+from planner.vocab import (
+    ADAPTER_TARGETS,
+    GIB,
+    MEASURED_KINDS,
+    MIB,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    SHARDINGS,
+    STATE_LAYOUTS,
+)
 
 __all__ = [
     "StateBytes", "TransientParts", "trainable_params", "total_params", "adapter_params", "model_state_bytes",
@@ -24,11 +33,6 @@ __all__ = [
     "estimate_memory", "checkpoint_bytes", "max_micro_batch_that_fits",
 ]
 
-MIB = 2**20
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
-OPTIMIZER_IMPLS = ("foreach", "fused")
-SHARDINGS = ("none", "zero1", "zero2", "zero3")
-ADAPTER_TARGETS = ("attention", "qv", "all_linear")
 
 # Optimizer state per trainable parameter with fp32 states (ESTIMATION.md §1 "Other optimizers"): SGD none,
 # momentum one buffer, Adam/AdamW m and v, Adafactor factored row/column moments (≈ 0 per parameter),
@@ -55,7 +59,6 @@ CUDA_CONTEXT_BYTES = 0.5 * GIB
 # plus proxy/channel state.
 NCCL_BUFFER_BYTES = 0.5 * GIB
 TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (ESTIMATION.md §1 "Fit")
-MEASURED_KINDS = ("measured", "interpolated", "extrapolated", "transferred")
 
 
 def _check(value: object, allowed: tuple, field: str) -> None:
@@ -129,7 +132,7 @@ def layout_bytes_per_param(state_layout: str, precision: str, optimizer: str) ->
     (fp32 main params and grads + moments) = 20, bf16 2/4/12 = 18, fp32 4/4/8 = 16; pure_bf16 2/2/4.
     The optimizer column is master copies + optimizer_state_bytes_per_param.
     """
-    _check(state_layout, LAYOUTS, "training.state_layout")
+    _check(state_layout, STATE_LAYOUTS, "training.state_layout")
     _check(precision, PRECISIONS, "precision")
     state = optimizer_state_bytes_per_param(optimizer, state_layout)
     if state_layout == "torch_amp":
@@ -164,7 +167,7 @@ def model_state_bytes(params: int, trainable: int, optimizer: str, state_layout:
     (Rajbhandari et al. 2020): Z1 shards the optimizer, Z2 also gradients, Z3 also weights, plus one gathered
     unit (the largest layer's weights and gradients), counted only when largest_layer_params is given.
     """
-    _check(state_layout, LAYOUTS, "training.state_layout")
+    _check(state_layout, STATE_LAYOUTS, "training.state_layout")
     _check_sharding(state_layout, sharding)
     if n_gpus < 1:
         raise InputError(None, "n_gpus", n_gpus, "an integer >= 1")
@@ -249,7 +252,7 @@ def transient_parts(trainable: int, precision: str, optimizer: str, optimizer_im
     peak_parts; the sharded optimizer steps its 1/N shard, so its temporaries shrink by N.
     """
     _check(precision, PRECISIONS, "precision")
-    _check(state_layout, LAYOUTS, "training.state_layout")
+    _check(state_layout, STATE_LAYOUTS, "training.state_layout")
     _check(sharding, SHARDINGS, "training.sharding")
     if grad_accum < 1:
         raise InputError(None, "grad_accum", grad_accum, "an integer >= 1")

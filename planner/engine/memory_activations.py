@@ -6,12 +6,11 @@ from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ActivationLine, ResolvedModel, Source
 from planner.inputs.errors import InputError
+from planner.vocab import PRECISIONS, STATE_LAYOUTS
 
 if TYPE_CHECKING:
     from planner.inputs.scenario import TransformerShape
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-LAYOUTS = ("torch_amp", "zero_paper", "deepspeed", "megatron", "pure_bf16")
 ATTENTIONS = ("sdpa", "manual")  # flash/memory-efficient SDPA | explicit softmax(QK^T)V
 
 MASK_BYTES = 1  # dropout masks are torch.bool on CUDA (Korthikanti et al. 2022 §4.1: "1 byte")
@@ -39,7 +38,7 @@ def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
 def activation_kind(precision: str, layout: str) -> str:
     """'fp32' (fp32/tf32 tensors), 'amp' (torch autocast: 16-bit matmuls, fp32 residual/LN/softmax), 'half'."""
     _check(precision, PRECISIONS, "precision")
-    _check(layout, LAYOUTS, "training.state_layout")
+    _check(layout, STATE_LAYOUTS, "training.state_layout")
     if precision in ("fp32", "tf32"):
         return "fp32"
     return "amp" if layout == "torch_amp" else "half"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from planner.engine.estimates import PlanOption, Recommendation
 from planner.inputs.scenario import Constraints
+from planner.vocab import PRECISION_PREFERENCE
 
 
 def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
@@ -15,7 +16,7 @@ def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
 
 def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
     """Options no other option beats on both hours and cost (ties keep the first), fastest first."""
-    pts = sorted(costed(options), key=lambda o: (o.cost.hours, o.cost.usd, _PRECISION_PREFERENCE.get(o.precision, 9)))
+    pts = sorted(costed(options), key=lambda o: (o.cost.hours, o.cost.usd, PRECISION_PREFERENCE.get(o.precision, 9)))
     frontier: list[PlanOption] = []
     best_usd = float("inf")
     for o in pts:
@@ -70,7 +71,6 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
 
 
 # Equal cost and time (e.g. an input-bound run): prefer bf16 (no loss scaling), then fp16, tf32, fp32.
-_PRECISION_PREFERENCE = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3}
 
 
 # Hours within 2% are a tie for "fastest": estimates are not that precise, so the cheaper one wins.
@@ -86,7 +86,7 @@ def _fastest(pool: list[PlanOption]) -> PlanOption | None:
 
 
 def _cheapest_key(o: PlanOption) -> tuple[float, float, int]:
-    return (round(o.cost.usd, 6), round(o.cost.hours, 6), _PRECISION_PREFERENCE.get(o.precision, 9))
+    return (round(o.cost.usd, 6), round(o.cost.hours, 6), PRECISION_PREFERENCE.get(o.precision, 9))
 
 
 def _runner_up(primary: PlanOption, frontier: list[PlanOption]) -> PlanOption | None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from planner.engine.estimates import Source, StepEstimate, TimePoint
 from planner.present.notes import Note
+from planner.vocab import PRECISIONS
 
 # ---------------------------------------------------------------- constants (editable; each with its source)
 
@@ -76,7 +77,6 @@ DEFAULT_MFU = {
     "mlp":      (0.30, 0.12, 0.15, 0.15),
     "custom":   (0.30, 0.12, 0.15, 0.15),
 }
-_MFU_COLUMNS = ("fp32", "tf32", "fp16", "bf16")
 
 # Measured/fitted step-time bands (assumptions; measured files carry their own p10/p90 for the GPU that ran).
 MEASURED_BAND = 0.03  # another machine of the same type: clocks, thermals, driver (a few percent)
@@ -267,10 +267,10 @@ def analytic_micro_step(flops_per_step: float, peak_tflops: float, mfu: float) -
 
 def default_mfu(family: str, precision: str) -> float:
     """Default MFU for an analytic estimate (DEFAULT_MFU; unknown families use 'custom')."""
-    if precision not in _MFU_COLUMNS:
-        raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(_MFU_COLUMNS)}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
     row = DEFAULT_MFU.get(family, DEFAULT_MFU["custom"])
-    return row[_MFU_COLUMNS.index(precision)]
+    return row[PRECISIONS.index(precision)]
 
 
 # ---------------------------------------------------------------- optimizer, input pipeline

@@ -14,12 +14,11 @@ from typing import Any
 import yaml
 
 from planner.inputs.errors import InputError
+from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 
 SCHEMA = "trainplan.gpu/1"
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parents[2] / "gpu_profiles"
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
-TIERS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 ORIGINS = ("published", "user")
 VENDORS = ("nvidia", "amd", "intel", "google", "other")
 MEMORY_SOURCES = ("driver", "datasheet")
@@ -207,11 +206,11 @@ def _string_list(value: Any, source: str, field: str) -> tuple[str, ...]:
 
 def _parse_peaks(value: Any, source: str) -> FrozenMap:
     if not isinstance(value, Mapping):
-        raise InputError(source, "peak_tflops", value, f"a mapping of precision ({', '.join(PRECISIONS)}) "
+        raise InputError(source, "peak_tflops", value, f"a mapping of precision ({', '.join(PEAK_KEYS)}) "
                          "to dense TFLOPS")
     peaks = {}
     for key, tflops in value.items():
-        _choice(key, PRECISIONS, source, f"peak_tflops.{key}")
+        _choice(key, PEAK_KEYS, source, f"peak_tflops.{key}")
         peaks[key] = _number(tflops, 0.1, 10000, source, f"peak_tflops.{key}", " TFLOPS")
     if "fp32" not in peaks:
         raise InputError(source, "peak_tflops.fp32", None, "an fp32 peak (every GPU has one)")
@@ -226,7 +225,7 @@ def _parse_estimated(value: Any, peaks: Mapping[str, float], source: str) -> Fro
     estimated = {}
     for key, why in value.items():
         field = f"estimated_peaks.{key}"
-        _choice(key, PRECISIONS, source, field)
+        _choice(key, PEAK_KEYS, source, field)
         if key not in peaks:
             # An estimate with no figure behind it would mark a precision supported without a number.
             raise InputError(source, field, why, f"a precision that also has a peak_tflops.{key} figure")
@@ -256,7 +255,7 @@ def parse_price(data: Any, source: str, where: str = "prices[0]") -> PriceQuote:
         instance=_string(data["instance"], source, f("instance")),
         gpus_per_instance=_integer(data.get("gpus_per_instance", 1), 1, 64, source, f("gpus_per_instance")),
         usd_per_gpu_hour=_positive_price(data["usd_per_gpu_hour"], source, f("usd_per_gpu_hour")),
-        tier=_choice(data["tier"], TIERS, source, f("tier")),
+        tier=_choice(data["tier"], RENTAL_TIERS, source, f("tier")),
         billing_increment_s=_integer(data.get("billing_increment_s", DEFAULT_BILLING_INCREMENT_S), 1, 86400,
                                      source, f("billing_increment_s")),
         region=_string(data.get("region"), source, f("region"), allow_none=True),
@@ -518,7 +517,7 @@ def cheapest_quote(profile: GpuProfile, tier: str, provider: str = "cheapest",
     """The lowest current per-GPU-hour quote for `tier` (from `provider`, or any when "cheapest")."""
     if tier == "on_prem":
         return None  # on-prem cost comes from purchase price and power, not from a rental quote
-    _choice(tier, TIERS, "<argument>", "tier")
+    _choice(tier, RENTAL_TIERS, "<argument>", "tier")
     wanted = provider.lower()
     pool = [q for q in profile.prices
             if q.tier == tier and (wanted == "cheapest" or q.provider.lower() == wanted)]

@@ -16,11 +16,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from planner.inputs.errors import InputError
+from planner.vocab import PRECISIONS
 
 SCHEMA = "trainplan.bench/1"
 SOURCES = ("measured", "traced")
 STATUSES = ("ok", "oom", "error", "skipped")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 PHASES = ("data", "forward", "backward", "optimizer")
 BREAKDOWN_PARTS = ("weights", "grads", "optimizer", "activations", "transients")
 STAT_KEYS = ("median", "p10", "p90", "mean", "std", "n")

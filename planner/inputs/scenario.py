@@ -12,19 +12,21 @@ import yaml
 
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
+from planner.vocab import (
+    ADAPTER_KINDS,
+    ADAPTER_TARGETS,
+    BASE_DTYPES,
+    LOCALES,
+    MLP_KINDS,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SHARDINGS,
+    STATE_LAYOUTS,
+    TIERS,
+)
 
 SCHEMA = "trainplan.scenario/1"
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
-OPTIMIZER_IMPLS = ("foreach", "fused")
-SHARDINGS = ("none", "zero1", "zero2", "zero3")
-STATE_LAYOUTS = ("torch_amp", "zero_paper", "deepspeed", "megatron", "pure_bf16")
-ADAPTER_KINDS = ("lora", "qlora")
-ADAPTER_TARGETS = ("attention", "qv", "all_linear")
-BASE_DTYPES = ("bf16", "fp16", "int8", "nf4")
-TIERS = ("on_demand", "spot", "reserved_1y", "reserved_3y", "on_prem")
-MLP_KINDS = ("gelu", "swiglu")
-LOCALES = ("en", "es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES", "es-US", "es-UY", "en-US", "en-GB")
 MAX_SCENARIO_BYTES = 256 * 1024
 
 

@@ -17,7 +17,6 @@ import yaml
 from planner.engine.cost import choose_quote, stale_quote_warning
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import (
-    PRECISIONS,
     SCHEMA,
     GpuProfile,
     PriceQuote,
@@ -28,10 +27,7 @@ from planner.inputs.profiles import (
 )
 from planner.inputs.resultfile import slug
 from planner.inputs.userdata import user_profiles_dir
-
-GIB = 2**30
-RENTAL_TIERS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
-
+from planner.vocab import GIB, PEAK_KEYS
 
 # ---------------------------------------------------------------- the table of all profiles
 
@@ -71,7 +67,7 @@ def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, lis
             id=p.id, name=p.name, vendor=p.vendor, added_by_you=Path(p.path).resolve().parent == mine,
             memory_gib=p.memory_gib, memory_gib_source=p.memory_gib_source,
             bandwidth_gb_per_s=p.memory_bandwidth_gb_per_s,
-            peaks={k: p.peak_tflops.get(k) for k in PRECISIONS}, estimated=tuple(p.estimated_peaks),
+            peaks={k: p.peak_tflops.get(k) for k in PEAK_KEYS}, estimated=tuple(p.estimated_peaks),
             tdp_w=p.tdp_w,
             interconnect=(f"{p.interconnect.kind} {p.interconnect.bidirectional_gb_per_s:g} GB/s"
                           if p.interconnect else None),
@@ -147,7 +143,7 @@ def profile_data(form: Mapping[str, Any]) -> dict:
     data["memory_gib"] = f["memory_gib"]
     data["memory_gib_source"] = f["memory_gib_source"]
     data["memory_bandwidth_gb_per_s"] = f["memory_bandwidth_gb_per_s"]
-    data["peak_tflops"] = {p: f[p] for p in PRECISIONS if f[p] is not None}
+    data["peak_tflops"] = {p: f[p] for p in PEAK_KEYS if f[p] is not None}
     data["tdp_w"] = f["tdp_w"]
     if (f["interconnect_kind"] or "").strip() or f["interconnect_gb_per_s"] is not None:
         data["interconnect"] = {"kind": (f["interconnect_kind"] or "").strip(),

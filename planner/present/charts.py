@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import GIB, MemoryEstimate, Plan, PlanOption
+from planner.engine.estimates import MemoryEstimate, Plan, PlanOption
 from planner.engine.recommend import costed, pareto_frontier
 from planner.present.fmt import babel_locale
 from planner.present.i18n import t
+from planner.vocab import GIB
 
 if TYPE_CHECKING:
     import altair as alt

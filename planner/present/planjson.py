@@ -6,7 +6,8 @@ import json
 import math
 
 from planner import __version__
-from planner.engine.estimates import GIB, Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption
+from planner.vocab import GIB
 
 SCHEMA = "trainplan.plan/1"
 

@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING
 
 from planner.inputs.resultfile import PHASES, ResultFile
 from planner.present.i18n import t
+from planner.vocab import GIB, PRECISIONS
 
 if TYPE_CHECKING:  # altair is imported inside the chart builders so that `import planner` stays light
     import altair as alt
 
-GIB = 2**30
-PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16")
 # Okabe-Ito, one colour per precision, the same in every chart of the page.
 PRECISION_COLOURS = ("#0072B2", "#56B4E9", "#E69F00", "#D55E00")
 
@@ -137,8 +136,8 @@ def key_value_rows(block: Mapping) -> list[tuple[str, str]]:
 def _precision_colour(precisions: Sequence[str], locale: str | None):
     import altair as alt
 
-    domain = [p for p in PRECISION_ORDER if p in precisions]
-    colours = [PRECISION_COLOURS[PRECISION_ORDER.index(p)] for p in domain]
+    domain = [p for p in PRECISIONS if p in precisions]
+    colours = [PRECISION_COLOURS[PRECISIONS.index(p)] for p in domain]
     return alt.Color("precision:N", title=t("pages.bench.col.precision", locale),
                      scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(orient="right"))
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from planner.engine.estimates import GIB, Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption
 from planner.engine.recommend import trade_off_text
+from planner.vocab import GIB
 
 COLUMNS = (
     ("option", 26), ("fits", 4), ("mem GiB W/G/O/A/T+ovh", 26), ("total/cap", 11), ("mb x acc", 8),

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from planner import __version__
-from planner.engine.estimates import GIB, Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption
 from planner.engine.recommend import costed, pareto_frontier
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
@@ -14,6 +14,7 @@ from planner.present.charts import option_label, top_options
 from planner.present.i18n import language_of, t
 from planner.present.notes import render_note
 from planner.present.report.risks import Risk, find_risks
+from planner.vocab import GIB
 
 DEFAULT_TOP_N = 10
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from planner.engine.estimates import GIB, Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
 from planner.present.i18n import t
 from planner.present.notes import render_note
+from planner.vocab import GIB
 
 HEADROOM_MIN = 0.10  # under 10% free GPU memory, fragmentation or a longer batch can tip a run into OOM
 STALE_PRICE_DAYS = 180  # ESTIMATION.md §5: quotes older than 180 days are flagged

@@ -1,0 +1,55 @@
+"""The project's vocabulary: one owner for every list of names and unit constant (planner, bench and ui import it)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# Training precisions a scenario, a benchmark and a plan option can name (ESTIMATION.md §2).
+Precision = Literal["fp32", "tf32", "fp16", "bf16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16")
+# Keys of a GPU profile's dense peak table: the training precisions plus fp8 (informational for now).
+PEAK_KEYS: tuple[str, ...] = (*PRECISIONS, "fp8")
+# Equal cost and time (e.g. an input-bound run): prefer bf16 (no loss scaling), then fp16, tf32, fp32.
+PRECISION_PREFERENCE: dict[str, int] = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3}
+
+Optimizer = Literal["sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit"]
+OPTIMIZERS: tuple[Optimizer, ...] = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")
+SGD_FAMILY: tuple[Optimizer, ...] = ("sgd", "sgd_momentum")
+# What `bench trace` can build on fake tensors (bitsandbytes' 8-bit Adam has no fake-tensor kernels).
+TRACEABLE_OPTIMIZERS: tuple[Optimizer, ...] = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor")
+OptimizerImpl = Literal["foreach", "fused"]
+OPTIMIZER_IMPLS: tuple[OptimizerImpl, ...] = ("foreach", "fused")
+
+Sharding = Literal["none", "zero1", "zero2", "zero3"]
+SHARDINGS: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
+StateLayout = Literal["torch_amp", "zero_paper", "deepspeed", "megatron", "pure_bf16"]
+STATE_LAYOUTS: tuple[StateLayout, ...] = ("torch_amp", "zero_paper", "deepspeed", "megatron", "pure_bf16")
+
+AdapterKind = Literal["lora", "qlora"]
+ADAPTER_KINDS: tuple[AdapterKind, ...] = ("lora", "qlora")
+ADAPTER_TARGETS: tuple[str, ...] = ("attention", "qv", "all_linear")
+BASE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "int8", "nf4")
+MLP_KINDS: tuple[str, ...] = ("gelu", "swiglu")
+
+# Pricing tiers: the four a quote can carry, plus on_prem (priced from purchase and power, not from a quote).
+RentalTier = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+RENTAL_TIERS: tuple[RentalTier, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+Tier = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "on_prem"]
+TIERS: tuple[Tier, ...] = (*RENTAL_TIERS, "on_prem")
+
+# Where a figure came from (DESIGN.md): every number that reaches a user carries one of these.
+SourceKind = Literal["measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published",
+                     "user"]
+SOURCE_KINDS: tuple[SourceKind, ...] = ("measured", "interpolated", "extrapolated", "transferred", "traced",
+                                        "analytic", "published", "user")
+# Kinds that rest on a real run of this model (memory from such a file is a measurement, not a formula).
+MEASURED_KINDS: tuple[SourceKind, ...] = ("measured", "interpolated", "extrapolated", "transferred")
+
+LOCALES: tuple[str, ...] = ("en", "es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES", "es-US", "es-UY",
+                            "en-US", "en-GB")
+
+# Units: binary sizes for memory (what torch and nvidia-smi report), decimal for bandwidth and FLOPs.
+MIB = 2**20
+GIB = 2**30
+GB = 10**9
+TFLOP = 10**12
