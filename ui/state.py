@@ -16,7 +16,16 @@ from typing import Any
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import (
     MAX_SCENARIO_BYTES,
+    Adapter,
+    Hardware,
+    OnPrem,
+    Pricing,
     Scenario,
+    SpotSettings,
+    TrainingSetup,
+    TransformerShape,
+    Workload,
+    defaults_of,
     dump_scenario_yaml,
     load_scenario_file,
     load_scenario_text,
@@ -33,12 +42,9 @@ BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are 
 LOCALE_KEY = "_locale"
 
 # Defaults shown when a scenario leaves a section out (widgets need a value; None = "not given").
-TRANSFORMER_DEFAULTS = {"layers": 12, "hidden": 768, "heads": 12, "seq_len": 1024, "vocab": 50257, "mlp": "gelu",
-                        "ffn": None}
-ADAPTER_DEFAULTS = {"kind": "none", "rank": 16, "targets": "attention", "base_dtype": "bf16"}
-SPOT_DEFAULTS = {"preemptions_per_instance_hour": 0.05, "checkpoint_interval_min": 30.0, "restart_min": 10.0}
-ON_PREM_DEFAULTS = {"purchase_usd_per_gpu": 30000.0, "lifetime_years": 4.0, "fleet_utilisation": 0.6,
-                    "usd_per_kwh": 0.12, "pue": 1.4}
+# The shape's sizes have no scenario default (a typed shape needs all of them): GPT-2 small seeds the widgets.
+TRANSFORMER_DEFAULTS = {"layers": 12, "hidden": 768, "heads": 12, "seq_len": 1024, "vocab": 50257,
+                        **defaults_of(TransformerShape)}
 SPOT_KEYS = {"spot_rate": "preemptions_per_instance_hour", "spot_interval": "checkpoint_interval_min",
              "spot_restart": "restart_min"}
 ON_PREM_KEYS = {"onprem_purchase": "purchase_usd_per_gpu", "onprem_years": "lifetime_years",
@@ -75,31 +81,33 @@ BOUNDS: dict[str, tuple[float, float]] = {
 def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
     """Widget key -> value for a scenario dict (scenario_to_dict's shape)."""
     m, t, w = d["model"], d["training"], d["workload"]
+    sd, td, wd = defaults_of(Scenario), defaults_of(TrainingSetup), defaults_of(Workload)
+    hd, pd = defaults_of(Hardware), defaults_of(Pricing)
     h, p, c = d.get("hardware", {}), d.get("pricing", {}), d.get("constraints", {})
     shape = {**TRANSFORMER_DEFAULTS, **(m.get("transformer") or {})}
-    adapter = {**ADAPTER_DEFAULTS, **(t.get("adapter") or {})}
-    spot = {**SPOT_DEFAULTS, **(p.get("spot") or {})}
-    on_prem = {**ON_PREM_DEFAULTS, **(p.get("on_prem") or {})}
+    adapter = {**defaults_of(Adapter), **(t.get("adapter") or {})}
+    spot = {**defaults_of(SpotSettings), **(p.get("spot") or {})}
+    on_prem = {**defaults_of(OnPrem), **(p.get("on_prem") or {})}
     micro = t.get("micro_batch", "auto")
-    locale = d.get("locale", "en")
+    locale = d.get("locale", sd["locale"])
     kind = "tokens" if w.get("tokens") is not None else (
         "reference_points" if w.get("reference_points") else "epochs")
     out: dict[str, Any] = {
-        "scenario_name": d.get("name", "Untitled scenario"),
+        "scenario_name": d.get("name", sd["name"]),
         "ui_lang": language_of(locale),
         "ui_locale": locale,
         "model_name": m.get("name") or CUSTOM_MODEL,
         "model_transformer": m.get("transformer") is not None,
-        "precisions": list(t.get("precisions", [])),
-        "optimizer": t.get("optimizer", "adamw"),
-        "optimizer_impl": t.get("optimizer_impl", "foreach"),
+        "precisions": list(t.get("precisions", td["precisions"])),
+        "optimizer": t.get("optimizer", td["optimizer"]),
+        "optimizer_impl": t.get("optimizer_impl", td["optimizer_impl"]),
         "global_batch": int(t["global_batch"]),
         "micro_auto": micro == "auto",
         "micro_batch": int(micro) if micro != "auto" else max(1, min(32, int(t["global_batch"]))),
-        "checkpointing": bool(t.get("activation_checkpointing", False)),
-        "sharding": t.get("sharding", "none"),
-        "state_layout": t.get("state_layout", "torch_amp"),
-        "frozen_fraction": float(t.get("frozen_fraction", 0.0)),
+        "checkpointing": bool(t.get("activation_checkpointing", td["activation_checkpointing"])),
+        "sharding": t.get("sharding", td["sharding"]),
+        "state_layout": t.get("state_layout", td["state_layout"]),
+        "frozen_fraction": float(t.get("frozen_fraction", td["frozen_fraction"])),
         "adapter_kind": adapter["kind"] if t.get("adapter") else "none",
         "adapter_rank": int(adapter["rank"]),
         "adapter_targets": adapter["targets"],
@@ -110,24 +118,24 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "tokens": float(w["tokens"]) if w.get("tokens") is not None else 1.0e9,
         "ref_points": format_ref_points(w.get("reference_points") or []),
         "b_crit": _float_or_none(w.get("b_crit")),
-        "early_stop_fraction": float(w.get("early_stop_fraction", 1.0)),
-        "eval_overhead": float(w.get("eval_overhead", 0.0)),
-        "checkpoint_overhead": float(w.get("checkpoint_overhead", 0.0)),
+        "early_stop_fraction": float(w.get("early_stop_fraction", wd["early_stop_fraction"])),
+        "eval_overhead": float(w.get("eval_overhead", wd["eval_overhead"])),
+        "checkpoint_overhead": float(w.get("checkpoint_overhead", wd["checkpoint_overhead"])),
         "gpus_all": h.get("gpus", "all") == "all",
         "gpus": [] if h.get("gpus", "all") == "all" else list(h["gpus"]),
-        "gpu_counts": list(h.get("gpu_counts", [1])),
-        "gpus_per_node": int(h.get("gpus_per_node", 8)),
-        "inter_node_gb_per_s": float(h.get("inter_node_gb_per_s", 100.0)),
-        "cpu_workers_per_gpu": int(h.get("cpu_workers_per_gpu", 8)),
+        "gpu_counts": list(h.get("gpu_counts", hd["gpu_counts"])),
+        "gpus_per_node": int(h.get("gpus_per_node", hd["gpus_per_node"])),
+        "inter_node_gb_per_s": float(h.get("inter_node_gb_per_s", hd["inter_node_gb_per_s"])),
+        "cpu_workers_per_gpu": int(h.get("cpu_workers_per_gpu", hd["cpu_workers_per_gpu"])),
         "workspace_gib": _float_or_none(h.get("workspace_gib")),
-        "tier": p.get("tier", "on_demand"),
-        "provider": p.get("provider", "cheapest"),
-        "currency": p.get("currency", "USD"),
-        "exchange_rate": float(p.get("exchange_rate", 1.0)),
+        "tier": p.get("tier", pd["tier"]),
+        "provider": p.get("provider", pd["provider"]),
+        "currency": p.get("currency", pd["currency"]),
+        "exchange_rate": float(p.get("exchange_rate", pd["exchange_rate"])),
         "exchange_rate_as_of": _date_or_none(p.get("exchange_rate_as_of")),
-        "runs": int(p.get("runs", 1)),
-        "failure_overhead": float(p.get("failure_overhead", 0.0)),
-        "tax_rate": float(p.get("tax_rate", 0.0)),
+        "runs": int(p.get("runs", pd["runs"])),
+        "failure_overhead": float(p.get("failure_overhead", pd["failure_overhead"])),
+        "tax_rate": float(p.get("tax_rate", pd["tax_rate"])),
         "deadline_hours": _float_or_none(c.get("deadline_hours")),
         "budget_usd": _float_or_none(c.get("budget_usd")),
     }
@@ -159,7 +167,7 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     reference points.
     """
     d = copy.deepcopy(dict(base))
-    d["name"] = (w["scenario_name"] or "").strip() or "Untitled scenario"
+    d["name"] = (w["scenario_name"] or "").strip() or defaults_of(Scenario)["name"]
     d["locale"] = w["ui_locale"]
 
     m = dict(d.get("model") or {})

@@ -7,6 +7,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -161,6 +162,19 @@ class Scenario:
     constraints: Constraints = Constraints()
 
 
+# ---------------------------------------------------------------- defaults
+
+def defaults_of(cls: type) -> dict[str, Any]:
+    """Field -> default of one scenario dataclass: the one owner of a default, read by the parser and the app."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
 # ---------------------------------------------------------------- loading
 
 def load_scenario_file(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
@@ -189,6 +203,7 @@ def load_scenario_text(text: str, source: str = "<scenario>", known_gpu_ids: Ite
 
 
 def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    sd = defaults_of(Scenario)
     r = Reader(data, source)
     r.reject_unknown(["schema", "name", "locale", "model", "training", "workload", "hardware", "pricing",
                       "constraints"])
@@ -198,16 +213,16 @@ def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iter
     model = _model(_required_section(r, "model"))
     training = _training(_required_section(r, "training"))
     workload = _workload(_required_section(r, "workload"), model)
-    hardware = _hardware(r.sub("hardware"), known_gpu_ids)
+    hardware = _hardware(_section(r, "hardware"), known_gpu_ids)
     scenario = Scenario(
-        name=r.string("name", "Untitled scenario"),
-        locale=r.string("locale", "en", LOCALES),
+        name=r.string("name", sd["name"]),
+        locale=r.string("locale", sd["locale"], LOCALES),
         model=model,
         training=training,
         workload=workload,
         hardware=hardware,
-        pricing=_pricing(r.sub("pricing")),
-        constraints=_constraints(r.sub("constraints")),
+        pricing=_pricing(_section(r, "pricing")),
+        constraints=_constraints(_section(r, "constraints")),
     )
     _check_batches(scenario, source)
     return scenario
@@ -221,6 +236,7 @@ def _required_section(r: Reader, key: str) -> Reader:
 
 
 def _model(r: Reader) -> ModelSpec:
+    tsd = defaults_of(TransformerShape)
     r.reject_unknown([f.name for f in dataclasses.fields(ModelSpec)])
     shape = None
     t = r.sub("transformer")
@@ -232,7 +248,7 @@ def _model(r: Reader) -> ModelSpec:
             heads=t.integer("heads", minimum=1, maximum=10_000),
             seq_len=t.integer("seq_len", minimum=1, maximum=10_000_000),
             vocab=t.integer("vocab", minimum=1, maximum=100_000_000),
-            mlp=t.string("mlp", "gelu", MLP_KINDS),
+            mlp=t.string("mlp", tsd["mlp"], MLP_KINDS),
             ffn=t.integer("ffn", None, minimum=1),
         )
         if shape.hidden % shape.heads:
@@ -256,8 +272,10 @@ def _model(r: Reader) -> ModelSpec:
 
 
 def _training(r: Reader) -> TrainingSetup:
+    td = defaults_of(TrainingSetup)
+    ad = defaults_of(Adapter)
     r.reject_unknown([f.name for f in dataclasses.fields(TrainingSetup)])
-    precisions = r.list_of("precisions", list(PRECISIONS))
+    precisions = r.list_of("precisions", list(td["precisions"]))
     for i, p in enumerate(precisions):
         if p not in PRECISIONS:
             raise InputError(r.source, r.field(f"precisions[{i}]"), p, "one of " + ", ".join(PRECISIONS))
@@ -272,23 +290,23 @@ def _training(r: Reader) -> TrainingSetup:
     a = r.sub("adapter")
     if a is not None:
         a.reject_unknown([f.name for f in dataclasses.fields(Adapter)])
-        kind = a.string("kind", "lora", ADAPTER_KINDS)
+        kind = a.string("kind", ad["kind"], ADAPTER_KINDS)
         adapter = Adapter(
             kind=kind,
-            rank=a.integer("rank", 16, minimum=1, maximum=65536),
-            targets=a.string("targets", "attention", ADAPTER_TARGETS),
-            base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else "bf16", BASE_DTYPES),
+            rank=a.integer("rank", ad["rank"], minimum=1, maximum=65536),
+            targets=a.string("targets", ad["targets"], ADAPTER_TARGETS),
+            base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"], BASE_DTYPES),
         )
     setup = TrainingSetup(
         global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
         precisions=tuple(precisions),
-        optimizer=r.string("optimizer", "adamw", OPTIMIZERS),
-        optimizer_impl=r.string("optimizer_impl", "foreach", OPTIMIZER_IMPLS),
+        optimizer=r.string("optimizer", td["optimizer"], OPTIMIZERS),
+        optimizer_impl=r.string("optimizer_impl", td["optimizer_impl"], OPTIMIZER_IMPLS),
         micro_batch=micro_batch,
-        activation_checkpointing=r.boolean("activation_checkpointing", False),
-        sharding=r.string("sharding", "none", SHARDINGS),
-        state_layout=r.string("state_layout", "torch_amp", STATE_LAYOUTS),
-        frozen_fraction=r.number("frozen_fraction", 0.0, minimum=0.0, maximum=1.0),
+        activation_checkpointing=r.boolean("activation_checkpointing", td["activation_checkpointing"]),
+        sharding=r.string("sharding", td["sharding"], SHARDINGS),
+        state_layout=r.string("state_layout", td["state_layout"], STATE_LAYOUTS),
+        frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
         adapter=adapter,
     )
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
@@ -302,6 +320,7 @@ def _training(r: Reader) -> TrainingSetup:
 
 
 def _workload(r: Reader, model: ModelSpec) -> Workload:
+    wd = defaults_of(Workload)
     r.reject_unknown([f.name for f in dataclasses.fields(Workload)])
     given = [k for k in ("epochs", "tokens", "reference_points") if r.has(k)]
     if len(given) != 1:
@@ -327,9 +346,9 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
         tokens=r.number("tokens", None, minimum=0, exclusive_min=True),
         reference_points=tuple(points),
         b_crit=r.number("b_crit", None, minimum=0, exclusive_min=True),
-        early_stop_fraction=r.number("early_stop_fraction", 1.0, minimum=0.0, maximum=1.0, exclusive_min=True),
-        eval_overhead=r.number("eval_overhead", 0.0, minimum=0.0, maximum=10.0),
-        checkpoint_overhead=r.number("checkpoint_overhead", 0.0, minimum=0.0, maximum=10.0),
+        early_stop_fraction=r.number("early_stop_fraction", wd["early_stop_fraction"], minimum=0.0, maximum=1.0, exclusive_min=True),
+        eval_overhead=r.number("eval_overhead", wd["eval_overhead"], minimum=0.0, maximum=10.0),
+        checkpoint_overhead=r.number("checkpoint_overhead", wd["checkpoint_overhead"], minimum=0.0, maximum=10.0),
     )
     needs_dataset = workload.epochs is not None or any(p.epochs is not None for p in points)
     if needs_dataset and workload.dataset_samples is None:
@@ -342,10 +361,14 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
     return workload
 
 
-def _hardware(r: Reader | None, known_gpu_ids: Iterable[str] | None) -> Hardware:
-    if r is None:
-        return Hardware()
-    r.reject_unknown([f.name for f in dataclasses.fields(Hardware)])
+def _section(r: Reader, key: str) -> Reader:
+    """An optional section; absent reads as empty, so its defaults come from the same place as a present one's."""
+    return r.sub(key) or Reader({}, r.source, r.field(key))
+
+
+def _hardware(r: Reader, known_gpu_ids: Iterable[str] | None) -> Hardware:
+    hd = defaults_of(Hardware)
+    r.reject_unknown(hd)
     gpus: tuple[str, ...] | None = None
     raw = r.raw("gpus", "all")
     if raw != "all":
@@ -358,70 +381,75 @@ def _hardware(r: Reader | None, known_gpu_ids: Iterable[str] | None) -> Hardware
                 raise InputError(r.source, r.field(f"gpus[{i}]"), gid,
                                  "a known GPU profile id: " + ", ".join(sorted(known)))
         gpus = tuple(items)
-    counts = r.list_of("gpu_counts", [1])
+    counts = r.list_of("gpu_counts", list(hd["gpu_counts"]))
     for i, c in enumerate(counts):
         if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 100_000:
             raise InputError(r.source, r.field(f"gpu_counts[{i}]"), c, "an integer between 1 and 100000")
     return Hardware(
         gpus=gpus,
         gpu_counts=tuple(sorted(set(counts))),
-        gpus_per_node=r.integer("gpus_per_node", 8, minimum=1, maximum=64),
-        inter_node_gb_per_s=r.number("inter_node_gb_per_s", 100.0, minimum=0, exclusive_min=True),
-        cpu_workers_per_gpu=r.integer("cpu_workers_per_gpu", 8, minimum=0, maximum=1024),
-        workspace_gib=r.number("workspace_gib", None, minimum=0, maximum=1024),
+        gpus_per_node=r.integer("gpus_per_node", hd["gpus_per_node"], minimum=1, maximum=64),
+        inter_node_gb_per_s=r.number("inter_node_gb_per_s", hd["inter_node_gb_per_s"], minimum=0,
+                                     exclusive_min=True),
+        cpu_workers_per_gpu=r.integer("cpu_workers_per_gpu", hd["cpu_workers_per_gpu"], minimum=0, maximum=1024),
+        workspace_gib=r.number("workspace_gib", hd["workspace_gib"], minimum=0, maximum=1024),
     )
 
 
-def _pricing(r: Reader | None) -> Pricing:
-    if r is None:
-        return Pricing()
-    r.reject_unknown([f.name for f in dataclasses.fields(Pricing)])
-    spot = SpotSettings()
-    s = r.sub("spot")
-    if s is not None:
-        s.reject_unknown([f.name for f in dataclasses.fields(SpotSettings)])
-        spot = SpotSettings(
-            preemptions_per_instance_hour=s.number("preemptions_per_instance_hour", 0.05, minimum=0, maximum=100),
-            checkpoint_interval_min=s.number("checkpoint_interval_min", 30.0, minimum=0, exclusive_min=True),
-            restart_min=s.number("restart_min", 10.0, minimum=0),
-        )
-    on_prem = OnPrem()
-    o = r.sub("on_prem")
-    if o is not None:
-        o.reject_unknown([f.name for f in dataclasses.fields(OnPrem)])
-        on_prem = OnPrem(
-            purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", 30000.0, minimum=0),
-            lifetime_years=o.number("lifetime_years", 4.0, minimum=0, exclusive_min=True, maximum=50),
-            fleet_utilisation=o.number("fleet_utilisation", 0.6, minimum=0, exclusive_min=True, maximum=1),
-            usd_per_kwh=o.number("usd_per_kwh", 0.12, minimum=0, maximum=100),
-            pue=o.number("pue", 1.4, minimum=1.0, maximum=5.0),
-        )
-    currency = r.string("currency", "USD")
+def _spot(s: Reader) -> SpotSettings:
+    d = defaults_of(SpotSettings)
+    s.reject_unknown(d)
+    return SpotSettings(
+        preemptions_per_instance_hour=s.number("preemptions_per_instance_hour", d["preemptions_per_instance_hour"],
+                                               minimum=0, maximum=100),
+        checkpoint_interval_min=s.number("checkpoint_interval_min", d["checkpoint_interval_min"], minimum=0,
+                                         exclusive_min=True),
+        restart_min=s.number("restart_min", d["restart_min"], minimum=0),
+    )
+
+
+def _on_prem(o: Reader) -> OnPrem:
+    d = defaults_of(OnPrem)
+    o.reject_unknown(d)
+    return OnPrem(
+        purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", d["purchase_usd_per_gpu"], minimum=0),
+        lifetime_years=o.number("lifetime_years", d["lifetime_years"], minimum=0, exclusive_min=True, maximum=50),
+        fleet_utilisation=o.number("fleet_utilisation", d["fleet_utilisation"], minimum=0, exclusive_min=True,
+                                   maximum=1),
+        usd_per_kwh=o.number("usd_per_kwh", d["usd_per_kwh"], minimum=0, maximum=100),
+        pue=o.number("pue", d["pue"], minimum=1.0, maximum=5.0),
+    )
+
+
+def _pricing(r: Reader) -> Pricing:
+    pd = defaults_of(Pricing)
+    r.reject_unknown(pd)
+    currency = r.string("currency", pd["currency"])
     if len(currency) != 3 or not currency.isalpha():
         raise r.fail("currency", currency, "a 3-letter ISO 4217 code such as USD, MXN, ARS, EUR")
     return Pricing(
-        tier=r.string("tier", "on_demand", TIERS),
-        provider=r.string("provider", "cheapest"),
+        tier=r.string("tier", pd["tier"], TIERS),
+        provider=r.string("provider", pd["provider"]),
         currency=currency.upper(),
-        exchange_rate=r.number("exchange_rate", 1.0, minimum=0, exclusive_min=True),
-        exchange_rate_as_of=r.date("exchange_rate_as_of", None),
-        runs=r.integer("runs", 1, minimum=1, maximum=100_000),
-        failure_overhead=r.number("failure_overhead", 0.0, minimum=0, maximum=10),
-        tax_rate=r.number("tax_rate", 0.0, minimum=0, maximum=5),
-        billing_increment_min=r.number("billing_increment_min", None, minimum=0, exclusive_min=True, maximum=60 * 24),
-        spot=spot,
-        on_prem=on_prem,
-        grid_kg_co2_per_kwh=r.number("grid_kg_co2_per_kwh", None, minimum=0, maximum=5),
+        exchange_rate=r.number("exchange_rate", pd["exchange_rate"], minimum=0, exclusive_min=True),
+        exchange_rate_as_of=r.date("exchange_rate_as_of", pd["exchange_rate_as_of"]),
+        runs=r.integer("runs", pd["runs"], minimum=1, maximum=100_000),
+        failure_overhead=r.number("failure_overhead", pd["failure_overhead"], minimum=0, maximum=10),
+        tax_rate=r.number("tax_rate", pd["tax_rate"], minimum=0, maximum=5),
+        billing_increment_min=r.number("billing_increment_min", pd["billing_increment_min"], minimum=0,
+                                       exclusive_min=True, maximum=60 * 24),
+        spot=_spot(_section(r, "spot")),
+        on_prem=_on_prem(_section(r, "on_prem")),
+        grid_kg_co2_per_kwh=r.number("grid_kg_co2_per_kwh", pd["grid_kg_co2_per_kwh"], minimum=0, maximum=5),
     )
 
 
-def _constraints(r: Reader | None) -> Constraints:
-    if r is None:
-        return Constraints()
-    r.reject_unknown(["deadline_hours", "budget_usd"])
+def _constraints(r: Reader) -> Constraints:
+    d = defaults_of(Constraints)
+    r.reject_unknown(d)
     return Constraints(
-        deadline_hours=r.number("deadline_hours", None, minimum=0, exclusive_min=True),
-        budget_usd=r.number("budget_usd", None, minimum=0, exclusive_min=True),
+        deadline_hours=r.number("deadline_hours", d["deadline_hours"], minimum=0, exclusive_min=True),
+        budget_usd=r.number("budget_usd", d["budget_usd"], minimum=0, exclusive_min=True),
     )
 
 
