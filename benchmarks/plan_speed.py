@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner.engine.plan import build_plan, load_inputs  # noqa: E402
+from planner.engine.plan import build_plan  # noqa: E402
+from planner.inputs.folders import load_inputs  # noqa: E402
 from planner.inputs.scenario import load_scenario_file  # noqa: E402
 
 

@@ -39,7 +39,8 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from planner.engine.plan import build_plan, load_inputs
+    from planner.engine.plan import build_plan
+    from planner.inputs.folders import load_inputs
     from planner.inputs.scenario import load_scenario_file
 
     for d in (args.results or []) + (args.profiles or []):

@@ -16,8 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.engine.cost import choose_quote
-from planner.engine.plan import build_plan, load_inputs
+from planner.engine.plan import build_plan
 from planner.engine.recommend import costed
+from planner.inputs.folders import load_inputs
 from planner.inputs.resultfile import read_result_file
 from planner.inputs.scenario import load_scenario_file, scenario_to_dict
 from planner.inputs.userdata import DEFAULT_SCENARIO, SHIPPED_PROFILES_DIR

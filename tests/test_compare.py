@@ -7,9 +7,10 @@ import datetime as dt
 
 import pytest
 
-from planner.engine.plan import build_plan, load_inputs
+from planner.engine.plan import build_plan
 from planner.engine.recommend import costed
 from planner.inputs.errors import InputError
+from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file
 from planner.inputs.userdata import DEFAULT_SCENARIO, SHIPPED_SCENARIOS_DIR
 from planner.present import compare

@@ -20,7 +20,8 @@ from bench import ddp
 from bench.__main__ import main as bench_main
 from bench.ddp_worker import slowest_per_step
 from planner.engine import scaling
-from planner.engine.plan import build_plan, load_inputs
+from planner.engine.plan import build_plan
+from planner.inputs.folders import load_inputs
 from planner.inputs.resultfile import parse_result, read_result_file
 from planner.inputs.scenario import load_scenario_text
 from tests.fixtures.make_fixtures import result

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from planner.engine.plan import load_inputs
 from planner.inputs.errors import InputError
+from planner.inputs.folders import load_inputs
 from planner.inputs.imports import MAX_IMPORT_BYTES, device_dir, import_result
 from planner.inputs.resultfile import parse_result
 from tests.fixtures.make_fixtures import measurement, resnet50_h100, result

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.engine.plan import build_plan, load_inputs
+from planner.engine.plan import build_plan
 from planner.engine.recommend import pareto_frontier, trade_off_text
 from planner.inputs.errors import InputError
+from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, parse_scenario
 from planner.present.planjson import plan_to_dict
 from planner.vocab import GIB

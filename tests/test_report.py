@@ -18,7 +18,8 @@ from pypdf import PdfReader
 
 from planner import __version__
 from planner.engine.estimates import Recommendation, Source
-from planner.engine.plan import build_plan, load_inputs
+from planner.engine.plan import build_plan
+from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, load_scenario_text
 from planner.present import fmt
 from planner.present.charts import cost_time_spec, gpu_count_spec, memory_spec, option_label, top_options

@@ -10,6 +10,7 @@ from planner.inputs import user_profiles as up
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import load_profiles, parse_profile
 from planner.inputs.userdata import load_price_overrides, save_price_override
+from planner.present import gpu_table as gt
 
 TODAY = dt.date(2026, 11, 29)
 SHIPPED = set(load_profiles()[0])
@@ -40,13 +41,13 @@ def test_rows_show_the_cheapest_quote_of_the_tier_and_flag_stale_ones():
     old = _profile("old", [_quote(1.0, as_of="2025-01-01")])
     undated = _profile("undated", [_quote(1.0, as_of=None)])
     none = _profile("none")
-    rows = {r.id: r for r in up.profile_rows({p.id: p for p in (fresh, old, undated, none)}, {}, "on_demand", TODAY)}
+    rows = {r.id: r for r in gt.profile_rows({p.id: p for p in (fresh, old, undated, none)}, {}, "on_demand", TODAY)}
     assert (rows["fresh"].usd_per_gpu_hour, rows["fresh"].provider, rows["fresh"].stale) == (1.5, "other", False)
     assert rows["fresh"].price_age_days == (TODAY - dt.date(2026, 10, 1)).days
     assert rows["old"].stale and rows["old"].price_age_days > 180
     assert rows["undated"].stale and rows["undated"].price_age_days is None
     assert rows["none"].usd_per_gpu_hour is None and not rows["none"].stale
-    spot = {r.id: r for r in up.profile_rows({"fresh": fresh}, {}, "spot", TODAY)}
+    spot = {r.id: r for r in gt.profile_rows({"fresh": fresh}, {}, "spot", TODAY)}
     assert spot["fresh"].usd_per_gpu_hour == 0.7
     assert rows["fresh"].peaks == {"fp32": 30.0, "tf32": None, "fp16": None, "bf16": 120.0, "fp8": None}
     assert rows["fresh"].estimated == ("bf16",)
@@ -56,16 +57,16 @@ def test_a_user_price_is_used_and_labelled_user_and_is_never_stale():
     p = _profile("g", [_quote(2.0, as_of="2024-01-01")])
     mine = up.override_quote("g", ["g"], provider="cloud", instance="x1", usd_per_gpu_hour=0.9, tier="on_demand",
                              as_of=None)
-    [row] = up.profile_rows({"g": p}, {"g": [mine]}, "on_demand", TODAY)
+    [row] = gt.profile_rows({"g": p}, {"g": [mine]}, "on_demand", TODAY)
     assert (row.usd_per_gpu_hour, row.price_origin, row.stale, row.n_quotes) == (0.9, "user", False, 2)
-    quotes = up.quotes_of(p, [mine], TODAY)
+    quotes = gt.quotes_of(p, [mine], TODAY)
     assert [(q["usd_per_gpu_hour"], q["origin"], q["stale"], q["replaced"]) for q in quotes] == [
         (0.9, "user", False, False), (2.0, "published", True, True)]
 
 
 def test_added_by_you_is_the_user_folder(home):
     mine = _profile("mine", path=str(home / "gpu_profiles" / "mine.yaml"))
-    rows = {r.id: r.added_by_you for r in up.profile_rows({"mine": mine, "x": _profile("x")}, {}, "on_demand", TODAY)}
+    rows = {r.id: r.added_by_you for r in gt.profile_rows({"mine": mine, "x": _profile("x")}, {}, "on_demand", TODAY)}
     assert rows == {"mine": True, "x": False}
 
 

@@ -17,7 +17,7 @@ from planner.inputs.userdata import (
     save_price_override,
     user_profiles_dir,
 )
-from planner.present import fmt
+from planner.present import fmt, gpu_table
 from planner.present.charts import option_label
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
@@ -36,7 +36,7 @@ PROFILE_KEYS = {"pf_id": "id", "pf_name": "name", "pf_vendor": "vendor", "pf_arc
 
 # ---------------------------------------------------------------- the table
 
-def profiles_frame(rows: list[user_profiles.ProfileRow]) -> pd.DataFrame:
+def profiles_frame(rows: list[gpu_table.ProfileRow]) -> pd.DataFrame:
     loc = locale()
     out = []
     for r in rows:
@@ -59,11 +59,11 @@ def profiles_frame(rows: list[user_profiles.ProfileRow]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _table(inputs, today: dt.date) -> list[user_profiles.ProfileRow]:
+def _table(inputs, today: dt.date) -> list[gpu_table.ProfileRow]:
     ss = st.session_state
     st.selectbox(tr("pages.gpus.tier"), RENTAL_TIERS, key="gpus_tier",
                  format_func=choice_label("common.tier"), help=tr("pages.gpus.tier_help"))
-    rows = user_profiles.profile_rows(inputs.profiles, inputs.price_overrides, ss["gpus_tier"], today)
+    rows = gpu_table.profile_rows(inputs.profiles, inputs.price_overrides, ss["gpus_tier"], today)
     config = {tr("pages.gpus.col.yours"): st.column_config.CheckboxColumn(),
               tr("pages.gpus.col.stale"): st.column_config.CheckboxColumn(help=tr("pages.gpus.stale_help")),
               tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f"),
@@ -113,7 +113,7 @@ def _overrides(inputs, current, today: dt.date) -> None:
     st.selectbox(tr("pages.gpus.price_gpu"), known, key="price_gpu",
                  format_func=lambda g: f"{inputs.profiles[g].name} ({g})")
     gpu = inputs.profiles[ss["price_gpu"]]
-    quotes = user_profiles.quotes_of(gpu, inputs.price_overrides.get(gpu.id, []), today)
+    quotes = gpu_table.quotes_of(gpu, inputs.price_overrides.get(gpu.id, []), today)
     if quotes:
         st.dataframe(pd.DataFrame([{
             tr("pages.gpus.col.provider"): f"{q['provider']} · {q['instance']}", tr("pages.gpus.col.tier"):

@@ -33,7 +33,7 @@ def inputs_fingerprint() -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _inputs(fingerprint: str):
-    from planner.engine.plan import load_inputs
+    from planner.inputs.folders import load_inputs
 
     return load_inputs()
 

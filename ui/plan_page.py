@@ -42,7 +42,7 @@ def inputs_fingerprint() -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def load_inputs_cached(fingerprint: str):
-    from planner.engine.plan import load_inputs
+    from planner.inputs.folders import load_inputs
 
     return load_inputs()
 

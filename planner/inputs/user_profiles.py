@@ -1,4 +1,4 @@
-"""GPUs & prices: the profile table, user GPU profiles (validate, save, prefill from `bench detect`), price overrides."""
+"""User GPU profiles (validate, save, prefill from `bench detect`) and price overrides, checked like shipped ones."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from planner.engine.cost import choose_quote, stale_quote_warning
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import (
     SCHEMA,
@@ -28,73 +26,6 @@ from planner.inputs.profiles import (
 from planner.inputs.resultfile import slug
 from planner.inputs.userdata import user_profiles_dir
 from planner.vocab import GIB, PEAK_KEYS
-
-# ---------------------------------------------------------------- the table of all profiles
-
-@dataclass(frozen=True)
-class ProfileRow:
-    id: str
-    name: str
-    vendor: str
-    added_by_you: bool
-    memory_gib: float
-    memory_gib_source: str
-    bandwidth_gb_per_s: float
-    peaks: Mapping[str, float | None]
-    estimated: tuple[str, ...]
-    tdp_w: float
-    interconnect: str | None
-    usd_per_gpu_hour: float | None
-    provider: str | None
-    instance: str | None
-    price_as_of: dt.date | None
-    price_age_days: int | None
-    stale: bool  # the quote is undated or older than STALE_QUOTE_DAYS (user prices are never stale)
-    price_origin: str | None  # published | user
-    n_quotes: int
-
-
-def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, list[PriceQuote]], tier: str,
-                 today: dt.date, user_dir: str | Path | None = None) -> list[ProfileRow]:
-    """One row per profile with the quote a plan would bill at (cheapest of `tier`, user prices included)."""
-    mine = Path(user_dir if user_dir is not None else user_profiles_dir()).resolve()
-    rows = []
-    for p in sorted(profiles.values(), key=lambda p: (p.vendor, -p.memory_gib, p.name)):
-        extra = list(overrides.get(p.id, []))
-        q = choose_quote(p.prices, tier, "cheapest", extra, today)
-        as_of = q.as_of if q is not None else None
-        rows.append(ProfileRow(
-            id=p.id, name=p.name, vendor=p.vendor, added_by_you=Path(p.path).resolve().parent == mine,
-            memory_gib=p.memory_gib, memory_gib_source=p.memory_gib_source,
-            bandwidth_gb_per_s=p.memory_bandwidth_gb_per_s,
-            peaks={k: p.peak_tflops.get(k) for k in PEAK_KEYS}, estimated=tuple(p.estimated_peaks),
-            tdp_w=p.tdp_w,
-            interconnect=(f"{p.interconnect.kind} {p.interconnect.bidirectional_gb_per_s:g} GB/s"
-                          if p.interconnect else None),
-            usd_per_gpu_hour=q.usd_per_gpu_hour if q else None, provider=q.provider if q else None,
-            instance=q.instance if q else None, price_as_of=as_of,
-            price_age_days=(today - as_of).days if as_of else None,
-            stale=q is not None and stale_quote_warning(q, today) is not None,
-            price_origin=q.origin if q else None, n_quotes=len(p.prices) + len(extra),
-        ))
-    return rows
-
-
-def quotes_of(profile: GpuProfile, overrides: Iterable[PriceQuote], today: dt.date) -> list[dict]:
-    """Every quote of one GPU (published and yours), by tier and price, with its age, whether it is stale, and
-    whether one of your prices replaces it (same provider, instance and tier: plans bill yours)."""
-    overrides = list(overrides)
-    yours = {(q.provider.lower(), q.instance.lower(), q.tier) for q in overrides}
-    rows = []
-    for q in [*profile.prices, *overrides]:
-        rows.append({"provider": q.provider, "instance": q.instance, "tier": q.tier,
-                     "usd_per_gpu_hour": q.usd_per_gpu_hour, "gpus_per_instance": q.gpus_per_instance,
-                     "billing_increment_s": q.billing_increment_s,
-                     "region": q.region, "as_of": q.as_of, "age_days": (today - q.as_of).days if q.as_of else None,
-                     "stale": stale_quote_warning(q, today) is not None, "origin": q.origin, "source": q.source,
-                     "replaced": q.origin != "user" and (q.provider.lower(), q.instance.lower(), q.tier) in yours})
-    return sorted(rows, key=lambda r: (r["tier"], r["usd_per_gpu_hour"], r["provider"]))
-
 
 # ---------------------------------------------------------------- price overrides
 

@@ -108,7 +108,8 @@ def render_case(case: Case) -> dict[str, str]:
     """file name -> text for one case, built in process with user data left out and a fixed date."""
     import yaml
 
-    from planner.engine.plan import build_plan, load_inputs
+    from planner.engine.plan import build_plan
+    from planner.inputs.folders import load_inputs
     from planner.inputs.scenario import parse_scenario, scenario_to_dict
     from planner.present.planjson import plan_to_json
     from planner.present.report import render_report
