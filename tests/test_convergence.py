@@ -18,6 +18,7 @@ from planner.engine.convergence import (
     steps_at_batch,
 )
 from planner.inputs.scenario import ReferencePoint, Workload
+from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
 
 def _curve(s_min: float, e_min: float, batches: list[float]) -> list[tuple[float, float]]:
@@ -142,7 +143,7 @@ def test_reference_points_fit_with_epochs_and_steps():
     assert est.steps_range == pytest.approx((1700, 2300))  # exact fit: the 15% floor
     for caveat in CAVEATS:
         assert caveat in est.notes
-    assert not any("past b_crit" in n for n in est.notes)
+    assert not any("past b_crit" in n for n in texts(est.notes))
 
 
 def test_b_crit_note_quotes_its_numbers():
@@ -150,14 +151,14 @@ def test_b_crit_note_quotes_its_numbers():
         ReferencePoint(global_batch=1000, steps=5000), ReferencePoint(global_batch=8000, steps=1500)))
     est = estimate_convergence(w, 32000, None)
     assert est.steps == 1125  # 1000 + 4e6/32000
-    assert "batch 8x past b_crit (4,000): more GPUs buy little time" in est.notes
-    assert any("outside the reference batches (1,000-8,000)" in n for n in est.notes)
+    assert "batch 8x past b_crit (4,000): more GPUs buy little time" in texts(est.notes)
+    assert any("outside the reference batches (1,000-8,000)" in n for n in texts(est.notes))
 
 
 def test_b_crit_note_for_user_epochs_with_given_b_crit():
     w = Workload(dataset_samples=1_281_167, epochs=90, b_crit=40000)
     est = estimate_convergence(w, 320000, None)
-    assert "batch 8x past b_crit (40,000): more GPUs buy little time" in est.notes
+    assert "batch 8x past b_crit (40,000): more GPUs buy little time" in texts(est.notes)
     assert est.b_crit == 40000
     assert estimate_convergence(w, 80000, None).notes == ()  # exactly 2x: not "far past"
 
@@ -183,7 +184,7 @@ def test_failed_fit_raises_without_b_crit_and_falls_back_with_it():
     est = estimate_convergence(Workload(reference_points=points, b_crit=2048), 512, None)
     assert est.s_min == pytest.approx(4000 / (1 + 2048 / 512))  # nearest point: 512
     assert est.steps == 4000
-    assert any("used workload.b_crit (2,048)" in n for n in est.notes)
+    assert any("used workload.b_crit (2,048)" in n for n in texts(est.notes))
 
 
 def test_noisy_fit_widens_the_band_to_its_residuals():

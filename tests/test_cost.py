@@ -22,6 +22,7 @@ from planner.engine.cost import (
     undated_rate_warning,
 )
 from planner.inputs.scenario import OnPrem, Pricing, SpotSettings, Workload
+from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
 TODAY = dt.date(2026, 11, 29)
 
@@ -58,8 +59,8 @@ NO_OVERHEADS = Workload(epochs=1, dataset_samples=1)
 # ---------------------------------------------------------------- formulas
 
 def test_instances_round_up_and_say_so():
-    assert instances_needed(6, 8) == (1, 8, "rounded 6 GPUs up to 8: the quote sells 8-GPU instances")
-    assert instances_needed(9, 8) == (2, 16, "rounded 9 GPUs up to 16: the quote sells 8-GPU instances")
+    assert texts_of_triple(instances_needed(6, 8)) == (1, 8, "rounded 6 GPUs up to 8: the quote sells 8-GPU instances")
+    assert texts_of_triple(instances_needed(9, 8)) == (2, 16, "rounded 9 GPUs up to 16: the quote sells 8-GPU instances")
     assert instances_needed(16, 8) == (2, 16, None)
     assert instances_needed(3, 1) == (3, 3, None)
 
@@ -104,15 +105,15 @@ def test_energy_and_co2():
 
 def test_stale_quote_warning():
     old = Quote("aws", "p5.48xlarge", 4.0, as_of=dt.date(2026, 1, 5))
-    assert stale_quote_warning(old, TODAY).startswith("price from 2026-01-05 is 328 days old")
+    assert english(stale_quote_warning(old, TODAY)).startswith("price from 2026-01-05 is 328 days old")
     assert stale_quote_warning(Quote("aws", "p5", 4.0, as_of=dt.date(2026, 6, 2)), TODAY) is None  # 180 days
     assert stale_quote_warning(Quote("aws", "p5", 4.0, as_of=dt.date(2026, 6, 1)), TODAY) is not None  # 181
-    assert "has no date" in stale_quote_warning(Quote("aws", "p5", 4.0, as_of=None), TODAY)
+    assert "has no date" in english(stale_quote_warning(Quote("aws", "p5", 4.0, as_of=None), TODAY))
     assert stale_quote_warning(Quote("aws", "p5", 4.0, as_of=None, origin="user"), TODAY) is None
 
 
 def test_undated_exchange_rate_warning():
-    text = undated_rate_warning(Pricing(currency="MXN", exchange_rate=17.2))
+    text = english(undated_rate_warning(Pricing(currency="MXN", exchange_rate=17.2)))
     assert "exchange rate 17.2 MXN per USD has no date" in text
     assert "pricing.exchange_rate_as_of" in text
     assert undated_rate_warning(Pricing(currency="MXN", exchange_rate=17.2,
@@ -182,9 +183,9 @@ def test_on_demand_rounding_billing_tax_and_currency():
     # Energy: 6 GPUs x (400 W x 0.7 = 280 W) x 2.1 h = 3.528 kWh (cloud PUE 1.0); x 0.5 kg/kWh = 1.764 kg.
     assert est.energy_kwh == pytest.approx(3.528)
     assert est.co2_kg == pytest.approx(1.764)
-    assert "rounded 6 GPUs up to 8: the quote sells 8-GPU instances" in est.notes
-    assert "billed in 1-hour increments: 2.1 h -> 3 h" in est.notes
-    assert any(n.startswith("energy assumes 70% of TDP (400 W -> 280 W per GPU)") for n in est.notes)
+    assert "rounded 6 GPUs up to 8: the quote sells 8-GPU instances" in texts(est.notes)
+    assert "billed in 1-hour increments: 2.1 h -> 3 h" in texts(est.notes)
+    assert any(n.startswith("energy assumes 70% of TDP (400 W -> 280 W per GPU)") for n in texts(est.notes))
     assert est.price.provider == "aws" and est.price.as_of == "2026-10-01" and est.price.origin == "published"
 
 
@@ -197,9 +198,9 @@ def test_spot_adds_lost_hours_and_preemptions():
     assert est.preemptions == pytest.approx(1.0)
     assert est.hours == pytest.approx(10 + 25 / 60)
     assert est.usd == pytest.approx(16 * (10 + 25 / 60) * 2.0)
-    assert "spot: expect 1 preemptions, +0.4 h lost" in est.notes
+    assert "spot: expect 1 preemptions, +0.4 h lost" in texts(est.notes)
     assert est.energy_kwh == pytest.approx(16 * 0.5 * (10 + 25 / 60))
-    assert not any("TDP" in n for n in est.notes)  # measured power given
+    assert not any("TDP" in n for n in texts(est.notes))  # measured power given
 
 
 def test_overheads_and_runs_multiply_in_the_estimate():
@@ -232,15 +233,15 @@ def test_on_prem_price_and_facility_energy():
     assert est.usd == pytest.approx(3 * 1.51094, abs=1e-4)
     assert est.n_gpus_billed == 3
     assert est.energy_kwh == pytest.approx(2.1)
-    assert not any("days old" in n or "no date" in n for n in est.notes)
+    assert not any("days old" in n or "no date" in n for n in texts(est.notes))
 
 
 def test_stale_quote_and_undated_rate_reach_the_notes():
     gpu = Gpu(prices=(Quote("aws", "p5.48xlarge", 4.0, as_of=dt.date(2026, 1, 5)),))
     pricing = Pricing(currency="EUR", exchange_rate=0.92)
     est = estimate_cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, pricing, NO_OVERHEADS, today=TODAY)
-    assert any(n.startswith("price from 2026-01-05 is 328 days old") for n in est.notes)
-    assert any("exchange rate 0.92 EUR per USD has no date" in n for n in est.notes)
+    assert any(n.startswith("price from 2026-01-05 is 328 days old") for n in texts(est.notes))
+    assert any("exchange rate 0.92 EUR per USD has no date" in n for n in texts(est.notes))
     assert est.amount_in_currency == pytest.approx(8 * 4.0 * 0.92)
 
 
@@ -257,7 +258,7 @@ def test_no_quote_for_the_tier_is_a_clear_error():
     gpu = Gpu(prices=(Quote("aws", "p5.48xlarge", 6.88),))
     with pytest.raises(NoQuoteError) as err:
         estimate_cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, Pricing(tier="reserved_3y"), NO_OVERHEADS, today=TODAY)
-    message = str(err.value)
+    message = english(err.value.note)
     assert "no reserved_3y price for NVIDIA H100 SXM 80GB (h100-sxm-80gb)" in message
     assert "it has quotes for: on_demand" in message
     assert "price override" in message

@@ -18,6 +18,7 @@ from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, parse_scenario
 from planner.present.planjson import plan_to_dict
 from planner.vocab import GIB
+from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
@@ -83,7 +84,7 @@ def test_nothing_measured_falls_back_to_analytic_and_says_so(bare_inputs):
 def test_unsupported_precision_is_listed_with_a_note(bare_inputs):
     plan = build_plan(_scenario(), bare_inputs, TODAY)
     t4 = plan.option("t4-16gb-x1-bf16")
-    assert not t4.fits and "bf16 not supported on" in t4.notes[0]
+    assert not t4.fits and "bf16 not supported on" in texts(t4.notes)[0]
 
 
 def test_impossible_config_does_not_fit_and_quotes_numbers(bare_inputs):
@@ -95,9 +96,9 @@ def test_impossible_config_does_not_fit_and_quotes_numbers(bare_inputs):
     plan = build_plan(s, bare_inputs, TODAY)
     o = plan.options[0]
     assert not o.fits
-    assert o.notes[0].startswith("does not fit: needs ") and "GiB usable of 80" in o.notes[0]
+    assert texts(o.notes)[0].startswith("does not fit: needs ") and "GiB usable of 80" in texts(o.notes)[0]
     assert plan.recommendation.primary is None
-    assert any("no option fits" in w for w in plan.warnings)
+    assert any("no option fits" in w for w in texts(plan.warnings))
 
 
 def test_more_gpus_lower_hours_and_auto_micro_batch_divides(bare_inputs):
@@ -114,7 +115,7 @@ def test_spot_is_cheaper_and_notes_preemptions(bare_inputs):
     spot = build_plan(_scenario(pricing={"tier": "spot", "provider": "gcp"}), bare_inputs,
                       TODAY).option("h100-sxm-80gb-x1-bf16")
     assert spot.cost.usd < od.cost.usd
-    assert any(n.startswith("spot: expect") for n in spot.notes)
+    assert any(n.startswith("spot: expect") for n in texts(spot.notes))
 
 
 def test_recommendation_is_cheapest_within_deadline_and_runner_up_on_frontier(bare_inputs):
@@ -145,7 +146,7 @@ def test_currency_conversion_and_exchange_rate_assumption(bare_inputs):
                                          "exchange_rate_as_of": "2026-11-01"}), bare_inputs, TODAY)
     o = plan.option("h100-sxm-80gb-x1-bf16")
     assert o.cost.amount_in_currency == pytest.approx(o.cost.usd * 18.5)
-    assert any("18.5 MXN/USD (as of 2026-11-01)" in a for a in plan.assumptions)
+    assert any("18.5 MXN/USD (as of 2026-11-01)" in a for a in texts(plan.assumptions))
 
 
 def test_plan_does_not_depend_on_shipped_results_being_synthetic():
@@ -258,7 +259,7 @@ def test_an_option_without_a_price_still_has_hours_and_energy(bare_inputs):
     s = _scenario(hardware={"gpus": ["a100-pcie-40gb"], "gpu_counts": [1]})  # no on-demand quote shipped
     o = build_plan(s, bare_inputs, TODAY).options[0]
     assert o.fits and o.cost.price is None and o.cost.hours > 0 and o.cost.energy_kwh > 0
-    assert any(n.startswith("no on_demand price") for n in o.notes)
+    assert any(n.startswith("no on_demand price") for n in texts(o.notes))
     d = plan_to_dict(build_plan(s, bare_inputs, TODAY))
     assert d["options"][0]["cost_usd"] is None and d["options"][0]["hours"] > 0
     assert d["recommendation"]["primary"] is None  # nothing priced to compare
@@ -299,5 +300,5 @@ def test_spot_with_many_instances_warns_the_run_may_never_finish(bare_inputs):
     o = build_plan(s, bare_inputs, TODAY).option("h100-sxm-80gb-x8-bf16")
     # gcp sells 1-GPU spot instances only: 8 instances x 0.5/h = a preemption every 15 min < 60 + 10 min
     assert o.cost.price.gpus_per_instance == 1
-    assert any("may never finish" in n for n in o.notes)
-    assert any(n.startswith("priced as 8 separate 1-GPU instances") for n in o.notes)
+    assert any("may never finish" in n for n in texts(o.notes))
+    assert any(n.startswith("priced as 8 separate 1-GPU instances") for n in texts(o.notes))

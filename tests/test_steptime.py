@@ -6,6 +6,7 @@ import pytest
 
 from planner.engine import steptime as st
 from planner.engine.estimates import Source, TimePoint
+from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
 # Published figures used below (reference/gpu_reference.md, dense): A100 SXM 80GB bf16 312 TFLOPS, 2039 GB/s;
 # H100 SXM bf16 989.4 TFLOPS, 3350 GB/s.
@@ -264,7 +265,7 @@ def test_assemble_accumulation_counts_a_measured_optimizer_once():
     assert est.micro_step_time_s == pytest.approx(0.090)
     # band: 4 × (95 - 10) + 10 = 350 ms; 4 × (105 - 10) + 10 = 390 ms
     assert est.band_s == pytest.approx((0.350, 0.390))
-    assert any("counted once" in n for n in est.notes)
+    assert any("counted once" in n for n in texts(est.notes))
 
 
 def test_assemble_accumulation_with_separate_optimizer():
@@ -281,7 +282,7 @@ def test_assemble_input_bound_note_quotes_both_numbers():
     est = st.assemble_step(0.012, (0.011, 0.013), 1, 0.0, input_s, 0.0, SRC, 32, [])
     assert est.step_time_s == pytest.approx(0.041)
     assert est.input_time_s == pytest.approx(0.041)
-    assert any(n.startswith("input-bound: loading 41 ms vs compute 12 ms per step") for n in est.notes)
+    assert any(n.startswith("input-bound: loading 41 ms vs compute 12 ms per step") for n in texts(est.notes))
     assert est.band_s == pytest.approx((0.041, 0.041))
 
 
@@ -289,13 +290,13 @@ def test_assemble_main_process_loading_adds():
     # no workers: 12 ms compute + 41 ms loading = 53 ms
     est = st.assemble_step(0.012, (0.012, 0.012), 1, 0.0, 0.041, 0.0, SRC, 32, [], input_overlaps=False)
     assert est.step_time_s == pytest.approx(0.053)
-    assert any("main process" in n for n in est.notes)
+    assert any("main process" in n for n in texts(est.notes))
 
 
 def test_assemble_not_input_bound_has_no_note():
     est = st.assemble_step(0.050, (0.05, 0.05), 2, 0.0, 0.010, 0.0, SRC, 64, [])
     assert est.step_time_s == pytest.approx(0.100)  # 2 × 50 ms; loading 2 × 10 ms overlaps
-    assert not est.notes
+    assert not texts(est.notes)
 
 
 def test_format_duration():

@@ -6,7 +6,8 @@ import math
 from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ConvergenceEstimate, Source
-from planner.present.notes import Note
+from planner.engine.notes import Note
+from planner.inputs.errors import CannotEstimate, FitError
 from planner.vocab import SGD_FAMILY
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ ADAM_FAMILY = ("adam", "adamw", "adam8bit", "adafactor")
 CAVEATS = (Note("caveat_same_target"), Note("caveat_lr_retuned"), Note("caveat_b_crit_grows"))
 
 
-class ConvergenceFitError(ValueError):
+class ConvergenceFitError(FitError):
     """The reference points do not give a usable McCandlish fit (S_min or E_min not positive)."""
 
 
@@ -162,7 +163,8 @@ def _from_epochs(workload: Workload, batch: int) -> ConvergenceEstimate:
 
 def _from_tokens(workload: Workload, batch: int, seq_len: int | None) -> ConvergenceEstimate:
     if not seq_len:
-        raise ValueError("workload.tokens needs the sequence length (model.transformer.seq_len)")
+        raise CannotEstimate("workload.tokens", "a model with a sequence length (model.transformer.seq_len, or a "
+                             "zoo or result-file model that has one) to turn tokens into steps")
     steps = steps_for_tokens(workload.tokens, batch, seq_len)
     samples = workload.tokens / seq_len
     epochs = samples / workload.dataset_samples if workload.dataset_samples else None
@@ -246,7 +248,7 @@ def _b_crit_notes(batch: float, b_crit: float | None) -> tuple[str, ...]:
 
 def _dataset_samples(workload: Workload, needed_by: str) -> int:
     if not workload.dataset_samples:
-        raise ValueError(f"{needed_by} need the dataset size (workload.dataset_samples)")
+        raise CannotEstimate("workload.dataset_samples", f"the dataset size in samples ({needed_by} need it)")
     return workload.dataset_samples
 
 

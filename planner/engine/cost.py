@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from planner.engine.estimates import CostEstimate, PriceChoice
-from planner.present.notes import Note
+from planner.engine.notes import Note
 
 if TYPE_CHECKING:
     from planner.inputs.scenario import OnPrem, Pricing, Workload
@@ -24,7 +24,11 @@ BILLING_NOTE_FRACTION = 0.01
 
 
 class NoQuoteError(ValueError):
-    """No price quote exists for the GPU at the requested tier (and provider)."""
+    """No price quote exists for the GPU at the requested tier (and provider); `note` says which and what exists."""
+
+    def __init__(self, note: Note) -> None:
+        super().__init__(note.key)
+        self.note = note
 
 
 # ---------------------------------------------------------------- formulas
@@ -256,10 +260,10 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
 def estimate_time_only(step_time_s: float, step_band_s: tuple[float, float], steps: float,
                        steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing,
                        workload: Workload, mean_power_w: float | None = None,
-                       reason: str = "") -> CostEstimate:
+                       reason: Note | None = None) -> CostEstimate:
     """Hours, GPU-hours and energy when no price applies (e.g. an owned card with no quote): money is NaN and
     `price` None, so a plan still says how long the run takes; `reason` (why there is no price) goes in notes."""
-    notes: list[str] = [reason] if reason else []
+    notes: list[Note] = [reason] if reason else []
     power_w = _power_w(gpu, mean_power_w, notes)
     plain = replace(pricing, tier="on_demand")  # no spot losses without a spot price
     likely = _run(steps, step_time_s, workload, plain, n_gpus, 1.0)

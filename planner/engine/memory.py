@@ -13,8 +13,8 @@ from planner.engine.memory_activations import (
     logits_loss_bytes,
     transformer_activation_bytes,
 )
+from planner.engine.notes import Note
 from planner.inputs.errors import InputError
-from planner.present.notes import Note
 from planner.vocab import (
     ADAPTER_TARGETS,
     GIB,

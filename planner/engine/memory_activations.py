@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ActivationLine, ResolvedModel, Source
-from planner.inputs.errors import InputError
+from planner.inputs.errors import CannotEstimate, InputError
 from planner.vocab import PRECISIONS, STATE_LAYOUTS
 
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, che
         per_sample = _rescaled_per_sample(model.activation_bytes_per_sample, model.activation_precision or precision,
                                           model, precision, layout, checkpointing, extra)
         return per_sample * micro_batch, Source("user", "; ".join(extra))
-    raise ValueError(
-        f"no activation memory for model {model.name}: nothing measured or traced at {precision}, no transformer "
+    raise CannotEstimate(
+        "model.activation_bytes_per_sample",
+        f"an activation size for model {model.name}: nothing measured or traced at {precision}, no transformer "
         "shape for the formula; run `python -m bench trace` or give model.activation_bytes_per_sample")

@@ -21,12 +21,12 @@ from planner.engine.estimates import (
 )
 from planner.engine.measurements import MeasurementIndex, index_measurements
 from planner.engine.models import resolve_model
+from planner.engine.notes import PLAN_LEVEL_NOTE_KEYS, Note
 from planner.engine.recommend import recommend
-from planner.inputs.errors import InputError
+from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
 from planner.inputs.scenario import Scenario
-from planner.present.notes import Note
 
 # ---------------------------------------------------------------- plan
 
@@ -39,6 +39,8 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
     trainable = memory.trainable_params(model, scenario.training)
     try:
         conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+    except CannotEstimate as exc:
+        raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
     except convergence.ConvergenceFitError as exc:
         raise InputError(source, "workload.reference_points",
                          [(p.global_batch, p.steps or p.epochs) for p in scenario.workload.reference_points],
@@ -53,11 +55,8 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                 try:
                     options.append(_option(scenario, inputs, model, trainable, gpu, n, precision, conv, idx,
                                            lines, today))
-                except InputError:
-                    raise
-                except ValueError as exc:  # the engine's "cannot estimate this" (e.g. no activation figure)
-                    field = "model.activation_bytes_per_sample" if "activation" in str(exc) else "model"
-                    raise InputError(source, field, scenario.model.name or scenario.model.params, str(exc)) from None
+                except CannotEstimate as exc:
+                    raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
     rec = recommend(options, scenario.constraints)
     warnings = list(inputs.problems) + _plan_warnings(scenario, options, today)
     return Plan(
@@ -70,6 +69,10 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         result_files_used=tuple(sorted(idx.files_used)),
         extra={"model": model, "convergence": conv, "trainable_params": trainable, "skipped_files": idx.skipped},
     )
+
+
+def _model_label(scenario: Scenario) -> object:
+    return scenario.model.name or scenario.model.params
 
 
 def _gpu_ids(scenario: Scenario, inputs: Inputs, source: str) -> list[str]:
@@ -105,7 +108,6 @@ def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scen
     return out
 
 
-_ENERGY_NOTE_PREFIX = "energy assumes"  # said once in the assumptions, not on every option
 
 
 @lru_cache(maxsize=256)
@@ -170,12 +172,12 @@ def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable:
                                scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
                                inputs.price_overrides.get(gpu.id, []), today, scenario.hardware.gpus_per_node)
     except cost.NoQuoteError as exc:
-        reason = exc.args[0] if exc.args and isinstance(exc.args[0], Note) else str(exc)
+        reason = exc.note
         c = cost.estimate_time_only(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
                                     scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
                                     reason)
     if c is not None:
-        notes.extend(n for n in c.notes if not n.startswith(_ENERGY_NOTE_PREFIX))
+        notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=True, micro_batch=micro, grad_accum=accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
 

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 from planner.engine.estimates import Source, StepEstimate, TimePoint
-from planner.present.notes import Note
+from planner.engine.notes import Note
 from planner.vocab import PRECISIONS
 
 # ---------------------------------------------------------------- constants (editable; each with its source)

@@ -1,6 +1,65 @@
-"""The one error type for bad input: it names the file, the field, the value and what was expected."""
+"""Typed errors. Behaviour is decided by the type and its fields, never by the wording of a message.
+
+- InputError: bad input from a file, link, widget or argument: names the file, the field, the value and what was
+  expected. The CLIs exit 2 with its text; the app shows it on the page that read the input.
+- CannotEstimate: the inputs are valid but lack a figure an estimate needs (e.g. no activation size for a model
+  with nothing measured or traced): names the field that would supply it.
+- FitError: a fit over user-given points failed (e.g. a McCandlish fit with no positive solution).
+"""
 
 from __future__ import annotations
+
+# Values are shown cut to this many characters; building the text never walks more than a bounded slice of a
+# value, so a huge or deeply nested value (a YAML alias bomb) cannot hang or exhaust memory in a message.
+MAX_SHOWN_CHARS = 120
+_MAX_ITEMS = 8
+_MAX_DEPTH = 3
+
+
+def describe(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """A bounded, repr-like rendering of `value` for a message: at most `limit` characters, bounded work."""
+    text = _bounded_repr(value, _MAX_DEPTH, limit + 1)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _bounded_repr(value: object, depth: int, budget: int) -> str:
+    if isinstance(value, str):
+        return repr(value[:budget])
+    if isinstance(value, bytes):
+        return repr(value[:budget])
+    if isinstance(value, bool | int):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+            return f"<integer of {len(str(abs(value))) if abs(value) < 10**4000 else 'over 4000'} digits>"
+        return repr(value)
+    if isinstance(value, float) or value is None:
+        return repr(value)
+    if isinstance(value, dict):
+        if depth <= 0:
+            return "{...}"
+        parts = []
+        for i, (k, v) in enumerate(value.items()):
+            if i >= _MAX_ITEMS:
+                parts.append("...")
+                break
+            parts.append(f"{_bounded_repr(k, depth - 1, budget)}: {_bounded_repr(v, depth - 1, budget)}")
+            if sum(map(len, parts)) > budget:
+                break
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, list | tuple | set | frozenset):
+        if depth <= 0:
+            return "[...]"
+        parts = []
+        for i, v in enumerate(value):
+            if i >= _MAX_ITEMS:
+                parts.append("...")
+                break
+            parts.append(_bounded_repr(v, depth - 1, budget))
+            if sum(map(len, parts)) > budget:
+                break
+        open_, close = ("(", ")") if isinstance(value, tuple) else ("[", "]")
+        return open_ + ", ".join(parts) + close
+    text = repr(value)
+    return text[:budget]
 
 
 class InputError(ValueError):
@@ -15,7 +74,17 @@ class InputError(ValueError):
 
     def _message(self) -> str:
         where = f"{self.source}: {self.field}" if self.field else self.source
-        shown = repr(self.value)
-        if len(shown) > 120:
-            shown = shown[:117] + "..."
-        return f"{where}: got {shown}; expected {self.expected}"
+        return f"{where}: got {describe(self.value)}; expected {self.expected}"
+
+
+class CannotEstimate(ValueError):
+    """Valid inputs that lack a figure an estimate needs; `field` names the input that would supply it."""
+
+    def __init__(self, field: str, missing: str):
+        self.field = field
+        self.missing = missing
+        super().__init__(f"{field}: {missing}")
+
+
+class FitError(ValueError):
+    """A fit over user-given points has no valid solution; the message says why in numbers."""

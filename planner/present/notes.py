@@ -1,15 +1,18 @@
-"""Notes a user acts on: English text that also carries its catalog key and numbers, so any language can render it."""
+"""Render engine notes (catalog key + parameters) in one language; plain strings (file problems) pass through."""
 
 from __future__ import annotations
 
 import math
 
+from planner.engine.notes import Note
 from planner.present import fmt
 from planner.present.i18n import t
 
 
 def _localise(value: object, locale: str | None) -> object:
-    """Numbers take the locale's separators (es-AR 1.234,5); text is left as it is."""
+    """Numbers take the locale's separators (es-AR 1.234,5); nested notes render in the same language."""
+    if isinstance(value, Note):
+        return render_note(value, locale)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     if isinstance(value, float) and not math.isfinite(value):
@@ -21,26 +24,13 @@ def _localise(value: object, locale: str | None) -> object:
     return fmt.optional_decimals(value, locale, decimals)
 
 
-class Note(str):
-    """A str (English text, used in JSON and tables) with `.key` and `.params` for translation."""
-
-    key: str
-    params: dict
-
-    def __new__(cls, key: str, **params: object) -> Note:
-        obj = super().__new__(cls, _render(key, "en", params))
-        obj.key = key
-        obj.params = params
-        return obj
-
-    def render(self, locale: str | None) -> str:
-        return _render(self.key, locale, self.params)
+def render_note(note: Note | str, locale: str | None) -> str:
+    """A note in `locale` (None = English); plain strings (file problems, user text) are shown as they are."""
+    if not isinstance(note, Note):
+        return str(note)
+    return t(f"note.{note.key}", locale, **{k: _localise(v, locale) for k, v in note.items})
 
 
-def _render(key: str, locale: str | None, params: dict) -> str:
-    return t(f"note.{key}", locale, **{k: _localise(v, locale) for k, v in params.items()})
-
-
-def render_note(text: str, locale: str | None) -> str:
-    """Translate a Note; plain strings (file problems, user text) are shown as they are."""
-    return text.render(locale) if isinstance(text, Note) else str(text)
+def english(note: Note | str) -> str:
+    """The English text of a note: what JSON, CSV and the CLI table carry."""
+    return render_note(note, "en")

@@ -7,6 +7,7 @@ import math
 
 from planner import __version__
 from planner.engine.estimates import Plan, PlanOption
+from planner.present.notes import english
 from planner.vocab import GIB
 
 SCHEMA = "trainplan.plan/1"
@@ -63,7 +64,7 @@ def option_to_dict(o: PlanOption) -> dict:
         "energy_kwh": _r(c.energy_kwh) if c else None,
         "co2_kg": _r(c.co2_kg) if c else None,
         "checkpoint_gib": _r(o.checkpoint_gib),
-        "notes": list(o.notes),
+        "notes": [english(n) for n in o.notes],
     }
 
 
@@ -90,8 +91,8 @@ def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
         "recommendation": {"primary": r.primary, "runner_up": r.runner_up,
                            "cheapest_within_deadline": r.cheapest_within_deadline,
                            "fastest_within_budget": r.fastest_within_budget, "reason": r.reason},
-        "assumptions": list(plan.assumptions),
-        "warnings": list(plan.warnings),
+        "assumptions": [english(a) for a in plan.assumptions],
+        "warnings": [english(w) for w in plan.warnings],
     }
 
 

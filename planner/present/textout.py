@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from planner.engine.estimates import Plan, PlanOption
 from planner.engine.recommend import trade_off_text
+from planner.present.notes import english
 from planner.vocab import GIB
 
 COLUMNS = (
@@ -61,11 +62,11 @@ def render_table(plan: Plan) -> str:
     lines.extend(recommendation_lines(plan))
     notes = [(o.id, n) for o in plan.options for n in o.notes]
     if notes:
-        lines += ["", "Notes:"] + [f"  {oid}: {n}" for oid, n in notes]
+        lines += ["", "Notes:"] + [f"  {oid}: {english(n)}" for oid, n in notes]
     if plan.warnings:
-        lines += ["", "Warnings:"] + [f"  ! {w}" for w in plan.warnings]
+        lines += ["", "Warnings:"] + [f"  ! {english(w)}" for w in plan.warnings]
     if plan.assumptions:
-        lines += ["", "Assumptions:"] + [f"  - {a}" for a in plan.assumptions]
+        lines += ["", "Assumptions:"] + [f"  - {english(a)}" for a in plan.assumptions]
     return "\n".join(lines) + "\n"
 
 
