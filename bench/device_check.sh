@@ -54,7 +54,7 @@ stage "run $LM" 240 bash -c "$(printf '%q ' "${RUN[@]}" --model "$LM" "${LM_OPT[
 stage "max batch $CNN bf16" 180 bash -c "$(printf '%q ' "$PY" -m bench run --out "$OUT/results" \
   --progress-json --model "$CNN" --precision bf16 --batch "$CNN_B" --steps 2 --warmup 1 --phase-steps 0 \
   --max-batch) > '$OUT/maxbatch-$CNN.jsonl'"
-stage "harness vs Timer" 180 bash -c "$(printf '%q ' "$PY" benchmarks/harness_vs_timer.py --device "$DEV" \
+stage "harness vs Timer" 180 bash -c "$(printf '%q ' "$PY" perf/harness_vs_timer.py --device "$DEV" \
   "${TIMER[@]}" --json "$OUT/harness_vs_timer.json") | tee '$OUT/harness_vs_timer.txt'"
 
 echo "== files:" | tee -a "$LOG"

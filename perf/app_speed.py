@@ -1,7 +1,7 @@
 """How fast the app opens and reruns: cold start (fresh process) and reruns after one widget change; medians.
 
-    .venv/bin/python benchmarks/app_speed.py             # AppTest: cold start x5, reruns x30
-    .venv/bin/python benchmarks/app_speed.py --browser   # also the real server in chromium (Playwright)
+    .venv/bin/python perf/app_speed.py             # AppTest: cold start x5, reruns x30
+    .venv/bin/python perf/app_speed.py --browser   # also the real server in chromium (Playwright)
 
 Targets (issue 5): cold start under 3 s, a rerun after one widget change under 300 ms.
 """

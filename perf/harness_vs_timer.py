@@ -1,7 +1,7 @@
 """Harness accuracy and max-batch search cost: (1) the harness's median step time vs torch.utils.benchmark.Timer
 for the same step, ratio from one run; (2) trials used by fit-predict-confirm vs doubling + bisection from 1.
 
-    python benchmarks/harness_vs_timer.py [--device cpu|cuda] [--model small_cnn] [--batch 32] [--precision fp32]
+    python perf/harness_vs_timer.py [--device cpu|cuda] [--model small_cnn] [--batch 32] [--precision fp32]
 """
 
 from __future__ import annotations

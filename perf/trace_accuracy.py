@@ -7,7 +7,7 @@
    workspace/context: states + max(step transients, activations + forward transients), Korthikanti et al. 2022).
 3. CUDA (on a GPU machine only): the CUDA-emulating trace + the planner's workspace term vs max_memory_allocated.
 
-Run: .venv/bin/python benchmarks/trace_accuracy.py [--part cpu|formula|cuda]   (Markdown tables; a few minutes)
+Run: .venv/bin/python perf/trace_accuracy.py [--part cpu|formula|cuda]   (Markdown tables; a few minutes)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ batch 8, AdamW) under 15 s and under 2 GiB RSS. Each case runs `python -m bench.
 process; RSS is that child's ru_maxrss (getrusage(RUSAGE_CHILDREN) in a wrapper that has only that child), time is its wall clock including interpreter start and
 `import torch`, and the child also reports the time spent tracing alone.
 
-Run: .venv/bin/python benchmarks/trace_speed.py
+Run: .venv/bin/python perf/trace_speed.py
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def test_opens_on_the_default_scenario_already_planned():
 
 def test_cold_start_imports_no_torch_and_is_quick():
     # CPU seconds, not wall seconds: the dev machines are shared, and a busy neighbour must not fail this test
-    # (benchmarks/app_speed.py prints wall-clock figures).
+    # (perf/app_speed.py prints wall-clock figures).
     code = textwrap.dedent(f"""
         import sys, time, json
         t0, c0 = time.perf_counter(), time.process_time()
