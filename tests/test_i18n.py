@@ -108,8 +108,8 @@ def test_spanish_uses_the_seed_vocabulary():
 
 
 def test_t_falls_back_to_english_and_fills_params():
-    assert i18n.t("app.main.recommended", "es-AR", option="X") == "Recomendación: X"
-    assert i18n.t("app.main.recommended", "fr", option="X") == "Recommended: X"
+    assert i18n.t("summary.headline", "es-AR", option="X") == "Recomendación: X"
+    assert i18n.t("summary.headline", "fr", option="X") == "Recommended: X"
     with pytest.raises(KeyError):
         i18n.t("app.no_such_key", "en")
 

@@ -206,7 +206,7 @@ def test_charts_are_locale_aware_vega_lite(plan):
 
 def test_report_catalog_is_complete():
     assert not missing_keys()
-    assert sum(k.startswith("report.") for k in catalog("es")) >= 150
+    assert sum(k.startswith(("report.", "summary.")) for k in catalog("es")) >= 150
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)

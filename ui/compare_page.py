@@ -11,7 +11,8 @@ from planner.inputs.errors import InputError
 from planner.inputs.scenario import load_scenario_file
 from planner.present import compare, fmt
 from planner.present.charts import option_label
-from ui import page_data, render
+from planner.present.viewmodel import plan_view
+from ui import page_data
 from ui.i18n_ui import begin_run, locale, tr
 from ui.render import md, trm
 
@@ -104,7 +105,7 @@ def summary_frame(items) -> pd.DataFrame:
         put("budget", _check(s.within_budget))
         put("runner_up", option_label(s.runner_up) if s.runner_up else "—")
         if s.primary is not None:
-            put("reason", _plain(render.reason_text(it.plan, it.scenario)))
+            put("reason", plan_view(it.plan, it.scenario, loc).reason)
         else:
             put("reason", tr("app.main.no_price") if s.n_fit else tr("app.main.nothing_fits_title"))
     return pd.DataFrame(rows, index=[it.label for it in items]).T

@@ -17,6 +17,7 @@ from planner.engine.recommend import costed
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.i18n import t
+from planner.present.viewmodel import plan_view
 from planner.vocab import GIB
 from ui.i18n_ui import locale, note, tr, tr_or
 
@@ -66,9 +67,9 @@ def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
     if primary is None:
         return _no_recommendation(plan)
     c, m = primary.cost, primary.memory
-    st.subheader(trm("app.main.recommended", option=option_label(primary)))
-    st.markdown(trm("app.main.setting", micro=primary.micro_batch, accum=primary.grad_accum,
-                    provider=c.price.provider if c.price else "—", tier=tr_or(f"common.tier.{scenario.pricing.tier}", scenario.pricing.tier)))
+    view = plan_view(plan, scenario, loc)
+    st.subheader(md(view.headline))
+    st.markdown(md(view.setting))
     cols = st.columns(4)
     cols[0].metric(tr("app.metric.fits"), tr("common.yes"),
                    delta=tr("app.metric.fits_delta", total=gib(m.total), capacity=gib(m.capacity)),
@@ -87,12 +88,8 @@ def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
                    delta=tr("app.metric.gpu_hours_delta", n=c.n_gpus_billed,
                             price=fmt.money(c.price.usd_per_gpu_hour, "USD", loc, 2) if c.price else "—"),
                    delta_color="off", delta_arrow="off", help=tr("app.metric.gpu_hours_help"))
-    st.markdown(reason_text(plan, scenario))
-    runner = plan.option(r.runner_up)
-    if runner is not None:
-        st.markdown(trm("app.main.runner_up", option=option_label(runner), trade=trade_off(primary, runner)))
-    else:
-        st.markdown(tr("app.main.no_runner_up"))
+    for sentence in view.decision:  # the report's words: why this one, deadline, budget, runner-up
+        st.markdown(md(sentence))
     return primary
 
 
@@ -117,41 +114,6 @@ def _no_recommendation(plan: Plan) -> PlanOption | None:
         return o
     st.warning(tr("app.main.no_price"))
     return next((o for o in plan.options if o.fits), None)
-
-
-def trade_off(a: PlanOption, b: PlanOption) -> str:
-    """How b compares with a, in words and in the session's language."""
-    loc = locale()
-    speed = a.cost.hours / b.cost.hours if b.cost.hours else math.inf
-    price = b.cost.usd / a.cost.usd if a.cost.usd else math.inf
-    if speed >= 1:
-        return tr("app.main.trade_faster", speed=fmt.sig(speed, loc, 2), price=fmt.sig(price, loc, 2))
-    return tr("app.main.trade_slower", speed=fmt.sig(1 / speed, loc, 2), price=fmt.sig(price, loc, 2))
-
-
-def hours_plain(x: float) -> str:
-    """A deadline as the user typed it: '48 h', '12.5 h'."""
-    return fmt.number(x, locale(), 0 if float(x).is_integer() else 1) + " h"
-
-
-def reason_text(plan: Plan, scenario: Scenario) -> str:
-    loc = locale()
-    r = plan.recommendation
-    primary = plan.option(r.primary)
-    deadline, budget = scenario.constraints.deadline_hours, scenario.constraints.budget_usd
-    if deadline is None:
-        out = tr("app.reason.cheapest")
-    elif r.cheapest_within_deadline == r.primary:
-        out = tr("app.reason.cheapest_in_deadline", deadline=hours_plain(deadline))
-    else:
-        out = tr("app.reason.none_in_deadline", deadline=hours_plain(deadline))
-    if budget is not None and primary is not None and primary.cost.usd > budget:
-        out += " " + tr("app.reason.over_budget", budget=fmt.money(budget, "USD", loc))
-    fastest = plan.option(r.fastest_within_budget)
-    if budget is not None and fastest is not None and fastest.id != r.primary:
-        out += " " + trm("app.reason.fastest_in_budget", option=option_label(fastest),
-                         hours=fmt.hours(fastest.cost.hours, loc))
-    return out
 
 
 # ---------------------------------------------------------------- memory chart

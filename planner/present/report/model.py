@@ -14,6 +14,7 @@ from planner.present.charts import option_label, top_options
 from planner.present.i18n import language_of, t
 from planner.present.notes import render_note
 from planner.present.report.risks import Risk, find_risks
+from planner.present.viewmodel import cost_text, plan_view, time_range
 from planner.vocab import GIB
 
 DEFAULT_TOP_N = 10
@@ -73,7 +74,6 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
     today = today or dt.date.today()
     shown = top_options(plan, None if all_options else top_n)
     primary = plan.option(plan.recommendation.primary)
-    runner = plan.option(plan.recommendation.runner_up)
     charts = tuple(_charts(plan, scenario, shown, locale, with_charts))
     return ReportModel(
         locale=locale,
@@ -82,7 +82,7 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         scenario_name=scenario.name,
         generated=t("report.generated", locale, date=fmt.date(today, locale), version=__version__),
         headings={s: t(f"report.section.{s}", locale) for s in SECTIONS},
-        summary=tuple(_summary(plan, scenario, primary, runner, locale)),
+        summary=plan_view(plan, scenario, locale).summary,
         key_figures=tuple(_key_figures(scenario, primary, locale)),
         options_intro=_options_intro(plan, shown, locale),
         options=_options_table(plan, shown, locale),
@@ -103,106 +103,6 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
 
 
 # ---------------------------------------------------------------- summary
-
-def time_range(o: PlanOption, locale: str) -> str:
-    lo, hi = o.cost.hours_range
-    return t("report.range", locale, low=fmt.hours(lo, locale), high=fmt.hours(hi, locale))
-
-
-def cost_text(o: PlanOption, locale: str) -> str:
-    """'€1.234 (US$1.345)' in a foreign currency; '$1,234' in USD."""
-    c = o.cost
-    usd = fmt.money(c.usd, "USD", locale)
-    if c.currency == "USD":
-        return usd
-    return f"{fmt.money(c.amount_in_currency, c.currency, locale)} ({usd})"
-
-
-def cost_range_text(o: PlanOption, locale: str) -> str:
-    c = o.cost
-    lo, hi = c.amount_range_in_currency
-    return t("report.range", locale, low=fmt.money(lo, c.currency, locale), high=fmt.money(hi, c.currency, locale))
-
-
-def _summary(plan: Plan, scenario: Scenario, primary: PlanOption | None, runner: PlanOption | None,
-             locale: str) -> list[str]:
-    n_fit = sum(o.fits for o in plan.options)
-    counts = t("report.summary.counts", locale, total=len(plan.options), fit=n_fit,
-               priced=len(costed(plan.options)))
-    if primary is None:
-        key = "none_fit" if n_fit == 0 else "none_priced"
-        return [t(f"report.summary.{key}", locale, tier=scenario.pricing.tier), counts]
-    c = primary.cost
-    out = [
-        t("report.summary.recommend", locale, n=primary.n_gpus, gpu=primary.gpu_name, precision=primary.precision,
-          batch=fmt.number(scenario.training.global_batch, locale, 0), micro=primary.micro_batch,
-          accum=primary.grad_accum),
-        t("report.summary.time", locale, hours=fmt.hours(c.hours, locale), range=time_range(primary, locale),
-          steps=fmt.number(primary.convergence.steps, locale, 0) if primary.convergence else "—",
-          step=fmt.sig(primary.step.step_time_s, locale)),
-        t("report.summary.cost", locale, cost=cost_text(primary, locale), range=cost_range_text(primary, locale),
-          price=fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—",
-          provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1)),
-        _deadline_sentence(plan, scenario, primary, locale),
-        _budget_sentence(scenario, primary, locale),
-        _reason_sentence(plan, scenario, primary, locale),
-        _runner_sentence(primary, runner, locale),
-        counts,
-    ]
-    return out
-
-
-def _deadline_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
-    deadline = scenario.constraints.deadline_hours
-    if deadline is None:
-        return t("report.summary.no_deadline", locale)
-    d = fmt.hours(deadline, locale)
-    hours, high = o.cost.hours, o.cost.hours_range[1]
-    if high <= deadline:
-        return t("report.summary.deadline_safe", locale, deadline=d)
-    if hours <= deadline:
-        return t("report.summary.deadline_likely", locale, deadline=d, high=fmt.hours(high, locale))
-    key = "deadline_missed_all" if plan.recommendation.cheapest_within_deadline is None else "deadline_missed"
-    return t(f"report.summary.{key}", locale, deadline=d, hours=fmt.hours(hours, locale))
-
-
-def _budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
-    budget = scenario.constraints.budget_usd
-    if budget is None:
-        return t("report.summary.no_budget", locale)
-    b = fmt.money(budget, "USD", locale)
-    usd, high = o.cost.usd, o.cost.usd_range[1]
-    if high <= budget:
-        return t("report.summary.budget_safe", locale, budget=b)
-    if usd <= budget:
-        return t("report.summary.budget_likely", locale, budget=b, high=fmt.money(high, "USD", locale))
-    return t("report.summary.budget_over", locale, budget=b, usd=fmt.money(usd, "USD", locale))
-
-
-def _reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
-    if scenario.constraints.deadline_hours is None:
-        return t("report.summary.reason_cheapest", locale)
-    if plan.recommendation.cheapest_within_deadline == o.id:
-        return t("report.summary.reason_deadline", locale)
-    return t("report.summary.reason_no_deadline_fit", locale)
-
-
-def trade_off(a: PlanOption, b: PlanOption, locale: str) -> str:
-    """How b compares with a, localized: '2,1× más rápida por 1,4× el costo' (recommend.trade_off_text in words)."""
-    speed = a.cost.hours / b.cost.hours if b.cost.hours else float("inf")
-    price = b.cost.usd / a.cost.usd if a.cost.usd else float("inf")
-    if speed >= 1:
-        return t("report.trade.faster", locale, speed=fmt.number(speed, locale, 1), price=fmt.number(price, locale, 1))
-    return t("report.trade.slower", locale, speed=fmt.number(1 / speed, locale, 1),
-             price=fmt.number(price, locale, 2))
-
-
-def _runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str) -> str:
-    if runner is None:
-        return t("report.summary.no_runner_up", locale)
-    return t("report.summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
-             hours=fmt.hours(runner.cost.hours, locale), cost=cost_text(runner, locale))
-
 
 def _key_figures(scenario: Scenario, o: PlanOption | None, locale: str) -> list[tuple[str, str]]:
     if o is None:

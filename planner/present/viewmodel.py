@@ -1,0 +1,163 @@
+"""ONE view of a plan in words: the headline, trade-off, deadline/budget and reason sentences that the app's Plan
+page, the reports and the CLI all show, so every surface says the same thing in the same words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.engine.estimates import Plan, PlanOption
+from planner.engine.recommend import costed
+from planner.inputs.scenario import Scenario
+from planner.present import fmt
+from planner.present.charts import option_label
+from planner.present.i18n import t
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A plan's decision in one language. Sentences are plain text (no markup); surfaces add their own."""
+
+    locale: str
+    primary: PlanOption | None
+    runner_up: PlanOption | None
+    fastest_within_budget: PlanOption | None
+    headline: str  # "Recommended: 1 × NVIDIA H100 SXM 80GB · bf16", or why nothing is recommended
+    setting: str  # GPUs × micro-batch × accumulation for the global batch ("" when nothing is recommended)
+    time: str
+    cost: str
+    deadline: str
+    budget: str
+    reason: str
+    runner: str  # the runner-up and its trade-off
+    fastest: str  # the fastest option within the budget, when it is not the recommended one ("" otherwise)
+    counts: str
+
+    @property
+    def summary(self) -> tuple[str, ...]:
+        """The executive summary, in reading order."""
+        if self.primary is None:
+            return (self.headline, self.counts)
+        return tuple(s for s in (self.setting, self.time, self.cost, self.deadline, self.budget, self.reason,
+                                 self.runner, self.counts) if s)
+
+    @property
+    def decision(self) -> tuple[str, ...]:
+        """What the Plan page says under its metrics: why this one, deadline, budget, runner-up."""
+        if self.primary is None:
+            return ()
+        return tuple(s for s in (self.reason, self.deadline, self.budget, self.fastest, self.runner) if s)
+
+
+def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
+    r = plan.recommendation
+    primary, runner = plan.option(r.primary), plan.option(r.runner_up)
+    fastest = plan.option(r.fastest_within_budget)
+    n_fit = sum(o.fits for o in plan.options)
+    counts = t("summary.counts", locale, total=len(plan.options), fit=n_fit, priced=len(costed(plan.options)))
+    if primary is None or primary.cost is None:
+        key = "none_fit" if n_fit == 0 else "none_priced"
+        none = t(f"summary.{key}", locale, tier=scenario.pricing.tier)
+        return PlanView(locale, None, None, None, none, "", "", "", "", "", "", "", "", counts)
+    c = primary.cost
+    return PlanView(
+        locale=locale,
+        primary=primary,
+        runner_up=runner,
+        fastest_within_budget=fastest,
+        headline=t("summary.headline", locale, option=option_label(primary)),
+        setting=t("summary.recommend", locale, n=primary.n_gpus, gpu=primary.gpu_name, precision=primary.precision,
+                  batch=fmt.number(scenario.training.global_batch, locale, 0), micro=primary.micro_batch,
+                  accum=primary.grad_accum),
+        time=t("summary.time", locale, hours=fmt.hours(c.hours, locale), range=time_range(primary, locale),
+               steps=fmt.number(primary.convergence.steps, locale, 0) if primary.convergence else "—",
+               step=fmt.sig(primary.step.step_time_s, locale) if primary.step else "—"),
+        cost=t("summary.cost", locale, cost=cost_text(primary, locale), range=cost_range_text(primary, locale),
+               price=fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—",
+               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1)),
+        deadline=deadline_sentence(plan, scenario, primary, locale),
+        budget=budget_sentence(scenario, primary, locale),
+        reason=reason_sentence(plan, scenario, primary, locale),
+        runner=runner_sentence(primary, runner, locale),
+        fastest=_fastest_sentence(scenario, primary, fastest, locale),
+        counts=counts,
+    )
+
+
+def time_range(o: PlanOption, locale: str) -> str:
+    lo, hi = o.cost.hours_range
+    return t("report.range", locale, low=fmt.hours(lo, locale), high=fmt.hours(hi, locale))
+
+
+def cost_text(o: PlanOption, locale: str) -> str:
+    """'€1.234 (US$1.345)' in a foreign currency; '$1,234' in USD."""
+    c = o.cost
+    usd = fmt.money(c.usd, "USD", locale)
+    if c.currency == "USD":
+        return usd
+    return f"{fmt.money(c.amount_in_currency, c.currency, locale)} ({usd})"
+
+
+def cost_range_text(o: PlanOption, locale: str) -> str:
+    c = o.cost
+    lo, hi = c.amount_range_in_currency
+    return t("report.range", locale, low=fmt.money(lo, c.currency, locale), high=fmt.money(hi, c.currency, locale))
+
+
+def deadline_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
+    deadline = scenario.constraints.deadline_hours
+    if deadline is None:
+        return t("summary.no_deadline", locale)
+    d = fmt.hours(deadline, locale)
+    hours, high = o.cost.hours, o.cost.hours_range[1]
+    if high <= deadline:
+        return t("summary.deadline_safe", locale, deadline=d)
+    if hours <= deadline:
+        return t("summary.deadline_likely", locale, deadline=d, high=fmt.hours(high, locale))
+    key = "deadline_missed_all" if plan.recommendation.cheapest_within_deadline is None else "deadline_missed"
+    return t(f"summary.{key}", locale, deadline=d, hours=fmt.hours(hours, locale))
+
+
+def budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
+    budget = scenario.constraints.budget_usd
+    if budget is None:
+        return t("summary.no_budget", locale)
+    b = fmt.money(budget, "USD", locale)
+    usd, high = o.cost.usd, o.cost.usd_range[1]
+    if high <= budget:
+        return t("summary.budget_safe", locale, budget=b)
+    if usd <= budget:
+        return t("summary.budget_likely", locale, budget=b, high=fmt.money(high, "USD", locale))
+    return t("summary.budget_over", locale, budget=b, usd=fmt.money(usd, "USD", locale))
+
+
+def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
+    if scenario.constraints.deadline_hours is None:
+        return t("summary.reason_cheapest", locale)
+    if plan.recommendation.cheapest_within_deadline == o.id:
+        return t("summary.reason_deadline", locale)
+    return t("summary.reason_no_deadline_fit", locale)
+
+
+def trade_off(a: PlanOption, b: PlanOption, locale: str) -> str:
+    """How b compares with a: '2.1× faster for 1.4× the cost', '2,1× más rápida por 1,4× el costo'."""
+    speed = a.cost.hours / b.cost.hours if b.cost.hours else float("inf")
+    price = b.cost.usd / a.cost.usd if a.cost.usd else float("inf")
+    if speed >= 1:
+        return t("summary.trade.faster", locale, speed=fmt.number(speed, locale, 1),
+                 price=fmt.number(price, locale, 1))
+    return t("summary.trade.slower", locale, speed=fmt.number(1 / speed, locale, 1),
+             price=fmt.number(price, locale, 2))
+
+
+def runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str) -> str:
+    if runner is None:
+        return t("summary.no_runner_up", locale)
+    return t("summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
+             hours=fmt.hours(runner.cost.hours, locale), cost=cost_text(runner, locale))
+
+
+def _fastest_sentence(scenario: Scenario, primary: PlanOption, fastest: PlanOption | None, locale: str) -> str:
+    if scenario.constraints.budget_usd is None or fastest is None or fastest.id == primary.id:
+        return ""
+    return t("summary.fastest_in_budget", locale, option=option_label(fastest),
+             hours=fmt.hours(fastest.cost.hours, locale))
