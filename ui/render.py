@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections.abc import Sequence
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
-from planner.engine.estimates import MemoryEstimate, Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption
 from planner.engine.recommend import costed
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
-from planner.present.i18n import t
+from planner.present.charts import memory_spec
 from planner.present.viewmodel import plan_view
 from planner.vocab import GIB
 from ui.i18n_ui import locale, note, tr, tr_or
@@ -123,62 +121,14 @@ def chart_settings(plan: Plan) -> list[tuple[str, int]]:
     return list(dict.fromkeys((o.precision, o.n_gpus) for o in plan.options))
 
 
-def memory_rows(plan: Plan, precision: str, n_gpus: int) -> list[dict]:
-    """One bar per GPU at that precision and count: its memory parts (GiB) and capacity, largest capacity first."""
-    loc = locale()
-    parts = {p: tr(f"common.part.{p}") for p in MemoryEstimate.PARTS}
-    fits, no_fit = tr("app.chart.fits"), tr("app.chart.no_fit")
-    rows = []
+def memory_options(plan: Plan, precision: str, n_gpus: int) -> list[PlanOption]:
+    """The options drawn for one setting: one bar per GPU with a memory estimate, largest capacity first."""
     shown = [o for o in plan.options if o.precision == precision and o.n_gpus == n_gpus and o.memory is not None]
-    for rank, o in enumerate(sorted(shown, key=lambda o: -o.memory.capacity)):
-        m = o.memory
-        common = {"gpu": f"{o.gpu_name} (b={o.micro_batch})", "rank": rank, "capacity": round(m.capacity / GIB, 2),
-                  "usable": round(m.usable / GIB, 2), "total": round(m.total / GIB, 2),
-                  "status": fits if o.fits else no_fit, "fits": bool(o.fits),
-                  "total_text": fmt.number(m.total / GIB, loc, 1)}
-        for i, (part, value) in enumerate(m.parts_gib().items()):
-            rows.append({**common, "part": parts[part], "order": i, "gib": round(value, 3)})
-    return rows
+    return sorted(shown, key=lambda o: -o.memory.capacity)
 
 
-@functools.lru_cache(maxsize=16)
-def _memory_template(loc: str) -> str:
-    """The chart without its data, built once per language: altair's build and validation cost ~50 ms."""
-    parts = [t(f"common.part.{p}", loc) for p in MemoryEstimate.PARTS]
-    y = alt.Y("gpu:N", title=None, sort=alt.EncodingSortField(field="rank", op="min", order="ascending"),
-              axis=alt.Axis(labelLimit=320, labelOverlap=False))
-    data = alt.NamedData(name="rows")
-    bars = alt.Chart(data).mark_bar().encode(
-        y=y,
-        x=alt.X("sum(gib):Q", title=t("app.chart.memory_axis", loc), stack="zero"),
-        color=alt.Color("part:N", title=None, sort=parts, scale=alt.Scale(domain=parts, range=list(PART_COLOURS)),
-                        legend=alt.Legend(orient="bottom", columns=4)),
-        order=alt.Order("order:Q"),
-        tooltip=[alt.Tooltip("gpu:N", title=t("app.col.gpu", loc)),
-                 alt.Tooltip("part:N", title=t("app.chart.part", loc)),
-                 alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
-                 alt.Tooltip("total:Q", title=t("app.why.total", loc), format=",.1f"),
-                 alt.Tooltip("status:N", title=t("app.col.fits", loc))],
-    )
-    per_gpu = alt.Chart(data).transform_filter(alt.datum.order == 0)
-    capacity = per_gpu.mark_tick(color="#111", thickness=3, size=20).encode(
-        y=y, x=alt.X("capacity:Q"),
-        tooltip=[alt.Tooltip("capacity:Q", title=t("app.chart.capacity", loc), format=",.1f")])
-    usable = per_gpu.mark_tick(color="#555", thickness=1, size=20, strokeDash=[3, 2]).encode(
-        y=y, x=alt.X("usable:Q"),
-        tooltip=[alt.Tooltip("usable:Q", title=t("app.chart.usable", loc), format=",.1f")])
-    label = per_gpu.mark_text(align="left", dx=6, fontSize=11, fontWeight="bold").encode(
-        y=y, x=alt.X("capacity:Q"), text="status:N",
-        color=alt.condition(alt.datum.fits, alt.value("#1b5e20"), alt.value("#b00020")))
-    chart = alt.layer(bars, usable, capacity, label).properties(height=alt.Step(22))
-    return json.dumps(chart.to_dict(validate=False))
-
-
-def memory_chart(rows: Sequence[dict]) -> dict:
-    """Stacked parts per GPU, a black tick at the capacity and a dashed one at the usable 95 % (a Vega-Lite spec)."""
-    spec = json.loads(_memory_template(locale()))
-    spec["datasets"] = {"rows": list(rows)}
-    return spec
+def _gpu_and_batch(o: PlanOption) -> str:
+    return f"{o.gpu_name} (b={o.micro_batch})"
 
 
 def render_memory(plan: Plan, primary: PlanOption | None) -> None:
@@ -195,10 +145,11 @@ def render_memory(plan: Plan, primary: PlanOption | None) -> None:
     st.subheader(tr("app.chart.memory_title"))
     st.selectbox(tr("app.chart.setting"), list(labels), key="chart_setting")
     precision, n = labels[ss["chart_setting"]]
-    rows = memory_rows(plan, precision, n)
+    options = memory_options(plan, precision, n)
     st.caption(tr("app.chart.memory_caption"))
-    if rows:
-        st.vega_lite_chart(memory_chart(rows), width="stretch")
+    if options:  # the reports' chart, for the options of this setting, labelled with their micro-batch
+        st.vega_lite_chart(memory_spec(None, locale(), options, label=_gpu_and_batch, titled=False),
+                           width="stretch")
 
 
 # ---------------------------------------------------------------- options table

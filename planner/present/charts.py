@@ -6,7 +6,7 @@ altair) and offered as an altair chart for the app (`*_chart`, altair imported o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from planner.engine.estimates import MemoryEstimate, Plan, PlanOption
@@ -155,38 +155,70 @@ def cost_time_spec(plan: Plan, locale: str | None = "en", deadline_hours: float 
 
 # ---------------------------------------------------------------- memory vs capacity
 
-def memory_spec(plan: Plan, locale: str | None = "en", options: Sequence[PlanOption] | None = None) -> dict:
-    """Per-GPU memory of each option as stacked named parts, with a black tick at the GPU's capacity."""
+def memory_rows(options: Sequence[PlanOption], locale: str | None = "en",
+                label: Callable[[PlanOption], str] = option_label) -> list[dict]:
+    """One bar per option (its memory parts in GiB) with its capacity, usable share and fit, in the given order."""
+    names = {p: t(f"common.part.{p}", locale) for p in MemoryEstimate.PARTS}
+    fits, no_fit = t("app.chart.fits", locale), t("app.chart.no_fit", locale)
+    rows = []
+    for rank, o in enumerate(o for o in options if o.memory is not None):
+        m = o.memory
+        common = {"gpu": label(o), "rank": rank, "capacity": round(m.capacity / GIB, 2),
+                  "usable": round(m.usable / GIB, 2), "total": round(m.total / GIB, 2),
+                  "status": fits if o.fits else no_fit, "fits": bool(o.fits)}
+        for i, (part, value) in enumerate(m.parts_gib().items()):
+            rows.append({**common, "part": names[part], "order": i, "gib": round(value, 3)})
+    return rows
+
+
+def memory_spec(plan: Plan | None, locale: str | None = "en", options: Sequence[PlanOption] | None = None, *,
+                label: Callable[[PlanOption], str] = option_label, titled: bool = True) -> dict:
+    """The memory chart of the app and the reports: per option, the parts stacked, a black tick at the GPU's
+    capacity, a dashed tick at the usable 95 %, and whether it fits. Options: the top ones of `plan` by default."""
     if options is None:
-        options = top_options(plan, MAX_OPTIONS_IN_MEMORY_CHART)
-    shown = [o for o in options if o.memory is not None][:MAX_OPTIONS_IN_MEMORY_CHART]
-    parts = [t(f"report.part.{p}", locale) for p in MemoryEstimate.PARTS]
-    rows, caps = [], []
-    for o in shown:
-        label = option_label(o)
-        for i, (part, gib) in enumerate(o.memory.parts_gib().items()):
-            rows.append({"option": label, "part": t(f"report.part.{part}", locale), "order": i,
-                         "gib": round(gib, 3)})
-        caps.append({"option": label, "capacity": round(o.memory.capacity / GIB, 2)})
-    x_title = t("report.chart.memory_axis", locale)
-    y = {"field": "option", "type": "nominal", "title": None, "sort": [option_label(o) for o in shown],
-         "axis": {"labelLimit": 300}}
-    bars = {"data": {"values": rows}, "mark": {"type": "bar"},
+        options = top_options(plan, MAX_OPTIONS_IN_MEMORY_CHART) if plan is not None else []
+        options = [o for o in options if o.memory is not None][:MAX_OPTIONS_IN_MEMORY_CHART]
+    rows = memory_rows(options, locale, label)
+    parts = [t(f"common.part.{p}", locale) for p in MemoryEstimate.PARTS]
+    y = {"field": "gpu", "type": "nominal", "title": None,
+         "sort": {"field": "rank", "op": "min", "order": "ascending"},
+         "axis": {"labelLimit": 320, "labelOverlap": False}}
+    bars = {"mark": {"type": "bar"},
             "encoding": {"y": y,
-                         "x": {"field": "gib", "type": "quantitative", "stack": "zero", "title": x_title},
+                         "x": {"aggregate": "sum", "field": "gib", "type": "quantitative", "stack": "zero",
+                               "title": t("app.chart.memory_axis", locale)},
                          "color": {"field": "part", "type": "nominal", "title": None, "sort": parts,
                                    "scale": {"domain": parts, "range": list(PART_COLOURS)},
                                    "legend": {"orient": "bottom", "columns": 4}},
                          "order": {"field": "order", "type": "quantitative"},
-                         "tooltip": [{"field": "option", "type": "nominal"}, {"field": "part", "type": "nominal"},
-                                     {"field": "gib", "type": "quantitative", "format": ",.2f"}]}}
-    cap = {"data": {"values": caps}, "mark": {"type": "tick", "color": "#111", "thickness": 3, "size": 18},
-           "encoding": {"y": y, "x": {"field": "capacity", "type": "quantitative"},
-                        "tooltip": [{"field": "capacity", "type": "quantitative", "format": ",.1f",
-                                     "title": t("report.chart.capacity", locale)}]}}
-    return _top_level({"title": _title(t("report.chart.memory_title", locale),
-                                       t("report.chart.memory_subtitle", locale)),
-                       "width": WIDTH - 220, "height": max(60, 24 * len(shown)), "layer": [bars, cap]}, locale)
+                         "tooltip": [{"field": "gpu", "type": "nominal", "title": t("app.col.gpu", locale)},
+                                     {"field": "part", "type": "nominal", "title": t("app.chart.part", locale)},
+                                     {"field": "gib", "type": "quantitative", "title": "GiB", "format": ",.2f"},
+                                     {"field": "total", "type": "quantitative",
+                                      "title": t("app.why.total", locale), "format": ",.1f"},
+                                     {"field": "status", "type": "nominal", "title": t("app.col.fits", locale)}]}}
+    one_per_option = [{"filter": "datum.order == 0"}]
+    capacity = {"transform": one_per_option,
+                "mark": {"type": "tick", "color": "#111", "thickness": 3, "size": 20},
+                "encoding": {"y": y, "x": {"field": "capacity", "type": "quantitative"},
+                             "tooltip": [{"field": "capacity", "type": "quantitative", "format": ",.1f",
+                                          "title": t("app.chart.capacity", locale)}]}}
+    usable = {"transform": one_per_option,
+              "mark": {"type": "tick", "color": "#555", "thickness": 1, "size": 20, "strokeDash": [3, 2]},
+              "encoding": {"y": y, "x": {"field": "usable", "type": "quantitative"},
+                           "tooltip": [{"field": "usable", "type": "quantitative", "format": ",.1f",
+                                        "title": t("app.chart.usable", locale)}]}}
+    status = {"transform": one_per_option,
+              "mark": {"type": "text", "align": "left", "dx": 6, "fontSize": 11, "fontWeight": "bold"},
+              "encoding": {"y": y, "x": {"field": "capacity", "type": "quantitative"},
+                           "text": {"field": "status", "type": "nominal"},
+                           "color": {"condition": {"test": "datum.fits", "value": "#1b5e20"}, "value": "#b00020"}}}
+    spec: dict = {"data": {"values": rows}, "layer": [bars, usable, capacity, status],
+                  "height": {"step": 22}}
+    if titled:
+        spec["title"] = _title(t("report.chart.memory_title", locale), t("report.chart.memory_subtitle", locale))
+        spec["width"] = WIDTH - 220
+    return _top_level(spec, locale)
 
 
 # ---------------------------------------------------------------- time and cost vs GPU count
@@ -234,13 +266,6 @@ def cost_time_chart(plan: Plan, locale: str | None = "en", deadline_hours: float
     import altair as alt
 
     return alt.LayerChart.from_dict(cost_time_spec(plan, locale, deadline_hours, budget_usd), validate=False)
-
-
-def memory_chart(plan: Plan, locale: str | None = "en",
-                 options: Sequence[PlanOption] | None = None) -> alt.LayerChart:
-    import altair as alt
-
-    return alt.LayerChart.from_dict(memory_spec(plan, locale, options), validate=False)
 
 
 def gpu_count_chart(plan: Plan, locale: str | None = "en") -> alt.HConcatChart:
