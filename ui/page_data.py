@@ -1,4 +1,5 @@
-"""What the Compare, Benchmarks and GPUs pages share: cached inputs and plans, the current scenario, detection."""
+"""The one page cache: inputs and plans every page shares (Plan, Compare, Benchmarks, GPUs, Report), the current
+scenario, and GPU detection."""
 
 from __future__ import annotations
 
@@ -44,15 +45,16 @@ def inputs():
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _plan(scenario_yaml: str, fingerprint: str, today_iso: str, _scenario: Scenario) -> Plan:
+def _plan(scenario_yaml: str, fingerprint: str, today_iso: str, source: str, _scenario: Scenario) -> Plan:
+    """One plan per (scenario text, input folders, day); Plan is immutable, so sessions and pages share it."""
     from planner.engine.plan import build_plan
 
-    return build_plan(_scenario, _inputs(fingerprint), today=dt.date.fromisoformat(today_iso))
+    return build_plan(_scenario, _inputs(fingerprint), today=dt.date.fromisoformat(today_iso), source=source)
 
 
-def plan_for(scenario: Scenario) -> Plan:
-    """The plan of a scenario with the current inputs; InputError for a scenario the inputs cannot plan."""
-    return _plan(dump_scenario_yaml(scenario), inputs_fingerprint(), dt.date.today().isoformat(), scenario)
+def plan_for(scenario: Scenario, source: str = "sidebar") -> Plan:
+    """The plan of a scenario with the current inputs; InputError (naming `source`) for one they cannot plan."""
+    return _plan(dump_scenario_yaml(scenario), inputs_fingerprint(), dt.date.today().isoformat(), source, scenario)
 
 
 def current_scenario(known_gpu_ids) -> tuple[Scenario, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 
 import streamlit as st
@@ -16,15 +15,10 @@ from planner.inputs.scenario import (
 )
 from planner.inputs.userdata import (
     DEFAULT_SCENARIO,
-    SHIPPED_PROFILES_DIR,
-    SHIPPED_RESULTS_DIR,
     SHIPPED_SCENARIOS_DIR,
-    price_overrides_path,
-    user_profiles_dir,
-    user_results_dir,
 )
 from planner.inputs.zoo_catalog import load_catalog
-from ui import render, sidebar, state
+from ui import page_data, render, sidebar, state
 from ui.i18n_ui import begin_run, tr
 
 log = logging.getLogger("trainplan.app")
@@ -32,34 +26,10 @@ log = logging.getLogger("trainplan.app")
 
 # ---------------------------------------------------------------- cached inputs and plans
 
-def inputs_fingerprint() -> str:
-    """Changes when a profile, result file or price override is added or edited (shipped or user folders)."""
-    override = price_overrides_path()
-    return state.folders_fingerprint([SHIPPED_PROFILES_DIR, SHIPPED_RESULTS_DIR, user_profiles_dir(),
-                                      user_results_dir(), override.parent / "price_overrides.d"]) + (
-        f"-{override.stat().st_mtime_ns}" if override.exists() else "")
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def load_inputs_cached(fingerprint: str):
-    from planner.inputs.folders import load_inputs
-
-    return load_inputs()
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def plan_cached(scenario_yaml: str, fingerprint: str, today_iso: str, _scenario: Scenario):
-    """One plan per (scenario text, input folders, day); Plan is immutable, so sessions can share it."""
-    from planner.engine.plan import build_plan
-
-    return build_plan(_scenario, load_inputs_cached(fingerprint), today=dt.date.fromisoformat(today_iso),
-                      source="sidebar")
-
-
 @st.cache_data(show_spinner=False)
 def choices(fingerprint: str) -> tuple[list[str], list[str], dict[str, str]]:
     """Model names (zoo, then result files), price providers, example scenarios."""
-    inputs = load_inputs_cached(fingerprint)
+    inputs = page_data.inputs()
     models = list(load_catalog())
     models += sorted({r.model_name for r in inputs.results if r.model_name and r.model_name not in models})
     providers = sorted({q.provider for p in inputs.profiles.values() for q in p.prices})
@@ -79,14 +49,10 @@ def _first_scenario(known: list[str]) -> Scenario:
     return load_scenario_file(DEFAULT_SCENARIO, known)
 
 
-def _plan(scenario: Scenario, fingerprint: str):
-    return plan_cached(state.dump_scenario_yaml(scenario), fingerprint, dt.date.today().isoformat(), scenario)
-
-
 def main() -> None:
     ss = st.session_state
-    fingerprint = inputs_fingerprint()
-    inputs = load_inputs_cached(fingerprint)
+    fingerprint = page_data.inputs_fingerprint()
+    inputs = page_data.inputs()
     known = list(inputs.profiles)
     if state.BASE_KEY not in ss:
         state.apply_scenario(ss, _first_scenario(known))
@@ -98,7 +64,7 @@ def main() -> None:
     # the browser shows the numbers before it has laid out sixty widgets.
     scenario = None
     try:
-        scenario = plan_and_render(ss, known, fingerprint)
+        scenario = plan_and_render(ss, known)
     finally:
         models, providers, examples = choices(fingerprint)
         file_box = sidebar.render_sidebar(inputs.profiles, models, providers, examples)
@@ -110,7 +76,7 @@ def main() -> None:
                 st.caption(tr("app.sidebar.share"))
 
 
-def plan_and_render(ss, known: list[str], fingerprint: str) -> Scenario | None:
+def plan_and_render(ss, known: list[str]) -> Scenario | None:
     """The main area; returns the scenario it planned (None when it could not plan)."""
     st.title(render.md(ss["scenario_name"] or tr("app.main.untitled")))
     st.caption(tr("app.main.tagline"))
@@ -123,13 +89,13 @@ def plan_and_render(ss, known: list[str], fingerprint: str) -> Scenario | None:
 
     try:
         scenario = state.scenario_from_session(ss, known)
-        plan = _plan(scenario, fingerprint)
+        plan = page_data.plan_for(scenario)
     except InputError as exc:
         st.error(tr("app.error.input", message=render.md(exc)))
         st.caption(tr("app.error.showing_last"))
         try:
             scenario = parse_scenario(ss[state.BASE_KEY], "last valid scenario", known)
-            plan = _plan(scenario, fingerprint)
+            plan = page_data.plan_for(scenario)
         except InputError:
             return None
     except Exception as exc:  # an engine bug must not show a traceback; the server log keeps it
