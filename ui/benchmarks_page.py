@@ -15,7 +15,7 @@ from planner.inputs.zoo_catalog import load_catalog
 from planner.present import fmt, result_views
 from ui import bench_runner, page_data
 from ui.i18n_ui import begin_run, choice_label, locale, tr
-from ui.render import md, trm
+from ui.markup import md, trm
 
 RUN_KEY = "_bench_run"
 SELECT_KEY = "_bench_select"  # a file to show next run (a finished run, an import), applied before the widgets

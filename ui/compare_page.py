@@ -14,7 +14,7 @@ from planner.present.charts import option_label
 from planner.present.viewmodel import plan_view
 from ui import page_data
 from ui.i18n_ui import begin_run, locale, tr
-from ui.render import md, trm
+from ui.markup import md, trm
 
 CURRENT = "__current__"
 MAX_DEFAULT = 4

@@ -22,7 +22,7 @@ from planner.present.charts import option_label
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
 from ui.i18n_ui import begin_run, choice_label, locale, tr
-from ui.render import md, trm
+from ui.markup import md, trm
 
 BILLING = (3600, 60, 1)
 # Form widget key -> the profile field named in validation errors (to say which box to fix).

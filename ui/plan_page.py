@@ -18,8 +18,9 @@ from planner.inputs.userdata import (
     SHIPPED_SCENARIOS_DIR,
 )
 from planner.inputs.zoo_catalog import load_catalog
-from ui import page_data, render, sidebar, state
+from ui import page_data, plan_headline, plan_memory, plan_notes, plan_table, plan_why, sidebar, state
 from ui.i18n_ui import begin_run, tr
+from ui.markup import md
 
 log = logging.getLogger("trainplan.app")
 
@@ -78,20 +79,20 @@ def main() -> None:
 
 def plan_and_render(ss, known: list[str]) -> Scenario | None:
     """The main area; returns the scenario it planned (None when it could not plan)."""
-    st.title(render.md(ss["scenario_name"] or tr("app.main.untitled")))
+    st.title(md(ss["scenario_name"] or tr("app.main.untitled")))
     st.caption(tr("app.main.tagline"))
     if ss.get("_url_error"):
-        st.error(tr("app.error.link", message=render.md(ss.pop("_url_error"))))
+        st.error(tr("app.error.link", message=md(ss.pop("_url_error"))))
     if ss.get("_upload_error"):
-        st.error(tr("app.error.upload", message=render.md(ss.pop("_upload_error"))))
+        st.error(tr("app.error.upload", message=md(ss.pop("_upload_error"))))
     elif ss.get("_upload_ok"):
-        st.success(tr("app.main.uploaded", name=render.md(ss.pop("_upload_ok"))))
+        st.success(tr("app.main.uploaded", name=md(ss.pop("_upload_ok"))))
 
     try:
         scenario = state.scenario_from_session(ss, known)
         plan = page_data.plan_for(scenario)
     except InputError as exc:
-        st.error(tr("app.error.input", message=render.md(exc)))
+        st.error(tr("app.error.input", message=md(exc)))
         st.caption(tr("app.error.showing_last"))
         try:
             scenario = parse_scenario(ss[state.BASE_KEY], "last valid scenario", known)
@@ -100,7 +101,7 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
             return None
     except Exception as exc:  # an engine bug must not show a traceback; the server log keeps it
         log.exception("planning failed")
-        st.error(tr("app.error.internal", kind=type(exc).__name__, message=render.md(exc)))
+        st.error(tr("app.error.internal", kind=type(exc).__name__, message=md(exc)))
         return None
     ss[state.BASE_KEY] = scenario_to_dict(scenario)
     state.remember_widgets(ss)
@@ -110,11 +111,11 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
 
     ss["_focus_gpus"] = [o.gpu_id for o in (plan.option(plan.recommendation.primary),
                                              plan.option(plan.recommendation.runner_up)) if o is not None]
-    focus = render.headline(plan, scenario)
-    render.render_memory(plan, focus)
-    render.render_table(plan)
-    render.render_notes(plan, focus)
-    render.render_why(plan, focus, scenario)
+    focus = plan_headline.headline(plan, scenario)
+    plan_memory.render_memory(plan, focus)
+    plan_table.render_table(plan)
+    plan_notes.render_notes(plan, focus)
+    plan_why.render_why(plan, focus, scenario)
     return scenario
 
 

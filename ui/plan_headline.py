@@ -1,0 +1,76 @@
+"""The Plan page's headline: the recommended option's metrics and the plan's decision in words."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.engine.estimates import Plan, PlanOption
+from planner.inputs.scenario import Scenario
+from planner.present import fmt
+from planner.present.charts import option_label
+from planner.present.viewmodel import plan_view
+from ui.i18n_ui import locale, tr
+from ui.markup import gib, md, trm
+
+
+def closest_to_fitting(plan: Plan) -> PlanOption | None:
+    """The option that misses by the least (required / usable smallest): what to show when nothing fits."""
+    with_mem = [o for o in plan.options if o.memory is not None]
+    return min(with_mem, key=lambda o: o.memory.total / o.memory.usable, default=None)
+
+
+def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
+    """Metrics of the recommended option and the runner-up in words; returns the option the page explains."""
+    loc = locale()
+    r = plan.recommendation
+    primary = plan.option(r.primary)
+    if primary is None:
+        return _no_recommendation(plan)
+    c, m = primary.cost, primary.memory
+    view = plan_view(plan, scenario, loc)
+    st.subheader(md(view.headline))
+    st.markdown(md(view.setting))
+    cols = st.columns(4)
+    cols[0].metric(tr("app.metric.fits"), tr("common.yes"),
+                   delta=tr("app.metric.fits_delta", total=gib(m.total), capacity=gib(m.capacity)),
+                   delta_color="off", delta_arrow="off",
+                   help=tr("app.metric.fits_help", headroom=fmt.percent(m.headroom, loc)))
+    cols[1].metric(tr("app.metric.hours"), fmt.hours(c.hours, loc),
+                   delta=tr("app.metric.range", low=fmt.hours(c.hours_range[0], loc),
+                            high=fmt.hours(c.hours_range[1], loc)),
+                   delta_color="off", delta_arrow="off", help=tr("app.metric.hours_help"))
+    usd = "" if c.currency == "USD" else " · " + fmt.money(c.usd, "USD", loc)
+    cols[2].metric(tr("app.metric.cost"), fmt.money(c.amount_in_currency, c.currency, loc),
+                   delta=tr("app.metric.range", low=fmt.money(c.amount_range_in_currency[0], c.currency, loc),
+                            high=fmt.money(c.amount_range_in_currency[1], c.currency, loc)) + usd,
+                   delta_color="off", delta_arrow="off", help=tr("app.metric.cost_help"))
+    cols[3].metric(tr("app.metric.gpu_hours"), fmt.number(c.gpu_hours, loc, 0 if c.gpu_hours >= 100 else 1),
+                   delta=tr("app.metric.gpu_hours_delta", n=c.n_gpus_billed,
+                            price=fmt.money(c.price.usd_per_gpu_hour, "USD", loc, 2) if c.price else "—"),
+                   delta_color="off", delta_arrow="off", help=tr("app.metric.gpu_hours_help"))
+    for sentence in view.decision:  # the report's words: why this one, deadline, budget, runner-up
+        st.markdown(md(sentence))
+    return primary
+
+
+def _no_recommendation(plan: Plan) -> PlanOption | None:
+    loc = locale()
+    if not any(o.fits for o in plan.options):
+        o = closest_to_fitting(plan)
+        st.subheader(tr("app.main.nothing_fits_title"))
+        if o is None:
+            st.error(tr("app.main.nothing_fits"))
+            return None
+        m = o.memory
+        st.error(trm("app.main.does_not_fit", option=option_label(o), needed=gib(m.total), usable=gib(m.usable),
+                     capacity=gib(m.capacity), micro=o.micro_batch))
+        cols = st.columns(3)
+        cols[0].metric(tr("app.metric.fits"), tr("common.no"), delta=tr(
+            "app.metric.fits_delta", total=gib(m.total), capacity=gib(m.capacity)), delta_color="inverse",
+            delta_arrow="off", help=tr("app.metric.fits_help", headroom=fmt.percent(m.headroom, loc)))
+        cols[1].metric(tr("app.metric.needed"), gib(m.total))
+        cols[2].metric(tr("app.metric.usable"), gib(m.usable))
+        st.info(tr("app.main.nothing_fits_advice"))
+        return o
+    st.warning(tr("app.main.no_price"))
+    return next((o for o in plan.options if o.fits), None)

@@ -1,0 +1,45 @@
+"""The Plan page's memory chart: every GPU's memory against its capacity at one precision and GPU count."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.engine.estimates import Plan, PlanOption
+from planner.present.charts import memory_spec
+from ui.i18n_ui import locale, tr
+
+
+def chart_settings(plan: Plan) -> list[tuple[str, int]]:
+    """(precision, GPU count) pairs present in the plan, in plan order."""
+    return list(dict.fromkeys((o.precision, o.n_gpus) for o in plan.options))
+
+
+def memory_options(plan: Plan, precision: str, n_gpus: int) -> list[PlanOption]:
+    """The options drawn for one setting: one bar per GPU with a memory estimate, largest capacity first."""
+    shown = [o for o in plan.options if o.precision == precision and o.n_gpus == n_gpus and o.memory is not None]
+    return sorted(shown, key=lambda o: -o.memory.capacity)
+
+
+def _gpu_and_batch(o: PlanOption) -> str:
+    return f"{o.gpu_name} (b={o.micro_batch})"
+
+
+def render_memory(plan: Plan, primary: PlanOption | None) -> None:
+    settings = chart_settings(plan)
+    if not settings:
+        return
+    default = (primary.precision, primary.n_gpus) if primary else settings[0]
+    labels = {f"{p} · {tr('app.chart.n_gpus', n=n)}": (p, n) for p, n in settings}
+    default_label = next(k for k, v in labels.items() if v == default)
+    ss = st.session_state
+    if ss.get("_chart_default") != default_label or ss.get("chart_setting") not in labels:
+        ss["chart_setting"] = default_label  # follow the recommendation until the user picks another setting
+        ss["_chart_default"] = default_label
+    st.subheader(tr("app.chart.memory_title"))
+    st.selectbox(tr("app.chart.setting"), list(labels), key="chart_setting")
+    precision, n = labels[ss["chart_setting"]]
+    options = memory_options(plan, precision, n)
+    st.caption(tr("app.chart.memory_caption"))
+    if options:  # the reports' chart, for the options of this setting, labelled with their micro-batch
+        st.vega_lite_chart(memory_spec(None, locale(), options, label=_gpu_and_batch, titled=False),
+                           width="stretch")
