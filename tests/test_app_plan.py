@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.inputs.scenario import load_scenario_file
+from planner.inputs.scenario import load_scenario_file, load_scenario_text, scenario_to_dict
 from planner.inputs.userdata import DEFAULT_SCENARIO
-from ui import state
+from ui import scenario_files, state, url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -89,7 +89,7 @@ def test_opens_on_the_default_scenario_already_planned():
     for column in ("Peak memory (GiB/GPU)", "Time per step (s)", "Hours (h)", "Cost (USD)", "Memory source",
                    "Step-time source", "Steps source", "Price source (provider, instance, tier, date)"):
         assert column in df.columns
-    assert state.URL_PARAM in at.query_params
+    assert url_codec.URL_PARAM in at.query_params
 
 
 def test_cold_start_imports_no_torch_and_is_quick():
@@ -228,15 +228,15 @@ WIDGET_CHANGES = [
                          ids=[c[1] for c in WIDGET_CHANGES])
 def test_every_widget_reaches_the_scenario_in_the_url(kind, key, value, path, expected):
     at = fresh()
-    before = at.query_params[state.URL_PARAM]
+    before = at.query_params[url_codec.URL_PARAM]
     getattr(at, kind)(key=key).set_value(value).run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     for part in path:
         d = d[part]
     assert d == pytest.approx(expected) if isinstance(expected, float) else d == expected
-    assert at.query_params[state.URL_PARAM] != before
+    assert at.query_params[url_codec.URL_PARAM] != before
 
 
 def test_spot_and_on_prem_settings_reach_the_cost():
@@ -249,7 +249,7 @@ def test_spot_and_on_prem_settings_reach_the_cost():
     cheap = table_row(at, "h100-sxm-80gb-x1-bf16")["Cost (USD)"]
     at.number_input(key="onprem_purchase").set_value(60000.0).run()
     assert table_row(at, "h100-sxm-80gb-x1-bf16")["Cost (USD)"] > cheap
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["pricing"]["on_prem"]["purchase_usd_per_gpu"] == 60000.0
     assert d["pricing"]["spot"]["preemptions_per_instance_hour"] == 0.5
 
@@ -260,7 +260,7 @@ def test_hidden_widgets_keep_their_values():
     at.radio(key="work_kind").set_value("tokens").run()
     at.radio(key="work_kind").set_value("epochs").run()
     assert at.number_input(key="epochs").value == 30.0
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["workload"]["epochs"] == 30.0 and "tokens" not in d["workload"]
 
 
@@ -281,10 +281,10 @@ def test_checkpointing_lowers_activation_memory():
 def test_the_download_is_the_scenario_of_the_page():
     at = fresh()
     at.number_input(key="global_batch").set_value(512).run()
-    shown = state.decode_scenario(at.query_params[state.URL_PARAM])
-    text = state.download_yaml(shown)
-    assert state.load_scenario_text(text) == shown
-    assert state.scenario_file_name(shown) == "resnet-50-on-imagenet-1k-90-epochs.yaml"
+    shown = url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM])
+    text = scenario_files.download_yaml(shown)
+    assert load_scenario_text(text) == shown
+    assert scenario_files.scenario_file_name(shown) == "resnet-50-on-imagenet-1k-90-epochs.yaml"
     assert at.get("download_button")
 
 
@@ -296,7 +296,7 @@ def test_model_switch_to_a_transformer_with_tokens_plans():
     at.number_input(key="tokens").set_value(1.0e9)
     at.selectbox(key="optimizer").set_value("adamw").run()
     assert not at.error, [e.value for e in at.error]
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["model"] == {"name": "gpt2"} and d["workload"]["tokens"] == 1.0e9
 
 
@@ -311,7 +311,7 @@ def test_reference_points_and_custom_transformer_and_lora():
     at.radio(key="work_kind").set_value("reference_points").run()
     at.text_area(key="ref_points").input("1024: 36 epochs\n16384: 4000 steps").run()
     assert not at.error, [e.value for e in at.error]
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["model"]["transformer"]["layers"] == 6 and d["model"]["transformer"]["seq_len"] == 512
     assert d["training"]["adapter"]["kind"] == "lora" and d["training"]["adapter"]["rank"] == 8
     assert d["workload"]["reference_points"] == [{"global_batch": 1024, "epochs": 36.0},
@@ -328,30 +328,30 @@ def test_query_params_round_trip_reproduces_the_plan():
     first.selectbox(key="tier").set_value("spot")
     first.selectbox(key="currency").set_value("MXN")
     first.number_input(key="exchange_rate").set_value(18.5).run()
-    link = first.query_params[state.URL_PARAM]
+    link = first.query_params[url_codec.URL_PARAM]
     assert len(link) < 2000
-    second = fresh({state.URL_PARAM: link})
+    second = fresh({url_codec.URL_PARAM: link})
     assert second.number_input(key="global_batch").value == 512
     assert second.selectbox(key="tier").value == "spot"
     assert [m.value for m in second.metric] == [m.value for m in first.metric]
-    assert second.query_params[state.URL_PARAM] == link
+    assert second.query_params[url_codec.URL_PARAM] == link
     assert second.dataframe[0].value.equals(first.dataframe[0].value)
 
 
 def test_a_damaged_link_says_so_and_opens_the_default():
-    at = fresh({state.URL_PARAM: "not-a-scenario!!"})
+    at = fresh({url_codec.URL_PARAM: "not-a-scenario!!"})
     assert "This link could not be read" in " ".join(e.value for e in at.error)
     assert at.metric and at.title[0].value.replace("\\", "") == load_scenario_file(DEFAULT_SCENARIO).name
 
 
 def test_bad_upload_names_the_field_and_changes_nothing():
     at = fresh()
-    before = at.query_params[state.URL_PARAM]
+    before = at.query_params[url_codec.URL_PARAM]
     bad = (DEFAULT_SCENARIO.read_text().replace("global_batch: 256", "global_batch: -5"))
     at.file_uploader(key="upload").set_value(("bad.yaml", bad.encode(), "application/x-yaml")).run()
     text = " ".join(e.value for e in at.error).replace("\\", "")
     assert "This file could not be loaded" in text and "bad.yaml: training.global_batch" in text
-    assert at.query_params[state.URL_PARAM] == before
+    assert at.query_params[url_codec.URL_PARAM] == before
     assert not at.exception
     at.file_uploader(key="upload").set_value(("junk.yaml", b"model: [unclosed", "application/x-yaml")).run()
     assert "valid YAML" in " ".join(e.value for e in at.error)
@@ -367,8 +367,8 @@ def test_good_upload_replaces_the_scenario():
     assert at.selectbox(key="model_name").value == "bert_base"
     assert at.selectbox(key="ui_locale").value == "es-MX"
     assert at.title[0].value.startswith("BERT")
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
-    assert d == state.scenario_to_dict(load_scenario_file(ROOT / "scenarios" / "bert-base-finetune.yaml"))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
+    assert d == scenario_to_dict(load_scenario_file(ROOT / "scenarios" / "bert-base-finetune.yaml"))
 
 
 def test_language_switch_changes_labels_to_spanish():
@@ -383,7 +383,7 @@ def test_language_switch_changes_labels_to_spanish():
     assert at.selectbox(key="ui_locale").value == "es"
     at.selectbox(key="ui_locale").set_value("es-AR").run()
     assert "," in metric(at, "Tiempo de entrenamiento")  # 20,4 h: decimal comma in es-AR
-    d = state.scenario_to_dict(state.decode_scenario(at.query_params[state.URL_PARAM]))
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["locale"] == "es-AR"
 
 
@@ -399,12 +399,12 @@ def test_example_picker_loads_a_shipped_scenario():
 def test_the_scenario_survives_a_visit_to_another_page():
     at = fresh()
     at.number_input(key="global_batch").set_value(512).run()
-    link = at.query_params[state.URL_PARAM]
+    link = at.query_params[url_codec.URL_PARAM]
     at.switch_page("ui/report_page.py").run()
     assert not at.exception, [e.value for e in at.exception]
     at.switch_page("ui/plan_page.py").run()
     assert at.number_input(key="global_batch").value == 512
-    assert at.query_params[state.URL_PARAM] == link
+    assert at.query_params[url_codec.URL_PARAM] == link
 
 
 def test_user_text_is_never_html():
@@ -417,15 +417,15 @@ def test_user_text_is_never_html():
 
 def test_links_are_compact_and_a_bomb_or_garbage_is_refused():
     s = load_scenario_file(DEFAULT_SCENARIO)
-    link = state.encode_scenario(s)
-    assert len(link) < 1200 and state.decode_scenario(link) == s
+    link = url_codec.encode_scenario(s)
+    assert len(link) < 1200 and url_codec.decode_scenario(link) == s
     import base64
     import zlib
 
     bomb = base64.urlsafe_b64encode(zlib.compress(b"#" * 5_000_000, 9)).decode().rstrip("=")
     with pytest.raises(state.InputError, match="under 256 KiB"):
-        state.decode_scenario(bomb)
+        url_codec.decode_scenario(bomb)
     with pytest.raises(state.InputError, match="scenario link made by trainplan"):
-        state.decode_scenario("%%%")
+        url_codec.decode_scenario("%%%")
     with pytest.raises(state.InputError, match="at most"):
-        state.decode_scenario("A" * (state.MAX_URL_CHARS + 1))
+        url_codec.decode_scenario("A" * (url_codec.MAX_URL_CHARS + 1))

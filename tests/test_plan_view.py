@@ -18,7 +18,7 @@ from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file
 from planner.present.report import render_report
 from planner.present.viewmodel import plan_view
-from ui import state
+from ui import url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -35,7 +35,7 @@ def _unescape_markdown(text: str) -> str:
 
 def _app_text(scenario) -> str:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
-    at.query_params["s"] = state.encode_scenario(scenario)
+    at.query_params["s"] = url_codec.encode_scenario(scenario)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     parts = [m.value for m in at.markdown] + [s.value for s in at.subheader] + [e.value for e in at.error]

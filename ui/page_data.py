@@ -19,7 +19,7 @@ from planner.inputs.userdata import (
     user_profiles_dir,
     user_results_dir,
 )
-from ui import bench_runner, state
+from ui import bench_runner, scenario_files, state, url_codec
 
 DETECT_KEY = "_detect"
 
@@ -27,7 +27,7 @@ DETECT_KEY = "_detect"
 def inputs_fingerprint() -> str:
     """Changes when a profile, result file or price override is added or edited (shipped or user folders)."""
     override = price_overrides_path()
-    return state.folders_fingerprint([SHIPPED_PROFILES_DIR, SHIPPED_RESULTS_DIR, user_profiles_dir(),
+    return scenario_files.folders_fingerprint([SHIPPED_PROFILES_DIR, SHIPPED_RESULTS_DIR, user_profiles_dir(),
                                       user_results_dir()]) + (
         f"-{override.stat().st_mtime_ns}" if override.exists() else f"-{override}")
 
@@ -65,10 +65,10 @@ def current_scenario(known_gpu_ids) -> tuple[Scenario, str]:
             return parse_scenario(base, "current scenario", known_gpu_ids), "session"
         except InputError:
             pass
-    raw = st.query_params.get(state.URL_PARAM)
+    raw = st.query_params.get(url_codec.URL_PARAM)
     if raw:
         try:
-            return state.decode_scenario(raw, known_gpu_ids), "link"
+            return url_codec.decode_scenario(raw, known_gpu_ids), "link"
         except InputError:
             pass
     return load_scenario_file(DEFAULT_SCENARIO, known_gpu_ids), "default"

@@ -18,7 +18,18 @@ from planner.inputs.userdata import (
     SHIPPED_SCENARIOS_DIR,
 )
 from planner.inputs.zoo_catalog import load_catalog
-from ui import page_data, plan_headline, plan_memory, plan_notes, plan_table, plan_why, sidebar, state
+from ui import (
+    page_data,
+    plan_headline,
+    plan_memory,
+    plan_notes,
+    plan_table,
+    plan_why,
+    scenario_files,
+    sidebar,
+    state,
+    url_codec,
+)
 from ui.i18n_ui import begin_run, tr
 from ui.markup import md
 
@@ -34,17 +45,17 @@ def choices(fingerprint: str) -> tuple[list[str], list[str], dict[str, str]]:
     models = list(load_catalog())
     models += sorted({r.model_name for r in inputs.results if r.model_name and r.model_name not in models})
     providers = sorted({q.provider for p in inputs.profiles.values() for q in p.prices})
-    return models, providers, state.example_names(SHIPPED_SCENARIOS_DIR)
+    return models, providers, scenario_files.example_names(SHIPPED_SCENARIOS_DIR)
 
 
 # ---------------------------------------------------------------- the page
 
 def _first_scenario(known: list[str]) -> Scenario:
     """The scenario in the link, else the shipped default (a bad link says why, then opens the default)."""
-    raw = st.query_params.get(state.URL_PARAM)
+    raw = st.query_params.get(url_codec.URL_PARAM)
     if raw:
         try:
-            return state.decode_scenario(raw, known)
+            return url_codec.decode_scenario(raw, known)
         except InputError as exc:
             st.session_state["_url_error"] = str(exc)
     return load_scenario_file(DEFAULT_SCENARIO, known)
@@ -71,8 +82,8 @@ def main() -> None:
         file_box = sidebar.render_sidebar(inputs.profiles, models, providers, examples)
         if scenario is not None:
             with file_box:
-                st.download_button(tr("app.sidebar.download"), data=state.download_yaml(scenario),
-                                   file_name=state.scenario_file_name(scenario), mime="application/x-yaml", on_click="ignore",
+                st.download_button(tr("app.sidebar.download"), data=scenario_files.download_yaml(scenario),
+                                   file_name=scenario_files.scenario_file_name(scenario), mime="application/x-yaml", on_click="ignore",
                                    key="download", width="stretch")
                 st.caption(tr("app.sidebar.share"))
 
@@ -105,9 +116,9 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
         return None
     ss[state.BASE_KEY] = scenario_to_dict(scenario)
     state.remember_widgets(ss)
-    encoded = state.encode_scenario(scenario)
-    if st.query_params.get(state.URL_PARAM) != encoded:
-        st.query_params[state.URL_PARAM] = encoded
+    encoded = url_codec.encode_scenario(scenario)
+    if st.query_params.get(url_codec.URL_PARAM) != encoded:
+        st.query_params[url_codec.URL_PARAM] = encoded
 
     ss["_focus_gpus"] = [o.gpu_id for o in (plan.option(plan.recommendation.primary),
                                              plan.option(plan.recommendation.runner_up)) if o is not None]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
+from planner.inputs.errors import InputError
 from planner.inputs.scenario import (
     ADAPTER_TARGETS,
     BASE_DTYPES,
@@ -18,7 +19,7 @@ from planner.inputs.scenario import (
     TIERS,
 )
 from planner.present import fmt
-from ui import state
+from ui import scenario_files, state
 from ui.i18n_ui import LANGUAGES, LOCALES, choice_label, tr
 
 COUNT_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -85,8 +86,8 @@ def _on_upload(known: Sequence[str]) -> None:
     if up is None:
         return
     try:
-        scenario = state.scenario_from_upload(up.name, up.getvalue(), known)
-    except state.InputError as exc:
+        scenario = scenario_files.scenario_from_upload(up.name, up.getvalue(), known)
+    except InputError as exc:
         st.session_state["_upload_error"] = str(exc)
         return
     state.apply_scenario(st.session_state, scenario)
@@ -97,7 +98,7 @@ def _on_example(known: Sequence[str]) -> None:
     path = st.session_state.get("example")
     if not path:
         return
-    scenario = state.load_example(path, known)
+    scenario = scenario_files.load_example(path, known)
     state.apply_scenario(st.session_state, scenario)
 
 

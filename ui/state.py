@@ -1,21 +1,16 @@
-"""Scenario <-> widget values <-> URL: the whole scenario lives in st.query_params['s'] and in session state."""
+"""Scenario <-> widget values <-> session state: the sidebar's widgets hold the whole scenario (the link's codec is
+ui/url_codec.py)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import datetime as dt
-import os
 import re
-import zlib
 from collections.abc import Iterable, Mapping, MutableMapping
-from pathlib import Path
 from typing import Any
 
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import (
-    MAX_SCENARIO_BYTES,
     Adapter,
     Hardware,
     OnPrem,
@@ -26,17 +21,11 @@ from planner.inputs.scenario import (
     TransformerShape,
     Workload,
     defaults_of,
-    dump_scenario_yaml,
-    load_scenario_file,
-    load_scenario_text,
     parse_scenario,
     scenario_to_dict,
 )
 from planner.present.i18n import language_of
 
-URL_PARAM = "s"
-URL_SOURCE = "link (URL parameter s)"
-MAX_URL_CHARS = 16 * 1024
 CUSTOM_MODEL = "__custom__"
 BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
 LOCALE_KEY = "_locale"
@@ -279,34 +268,6 @@ def parse_ref_points(text: str) -> list[dict[str, Any]]:
     return out
 
 
-# ---------------------------------------------------------------- the URL
-
-def encode_scenario(s: Scenario) -> str:
-    """urlsafe base64 of zlib-compressed scenario YAML, padding dropped: ~700 characters for a typical plan."""
-    raw = zlib.compress(dump_scenario_yaml(s).encode("utf-8"), 9)
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_scenario(text: str, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
-    """The scenario in a link; a damaged or hand-edited link raises InputError saying what is wrong."""
-    expected = "a scenario link made by trainplan (copy the whole address)"
-    if len(text) > MAX_URL_CHARS:
-        raise InputError(URL_SOURCE, None, f"{len(text)} characters", f"at most {MAX_URL_CHARS} characters")
-    try:
-        raw = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-        inflater = zlib.decompressobj()
-        data = inflater.decompress(raw, MAX_SCENARIO_BYTES + 1)
-    except (binascii.Error, ValueError, zlib.error):
-        raise InputError(URL_SOURCE, None, text[:40] + ("..." if len(text) > 40 else ""), expected) from None
-    if len(data) > MAX_SCENARIO_BYTES or inflater.unconsumed_tail:
-        raise InputError(URL_SOURCE, None, "more than 256 KiB of scenario", "a scenario under 256 KiB")
-    try:
-        yaml_text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(URL_SOURCE, None, "bytes that are not UTF-8", expected) from None
-    return load_scenario_text(yaml_text, URL_SOURCE, known_gpu_ids)
-
-
 # ---------------------------------------------------------------- session state
 
 def seed_missing(session: MutableMapping[str, Any], values: Mapping[str, Any]) -> None:
@@ -374,61 +335,6 @@ def scenario_from_session(session: Mapping[str, Any], known_gpu_ids: Iterable[st
     if not d["hardware"].get("gpu_counts"):
         raise InputError("sidebar", "hardware.gpu_counts", [], "at least one GPU count")
     return parse_scenario(d, "sidebar", known_gpu_ids)
-
-
-def scenario_from_upload(name: str, data: bytes, known_gpu_ids: Iterable[str]) -> Scenario:
-    """An uploaded scenario file: size-limited, UTF-8, safe_load, validated; InputError names file and field."""
-    if len(data) > MAX_SCENARIO_BYTES:
-        raise InputError(name, None, f"{len(data):,} bytes", f"a scenario file under {MAX_SCENARIO_BYTES // 1024} KiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(name, None, "bytes that are not UTF-8", "a UTF-8 YAML text file") from None
-    return load_scenario_text(text, name, known_gpu_ids)
-
-
-def scenario_file_name(s: Scenario) -> str:
-    """'ResNet-50 on ImageNet-1k (90 epochs)' -> 'resnet-50-on-imagenet-1k-90-epochs.yaml'."""
-    stem = "-".join(filter(None, "".join(ch if ch.isalnum() else "-" for ch in s.name.lower()).split("-")))
-    return (stem or "scenario")[:60] + ".yaml"
-
-
-def download_yaml(s: Scenario) -> str:
-    """What the download button gives: the scenario file that reproduces this plan."""
-    return dump_scenario_yaml(s)
-
-
-def load_example(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
-    return load_scenario_file(path, known_gpu_ids)
-
-
-def example_names(folder: str | Path) -> dict[str, str]:
-    """Shipped example scenarios: path -> scenario name (unreadable files are left out of the list)."""
-    out = {}
-    for path in sorted(Path(folder).glob("*.yaml")):
-        try:
-            out[str(path)] = load_scenario_file(path).name
-        except InputError:
-            continue
-    return out
-
-
-def folders_fingerprint(dirs: Iterable[str | Path]) -> str:
-    """Cheap key for the input folders (names, sizes, mtimes): a new result file or profile changes it."""
-    parts = []
-    for d in dirs:
-        p = Path(d)
-        if not p.is_dir():
-            parts.append(f"{p}:-")
-            continue
-        for root, _dirs, files in os.walk(p):
-            for f in sorted(files):
-                try:
-                    st = os.stat(os.path.join(root, f))
-                except OSError:
-                    continue
-                parts.append(f"{root}/{f}:{st.st_size}:{st.st_mtime_ns}")
-    return str(zlib.crc32("\n".join(parts).encode("utf-8"))) + f"-{len(parts)}"
 
 
 def _float_or_none(x: Any) -> float | None:

@@ -1,0 +1,72 @@
+"""Scenario files in the app: upload (validated like the CLI), download, shipped examples, input-folder keys."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import (
+    MAX_SCENARIO_BYTES,
+    Scenario,
+    dump_scenario_yaml,
+    load_scenario_file,
+    load_scenario_text,
+)
+
+
+def scenario_from_upload(name: str, data: bytes, known_gpu_ids: Iterable[str]) -> Scenario:
+    """An uploaded scenario file: size-limited, UTF-8, safe_load, validated; InputError names file and field."""
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise InputError(name, None, f"{len(data):,} bytes", f"a scenario file under {MAX_SCENARIO_BYTES // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(name, None, "bytes that are not UTF-8", "a UTF-8 YAML text file") from None
+    return load_scenario_text(text, name, known_gpu_ids)
+
+
+def scenario_file_name(s: Scenario) -> str:
+    """'ResNet-50 on ImageNet-1k (90 epochs)' -> 'resnet-50-on-imagenet-1k-90-epochs.yaml'."""
+    stem = "-".join(filter(None, "".join(ch if ch.isalnum() else "-" for ch in s.name.lower()).split("-")))
+    return (stem or "scenario")[:60] + ".yaml"
+
+
+def download_yaml(s: Scenario) -> str:
+    """What the download button gives: the scenario file that reproduces this plan."""
+    return dump_scenario_yaml(s)
+
+
+def load_example(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    return load_scenario_file(path, known_gpu_ids)
+
+
+def example_names(folder: str | Path) -> dict[str, str]:
+    """Shipped example scenarios: path -> scenario name (unreadable files are left out of the list)."""
+    out = {}
+    for path in sorted(Path(folder).glob("*.yaml")):
+        try:
+            out[str(path)] = load_scenario_file(path).name
+        except InputError:
+            continue
+    return out
+
+
+def folders_fingerprint(dirs: Iterable[str | Path]) -> str:
+    """Cheap key for the input folders (names, sizes, mtimes): a new result file or profile changes it."""
+    parts = []
+    for d in dirs:
+        p = Path(d)
+        if not p.is_dir():
+            parts.append(f"{p}:-")
+            continue
+        for root, _dirs, files in os.walk(p):
+            for f in sorted(files):
+                try:
+                    st = os.stat(os.path.join(root, f))
+                except OSError:
+                    continue
+                parts.append(f"{root}/{f}:{st.st_size}:{st.st_mtime_ns}")
+    return str(zlib.crc32("\n".join(parts).encode("utf-8"))) + f"-{len(parts)}"
