@@ -6,7 +6,20 @@ import datetime as dt
 import math
 
 from babel.dates import format_date
-from babel.numbers import format_currency, format_decimal
+from babel.numbers import format_currency, format_decimal, format_scientific, get_currency_symbol
+
+# At or beyond this size a figure prints in scientific notation: a plan can multiply large inputs (years of
+# training, a weak currency, many runs) into numbers whose hundreds of digits say nothing and break layouts.
+SCIENTIFIC_FROM = 1e12
+
+
+def _huge(x: float) -> bool:
+    return abs(x) >= SCIENTIFIC_FROM
+
+
+def _scientific(x: float, locale: str | None) -> str:
+    """'3.84E17' in the locale's decimal separator ('3,84E17' in es-AR)."""
+    return format_scientific(x, format="0.##E0", locale=babel_locale(locale))
 
 
 def babel_locale(locale: str | None) -> str:
@@ -18,12 +31,18 @@ def babel_locale(locale: str | None) -> str:
 def number(x: float | None, locale: str | None = "en", digits: int = 1) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
+    if _huge(x):
+        return _scientific(x, locale)
     pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
     return format_decimal(x, format=pattern, locale=babel_locale(locale))
 
 
 def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) -> str:
     """Up to `decimals` decimals, trailing zeros dropped: 1.3, 1.25, 12 (for numbers inside sentences)."""
+    if not math.isfinite(x):
+        return "—"
+    if _huge(x):
+        return _scientific(x, locale)
     pattern = "#,##0" + ("." + "#" * decimals if decimals > 0 else "")
     return format_decimal(x, format=pattern, locale=babel_locale(locale))
 
@@ -41,6 +60,8 @@ def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
 def money(x: float | None, currency: str = "USD", locale: str | None = "en", digits: int | None = None) -> str:
     if x is None or not math.isfinite(x):
         return "—"
+    if _huge(x):
+        return f"{get_currency_symbol(currency, locale=babel_locale(locale))} {_scientific(x, locale)}"
     if digits is None:
         digits = 0 if abs(x) >= 100 else 2
     fmt = "¤#,##0" + ("." + "0" * digits if digits else "")

@@ -18,6 +18,8 @@ def _localise(value: object, locale: str | None) -> object:
     if isinstance(value, float) and not math.isfinite(value):
         return "—"
     decimals = 0 if isinstance(value, int) else (2 if abs(value) < 10 else (1 if abs(value) < 100 else 0))
+    if abs(value) >= fmt.SCIENTIFIC_FROM:
+        return fmt.optional_decimals(value, locale, decimals)
     if locale in (None, "en"):  # English is built for every note: skip babel (fast path, same output)
         text = f"{value:,.{decimals}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text

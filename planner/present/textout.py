@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from planner.engine.estimates import Plan, PlanOption
-from planner.engine.recommend import trade_off_text
 from planner.present.notes import english
+from planner.present.viewmodel import trade_off
 from planner.vocab import GIB
 
 COLUMNS = (
@@ -14,38 +16,44 @@ COLUMNS = (
 )
 
 
+MISSING = "—"  # a figure the plan does not have (no price, no memory estimate): never 0, never nan
+SCIENTIFIC_FROM = 1e12  # the same limit as present/fmt.py: larger figures print as 3.84e+17
+
+
 def _fmt(x: float | None, spec: str = ",.1f") -> str:
-    return "-" if x is None else format(x, spec)
+    if x is None or not math.isfinite(x):
+        return MISSING
+    return format(x, ".3g") if abs(x) >= SCIENTIFIC_FROM else format(x, spec)
 
 
-def _money(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
+def _money(x: float | None) -> str:
+    return _fmt(x, ",.0f" if x is not None and abs(x) >= 100 else ",.2f")
 
 
 def _row(o: PlanOption) -> list[str]:
     m, s, c = o.memory, o.step, o.cost
-    parts = "-"
-    total = "-"
+    parts = MISSING
+    total = MISSING
     if m:
         g = m.parts_gib()
         ovh = g["transients"] + g["workspace"] + g["context"] + g["nccl"]
         parts = "/".join(f"{v:.1f}" for v in (g["weights"], g["grads"], g["optimizer"], g["activations"], ovh))
         total = f"{m.total / GIB:.1f}/{m.capacity / GIB:.1f}"
-    hours = "-"
+    hours = MISSING
     if c:
-        hours = f"{c.hours:,.1f} [{c.hours_range[0]:,.1f}-{c.hours_range[1]:,.1f}]"
-    price = "-"
+        hours = f"{_fmt(c.hours)} [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}]"
+    price = MISSING
     if c and c.price:
         price = f"{c.price.provider} {c.price.tier} {c.price.as_of or 'undated'} ${c.price.usd_per_gpu_hour:.2f}"
-    local = f"{_money(c.amount_in_currency)} {c.currency}" if c else "-"
+    local = f"{_money(c.amount_in_currency)} {c.currency}" if c and c.price else MISSING
     return [
         o.id, "yes" if o.fits else "NO", parts, total,
-        f"{o.micro_batch}x{o.grad_accum}" if o.micro_batch else "-",
-        _fmt(s.step_time_s, ".3f") if s else "-", s.source.kind if s else "-",
-        _fmt(o.convergence.steps, ",.0f") if o.convergence else "-", hours,
-        _fmt(c.gpu_hours, ",.1f") if c else "-", _money(c.usd) if c else "-", local, price,
+        f"{o.micro_batch}x{o.grad_accum}" if o.micro_batch else MISSING,
+        _fmt(s.step_time_s, ".3f") if s else MISSING, s.source.kind if s else MISSING,
+        _fmt(o.convergence.steps, ",.0f") if o.convergence else MISSING, hours,
+        _fmt(c.gpu_hours, ",.1f") if c else MISSING, _money(c.usd) if c and c.price else MISSING, local, price,
         (_fmt(c.energy_kwh, ",.0f") if c.energy_kwh and c.energy_kwh >= 10 else _fmt(c.energy_kwh, ",.2f"))
-        if c else "-",
+        if c else MISSING,
     ]
 
 
@@ -77,10 +85,10 @@ def recommendation_lines(plan: Plan) -> list[str]:
         return [f"Recommendation: none ({r.reason})"]
     c = primary.cost
     out = [f"Recommendation: {primary.id} (micro-batch {primary.micro_batch} x {primary.grad_accum} accumulation): "
-           f"{c.hours:,.1f} h [{c.hours_range[0]:,.1f}-{c.hours_range[1]:,.1f}], {_money(c.usd)} USD "
+           f"{_fmt(c.hours)} h [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}], {_money(c.usd)} USD "
            f"({_money(c.amount_in_currency)} {c.currency}) — {r.reason}"]
     runner = plan.option(r.runner_up)
-    out.append(f"Runner-up: {runner.id}: {trade_off_text(primary, runner)}" if runner
+    out.append(f"Runner-up: {runner.id}: {trade_off(primary, runner, 'en')}" if runner
                else "Runner-up: none (no other point on the time-cost frontier)")
     out.append(f"Cheapest within the deadline: {r.cheapest_within_deadline or 'none meets the deadline'}")
     out.append(f"Fastest within the budget: {r.fastest_within_budget or 'none within the budget'}")
