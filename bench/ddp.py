@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 from bench.cli_run import parse_model_options
+from bench.testing import FAULTS
 from planner.inputs.errors import InputError
 from planner.vocab import OPTIMIZERS, PRECISIONS
 
 BACKENDS = ("auto", "nccl", "gloo")
-FAULTS = ("rank1-exit", "rank1-raise", "rank1-hang")
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "results"
 DDP_BUCKET_MB = 25  # torch DistributedDataParallel's default bucket_cap_mb

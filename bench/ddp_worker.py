@@ -20,7 +20,6 @@ import json
 import os
 import socket
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -32,12 +31,12 @@ from bench import ddp as launcher
 from bench import detect, harness, zoo
 from bench.precision import plan_for, set_fp32_mode
 from bench.stats import summarize
+from bench.testing import inject_fault
 
 EXPOSED_METHOD = ("step time with DDP minus step time under DDP.no_sync() on the same ranks (per step the "
                   "slowest rank, median over steps), clamped at 0")
 BUSBW_METHOD = ("torch.distributed.all_reduce (sum) of an fp32 buffer per size: warm-up, then as many calls as "
                 "fit the time budget; time per call = slowest rank; busbw = bytes / time x 2(n-1)/n (nccl-tests)")
-FAULT_STEP = 2  # the DDP step at which an injected fault fires on rank 1
 
 
 class Context:
@@ -67,20 +66,6 @@ class Context:
     def say(self, text: str) -> None:
         if self.rank == 0:
             print(f"bench ddp: {text}", flush=True)
-
-
-def _fault(ctx: Context, where: int) -> None:
-    fault = ctx.cfg.get("fault_inject")
-    if not fault or ctx.rank != 1 or where != FAULT_STEP:
-        return
-    if fault == "rank1-exit":
-        print(f"fault injection: rank 1 exits with code 3 at DDP step {where}", file=sys.stderr, flush=True)
-        os._exit(3)
-    if fault == "rank1-raise":
-        raise RuntimeError(f"fault injection: rank 1 raised at DDP step {where}")
-    if fault == "rank1-hang":
-        print("fault injection: rank 1 stops answering collectives", file=sys.stderr, flush=True)
-        time.sleep(10 * ctx.cfg["wait_timeout_s"])
 
 
 def timed_steps(step, n: int, device, wrap=contextlib.nullcontext, on_step=None) -> list[float]:
@@ -233,7 +218,8 @@ def run(cfg: dict) -> None:
         step()
     dev.synchronize()
     dev.reset_peak()
-    ddp_times = timed_steps(step, cfg["steps"], dev, on_step=lambda i: _fault(ctx, i))
+    fault, hang_s = cfg.get("fault_inject"), 10 * cfg["wait_timeout_s"]
+    ddp_times = timed_steps(step, cfg["steps"], dev, on_step=lambda i: inject_fault(fault, ctx.rank, i, hang_s))
     peaks = (dev.max_allocated(), dev.max_reserved())
     with ddp.no_sync():
         step()  # one untimed no_sync step: the reducer switches mode

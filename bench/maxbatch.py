@@ -9,6 +9,7 @@ tolerance (default: adjacent sizes or 1%, whichever is larger).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -36,16 +37,16 @@ class MaxBatchResult:
 
 
 def fit_line(points: Iterable[tuple[int, float]]) -> tuple[float, float] | None:
-    """Least-squares (intercept, slope) of peak over batch size; None with fewer than 2 distinct sizes."""
+    """Least-squares (intercept, slope) of peak over batch size; None with fewer than 2 distinct sizes.
+
+    The standard library's ordinary least squares (statistics.linear_regression, Python >= 3.10): bench may not
+    import the planner's engine, where the planner's own line lives.
+    """
     pts = list(points)
     if len({b for b, _ in pts}) < 2:
         return None
-    n = len(pts)
-    mb = sum(b for b, _ in pts) / n
-    mp = sum(p for _, p in pts) / n
-    sxx = sum((b - mb) ** 2 for b, _ in pts)
-    slope = sum((b - mb) * (p - mp) for b, p in pts) / sxx
-    return mp - slope * mb, slope
+    slope, intercept = statistics.linear_regression([float(b) for b, _ in pts], [float(p) for _, p in pts])
+    return intercept, slope
 
 
 def _collinear(pts: list[tuple[int, float]], rel_tol: float = 0.02) -> bool:
@@ -136,58 +137,7 @@ def find_max_batch(try_batch: Callable[[int], Trial], capacity_bytes: float, pro
     return MaxBatchResult(lo, tuple(trials), converged, reason, _activation_fit(points) or line)
 
 
-def doubling_bisection(try_batch: Callable[[int], Trial], tol: float = 0.01, limit: int = 65536) -> MaxBatchResult:
-    """The usual search (Lightning's 'binsearch' mode): double from 1 until a failure, then bisect. For comparison."""
-    trials: list[Trial] = []
-    lo, hi, b = 0, None, 1
-    while b <= limit:
-        t = try_batch(b)
-        trials.append(t)
-        if t.status != OK:
-            hi = b
-            break
-        lo, b = b, b * 2
-    if hi is None:
-        return MaxBatchResult(lo, tuple(trials), False, f"reached the search limit of {limit}")
-    while hi - lo > _resolution(lo, tol):
-        mid = (lo + hi) // 2
-        t = try_batch(mid)
-        trials.append(t)
-        if t.status == OK:
-            lo = mid
-        else:
-            hi = mid
-    return MaxBatchResult(lo, tuple(trials), True)
-
-
 def auto_batches(max_batch: int, count: int = 4) -> list[int]:
     """Sizes for `--batch auto`: the maximum and its halvings (max, max/2, max/4, ...), ascending."""
     sizes = sorted({max(1, max_batch >> k) for k in range(count)})
     return [s for s in sizes if s >= 1] if max_batch >= 1 else []
-
-
-class FakeMemory:
-    """A linear memory model for tests and the benchmark: peak(b) = max(step_bytes, base + b * per_sample),
-    rounded up to the allocator's 2 MiB segments; a trial fails above `capacity_bytes`."""
-
-    def __init__(self, base_bytes: float, per_sample_bytes: float, capacity_bytes: float, step_bytes: float = 0.0,
-                 round_bytes: int = 2 << 20):
-        self.base, self.per_sample, self.capacity = base_bytes, per_sample_bytes, capacity_bytes
-        self.step_bytes, self.round = step_bytes, round_bytes
-        self.calls: list[int] = []
-
-    def peak(self, b: int) -> float:
-        raw = max(self.step_bytes, self.base + b * self.per_sample)
-        return math.ceil(raw / self.round) * self.round
-
-    def true_max(self, limit: int = 1 << 30) -> int:
-        lo, hi = 0, limit  # peak is non-decreasing in b: bisect for the last size that fits
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if self.peak(mid) <= self.capacity else (lo, mid)
-        return lo
-
-    def __call__(self, b: int) -> Trial:
-        self.calls.append(b)
-        peak = self.peak(b)
-        return Trial(b, OK, peak) if peak <= self.capacity else Trial(b, "oom", None)

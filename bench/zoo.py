@@ -223,12 +223,6 @@ LLAMA_PRESETS = {
 }
 
 
-def llama_param_count(layers: int, hidden: int, heads: int, ffn: int, vocab: int) -> int:
-    """Embedding + untied head (2Vh) + per layer 4h² attention, 3hf SwiGLU, 2h RMSNorm + final RMSNorm h."""
-    del heads  # no bias, no grouped KV: head count does not change the count
-    return 2 * vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * ffn + 2 * hidden) + hidden
-
-
 def _llama(*, preset: str = "small", layers: int | None = None, hidden: int | None = None,
            heads: int | None = None, ffn: int | None = None, vocab: int | None = None, seq_len: int | None = None,
            device=None) -> _Built:

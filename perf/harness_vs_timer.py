@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -73,8 +75,36 @@ def timing(args) -> dict:
             "ratio": h / t, "harness_medians_s": h_medians, "timer_medians_s": t_medians}
 
 
+def doubling_bisection(try_batch: Callable, tol: float = 0.01, limit: int = 65536):
+    """The usual search, the baseline bench's fit-predict-confirm is measured against (Lightning's 'binsearch'
+    mode): double from 1 until a failure, then bisect down to the tolerance (adjacent sizes or 1%)."""
+    from bench.maxbatch import OK, MaxBatchResult
+
+    trials = []
+    lo, hi, b = 0, None, 1
+    while b <= limit:
+        t = try_batch(b)
+        trials.append(t)
+        if t.status != OK:
+            hi = b
+            break
+        lo, b = b, b * 2
+    if hi is None:
+        return MaxBatchResult(lo, tuple(trials), False, f"reached the search limit of {limit}")
+    while hi - lo > max(1, math.ceil(tol * lo)):
+        mid = (lo + hi) // 2
+        t = try_batch(mid)
+        trials.append(t)
+        if t.status == OK:
+            lo = mid
+        else:
+            hi = mid
+    return MaxBatchResult(lo, tuple(trials), True)
+
+
 def trial_counts() -> list[dict]:
-    from bench.maxbatch import FakeMemory, doubling_bisection, find_max_batch
+    from bench.maxbatch import find_max_batch
+    from bench.testing import FakeMemory
 
     rows = []
     for name, base, per_sample, capacity, step in MEMORY_CASES:

@@ -88,6 +88,8 @@ def formula_peaks(model: str, options: dict, batch: int, precision: str) -> tupl
      the same with gradients counted only in the optimizer-step branch)."""
     from planner.engine.estimates import ResolvedModel
     from planner.engine.memory import estimate_memory, transient_parts
+    from planner.engine.option import OptionPlan
+    from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profile
     from planner.inputs.scenario import TrainingSetup, TransformerShape
 
     entry = zoo.describe(model, **options)
@@ -97,10 +99,12 @@ def formula_peaks(model: str, options: dict, batch: int, precision: str) -> tupl
     resolved = ResolvedModel(name=model, family=entry.family, params=entry.params, transformer=shape,
                              seq_len=t["seq_len"])
     training = TrainingSetup(global_batch=batch)
-    est = estimate_memory(resolved, training, precision, batch, 1, 1, capacity_gib=10_000, workspace_gib=0.0,
+    # Any GPU: only the parts are compared (no workspace or context), never the fit.
+    gpu = load_profile(DEFAULT_PROFILES_DIR / "h100-sxm-80gb.yaml")
+    est = estimate_memory(resolved, training, OptionPlan(gpu, 1, precision, micro_batch=batch), workspace_gib=0.0,
                           context_gib=0.0)
     planner = est.weights + est.grads + est.optimizer + est.activations + est.transients
-    parts = transient_parts(entry.params, precision, "adamw", "foreach", 1, 1, "none")
+    parts = transient_parts(entry.params, precision=precision, optimizer="adamw")
     # zero_grad(set_to_none=True) frees the gradients before forward; backward creates them after its peak
     step_branch = est.weights + est.grads + est.optimizer + parts.step
     activation_branch = est.weights + est.optimizer + est.activations + parts.forward

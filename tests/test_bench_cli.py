@@ -18,8 +18,8 @@ from torch import nn
 
 from bench import cli_run
 from bench.__main__ import main as bench_main
-from bench.maxbatch import FakeMemory
 from bench.sweep import Sweep
+from bench.testing import FakeMemory
 from planner.inputs.resultfile import read_result_file, scan_results
 from tests.test_bench_harness import FakeClock, FakeDevice, MiB, fake_workload, sgd
 

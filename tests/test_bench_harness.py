@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from bench import harness
-from bench.maxbatch import FakeMemory
 from bench.precision import plan_for, read_fp32_flags, set_fp32_mode, uses_new_fp32_api
 from bench.telemetry import WindowReading
+from bench.testing import FakeMemory
 from bench.zoo import Workload
 from planner.inputs.resultfile import parse_result
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.maxbatch import FakeMemory, Trial, auto_batches, doubling_bisection, find_max_batch, fit_line
+from bench.maxbatch import Trial, auto_batches, find_max_batch, fit_line
+from bench.testing import FakeMemory
+from perf.harness_vs_timer import doubling_bisection  # the baseline lives with the script comparing
 
 GiB, MiB = 2**30, 2**20
 CASES = {
@@ -19,6 +21,9 @@ CASES = {
 def test_fit_line_exact_and_degenerate():
     assert fit_line([(1, 12.0), (2, 14.0), (4, 18.0)]) == pytest.approx((10.0, 2.0))
     assert fit_line([(3, 1.0), (3, 2.0)]) is None
+    # Not on a line: b = Σ(x−x̄)(y−ȳ)/Σ(x−x̄)², a = ȳ − b·x̄ with x̄ = 3, ȳ = 15.75:
+    # Σ(x−x̄)(y−ȳ) = 7.5 + 1.25 + 1.25 + 7.5 = 17.5, Σ(x−x̄)² = 10 -> b = 1.75, a = 15.75 − 5.25 = 10.5.
+    assert fit_line([(1, 12.0), (2, 14.5), (4, 17.0), (5, 19.5)]) == pytest.approx((10.5, 1.75), rel=1e-12)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -21,6 +21,8 @@ from planner.engine.cost import (
     stale_quote_warning,
     undated_rate_warning,
 )
+from planner.engine.estimates import ConvergenceEstimate, Source, StepEstimate
+from planner.engine.option import OptionPlan
 from planner.inputs.scenario import OnPrem, Pricing, SpotSettings, Workload
 from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
@@ -56,6 +58,13 @@ class Gpu:
 NO_OVERHEADS = Workload(epochs=1, dataset_samples=1)
 
 
+def cost(step_time_s, step_band_s, steps, steps_range, n_gpus, gpu, pricing, workload, **kw):
+    """estimate_cost for an option of n_gpus × gpu whose step takes step_time_s (band) for `steps` (range)."""
+    step = StepEstimate(step_time_s, step_time_s, 1.0, Source("measured"), step_band_s)
+    conv = ConvergenceEstimate(steps, None, steps, Source("user"), steps_range=steps_range)
+    return estimate_cost(OptionPlan(gpu, n_gpus, "bf16"), step, conv, pricing, workload, **kw)
+
+
 # ---------------------------------------------------------------- formulas
 
 def test_instances_round_up_and_say_so():
@@ -77,13 +86,16 @@ def test_billing_increment_rounds_up():
 def test_run_hours_overheads_multiply():
     # 10,000 steps x 0.36 s = 1 h; x 0.5 early stop = 0.5; x (1 + 0.05 + 0.05) = 0.55; x 1.1 failure = 0.605;
     # x 3 runs = 1.815 h.
-    assert run_hours(10_000, 0.36, 0.5, 0.05, 0.05, 0.1, 3) == pytest.approx(1.815)
-    assert run_hours(10_000, 0.36, 1.0, 0.0, 0.0, 0.0, 1) == pytest.approx(1.0)
+    workload = Workload(epochs=1, dataset_samples=1, early_stop_fraction=0.5, eval_overhead=0.05,
+                        checkpoint_overhead=0.05)
+    assert run_hours(10_000, 0.36, workload, Pricing(failure_overhead=0.1, runs=3)) == pytest.approx(1.815)
+    assert run_hours(10_000, 0.36, NO_OVERHEADS, Pricing()) == pytest.approx(1.0)
 
 
 def test_spot_preemptions_and_lost_hours():
     # 10 h x 0.05 per instance-hour x 2 instances = 1 preemption, losing 30/2 + 10 = 25 min.
-    preemptions, lost = spot_preemption(10.0, 0.05, 2, 30.0, 10.0)
+    spot = SpotSettings(preemptions_per_instance_hour=0.05, checkpoint_interval_min=30.0, restart_min=10.0)
+    preemptions, lost = spot_preemption(10.0, 2, spot)
     assert preemptions == pytest.approx(1.0)
     assert lost == pytest.approx(25 / 60)
 
@@ -169,7 +181,7 @@ def test_on_demand_rounding_billing_tax_and_currency():
                       grid_kg_co2_per_kwh=0.5)
     # 10,000 steps x 0.756 s = 2.1 h, billed 3 h; 6 GPUs billed as 8: 24 GPU-h x $4 = $96; x 1.16 tax = $111.36;
     # x 17 MXN/USD = 1,893.12 MXN.
-    est = estimate_cost(0.756, (0.6, 0.9), 10_000, (8500, 11500), 6, gpu, pricing, NO_OVERHEADS, today=TODAY)
+    est = cost(0.756, (0.6, 0.9), 10_000, (8500, 11500), 6, gpu, pricing, NO_OVERHEADS, today=TODAY)
     assert est.hours == pytest.approx(2.1)
     assert est.n_gpus_billed == 8
     assert est.gpu_hours == pytest.approx(24.0)
@@ -194,7 +206,7 @@ def test_spot_adds_lost_hours_and_preemptions():
     pricing = Pricing(tier="spot", spot=SpotSettings(preemptions_per_instance_hour=0.05, checkpoint_interval_min=30,
                                                      restart_min=10))
     # 36,000 steps x 1 s = 10 h on 2 instances: 1 preemption, +25 min; 16 GPUs x 10.4167 h x $2 = $333.33.
-    est = estimate_cost(1.0, (1.0, 1.0), 36_000, None, 16, gpu, pricing, NO_OVERHEADS, mean_power_w=500, today=TODAY)
+    est = cost(1.0, (1.0, 1.0), 36_000, None, 16, gpu, pricing, NO_OVERHEADS, mean_power_w=500, today=TODAY)
     assert est.preemptions == pytest.approx(1.0)
     assert est.hours == pytest.approx(10 + 25 / 60)
     assert est.usd == pytest.approx(16 * (10 + 25 / 60) * 2.0)
@@ -209,7 +221,7 @@ def test_overheads_and_runs_multiply_in_the_estimate():
                         checkpoint_overhead=0.05)
     pricing = Pricing(runs=2, failure_overhead=0.1)
     # 7,200 steps x 1 s = 2 h; x 0.5 x 1.1 x 1.1 x 2 runs = 2.42 h; 4 GPUs x 2.42 h x $3 = $29.04.
-    est = estimate_cost(1.0, (1.0, 1.0), 7200, None, 4, gpu, pricing, workload, today=TODAY)
+    est = cost(1.0, (1.0, 1.0), 7200, None, 4, gpu, pricing, workload, today=TODAY)
     assert est.hours == pytest.approx(2.42)
     assert est.usd == pytest.approx(29.04)
     assert est.hours_range == pytest.approx((2.42, 2.42))
@@ -217,7 +229,7 @@ def test_overheads_and_runs_multiply_in_the_estimate():
 
 def test_pricing_billing_increment_overrides_the_quote():
     gpu = Gpu(prices=(Quote("lambda", "gpu_1x_h100_sxm5", 3.0, gpus_per_instance=1),))
-    est = estimate_cost(0.756, (0.756, 0.756), 10_000, None, 1, gpu, Pricing(billing_increment_min=60),
+    est = cost(0.756, (0.756, 0.756), 10_000, None, 1, gpu, Pricing(billing_increment_min=60),
                         NO_OVERHEADS, today=TODAY)
     assert est.usd == pytest.approx(9.0)  # 2.1 h billed as 3 h at $3
 
@@ -226,7 +238,7 @@ def test_on_prem_price_and_facility_energy():
     on_prem = OnPrem(purchase_usd_per_gpu=30000, lifetime_years=4, fleet_utilisation=0.6, usd_per_kwh=0.12, pue=1.4)
     pricing = Pricing(tier="on_prem", on_prem=on_prem)
     # 3 GPUs x 1 h x $1.51094 = $4.53282; energy 3 x 0.5 kW x 1 h x PUE 1.4 = 2.1 kWh.
-    est = estimate_cost(0.36, (0.36, 0.36), 10_000, None, 3, Gpu(prices=()), pricing, NO_OVERHEADS,
+    est = cost(0.36, (0.36, 0.36), 10_000, None, 3, Gpu(prices=()), pricing, NO_OVERHEADS,
                         mean_power_w=500, today=TODAY)
     assert est.price.provider == "on-prem" and est.price.origin == "on_prem" and est.price.tier == "on_prem"
     assert est.price.usd_per_gpu_hour == pytest.approx(1.51094, abs=1e-5)
@@ -239,7 +251,7 @@ def test_on_prem_price_and_facility_energy():
 def test_stale_quote_and_undated_rate_reach_the_notes():
     gpu = Gpu(prices=(Quote("aws", "p5.48xlarge", 4.0, as_of=dt.date(2026, 1, 5)),))
     pricing = Pricing(currency="EUR", exchange_rate=0.92)
-    est = estimate_cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, pricing, NO_OVERHEADS, today=TODAY)
+    est = cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, pricing, NO_OVERHEADS, today=TODAY)
     assert any(n.startswith("price from 2026-01-05 is 328 days old") for n in texts(est.notes))
     assert any("exchange rate 0.92 EUR per USD has no date" in n for n in texts(est.notes))
     assert est.amount_in_currency == pytest.approx(8 * 4.0 * 0.92)
@@ -248,7 +260,7 @@ def test_stale_quote_and_undated_rate_reach_the_notes():
 def test_user_override_is_the_price_billed():
     gpu = Gpu(prices=(Quote("aws", "p5.48xlarge", 6.88),))
     override = Quote("aws", "p5.48xlarge", 5.00, as_of=None, origin="user")
-    est = estimate_cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, Pricing(), NO_OVERHEADS, overrides=[override],
+    est = cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, Pricing(), NO_OVERHEADS, overrides=[override],
                         today=TODAY)
     assert est.price.origin == "user" and est.price.as_of is None
     assert est.usd == pytest.approx(40.0)
@@ -257,7 +269,7 @@ def test_user_override_is_the_price_billed():
 def test_no_quote_for_the_tier_is_a_clear_error():
     gpu = Gpu(prices=(Quote("aws", "p5.48xlarge", 6.88),))
     with pytest.raises(NoQuoteError) as err:
-        estimate_cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, Pricing(tier="reserved_3y"), NO_OVERHEADS, today=TODAY)
+        cost(1.0, (1.0, 1.0), 3600, None, 8, gpu, Pricing(tier="reserved_3y"), NO_OVERHEADS, today=TODAY)
     message = english(err.value.note)
     assert "no reserved_3y price for NVIDIA H100 SXM 80GB (h100-sxm-80gb)" in message
     assert "it has quotes for: on_demand" in message

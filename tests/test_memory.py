@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,6 +30,7 @@ from planner.engine.memory import (
     workspace_bytes,
 )
 from planner.engine.memory_activations import layer_activation_coefficients, mlp_activation_coefficient
+from planner.engine.option import OptionPlan
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.scenario import Adapter, TrainingSetup, TransformerShape
 from planner.vocab import GIB
@@ -38,8 +41,25 @@ GPT2 = TransformerShape(layers=12, hidden=768, heads=12, seq_len=1024, vocab=502
 LLAMA7B = TransformerShape(layers=32, hidden=4096, heads=32, seq_len=2048, vocab=32000, mlp="swiglu", ffn=11008)
 
 
-def states(*args, **kw) -> StateBytes:
-    return model_state_bytes(*args, **kw)
+def states(params, trainable, optimizer, layout, sharding, n_gpus, precision, largest=None, **kw) -> StateBytes:
+    """model_state_bytes in the order the published tables read: Ψ, T, optimizer, layout, sharding, N, precision."""
+    return model_state_bytes(params, trainable, optimizer=optimizer, state_layout=layout, sharding=sharding,
+                             n_gpus=n_gpus, precision=precision, largest_layer_params=largest, **kw)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """Stands in for planner.inputs.profiles.GpuProfile: the fields a memory estimate reads."""
+
+    memory_gib: float
+    compute_capability: str | None = None
+    id: str = "test-gpu"
+
+
+def option(precision, micro, accum, n_gpus, capacity_gib, compute_capability=None) -> OptionPlan:
+    """One option in the order these tests read: precision, micro-batch, accumulation, GPUs, capacity (GiB)."""
+    return OptionPlan(Gpu(capacity_gib, compute_capability), n_gpus=n_gpus, precision=precision, micro_batch=micro,
+                      grad_accum=accum)
 
 
 # ---------------------------------------------------------------- published figures
@@ -84,7 +104,7 @@ def test_fp32_adamw_foreach_peaks_at_20_bytes_per_param():
     model = ResolvedModel("mlp", "mlp", params, activation_bytes_per_sample=1000.0, activation_precision="fp32")
     for impl, per_param in (("foreach", 20), ("fused", 16)):
         training = TrainingSetup(global_batch=1, optimizer="adamw", optimizer_impl=impl)
-        est = estimate_memory(model, training, "fp32", 1, 1, 1, 80.0)
+        est = estimate_memory(model, training, option("fp32", 1, 1, 1, 80.0))
         peak = est.weights + est.grads + est.optimizer + est.activations + est.transients
         # both peak at step(): the 1 kB of activations is freed by then, and no gradient exists in forward
         assert peak == pytest.approx(per_param * params)
@@ -139,13 +159,13 @@ def test_qlora_nf4_base_bytes():
 
 def test_zero3_gathered_unit():
     # torch_amp Z3: 16Ψ/N + largest layer's fp32 weights and grads (4 + 4 B each).
-    s = states(8000, 8000, "adamw", "torch_amp", "zero3", 8, "bf16", largest_layer_params=100)
+    s = states(8000, 8000, "adamw", "torch_amp", "zero3", 8, "bf16", largest=100)
     assert s.total == pytest.approx(16 * 8000 / 8 + 8 * 100)
 
 
 def test_checkpoint_bytes():
-    assert checkpoint_bytes(1000, 1000, "adamw", "torch_amp") == 12_000
-    assert checkpoint_bytes(1000, 1000, "adam", "deepspeed") == 2000 + 12_000
+    assert checkpoint_bytes(1000, 1000, optimizer="adamw", state_layout="torch_amp") == 12_000
+    assert checkpoint_bytes(1000, 1000, optimizer="adam", state_layout="deepspeed") == 2000 + 12_000
 
 
 # ---------------------------------------------------------------- activation formulas, by hand
@@ -167,14 +187,16 @@ def test_checkpoint_bytes():
 ])
 def test_layer_coefficients(precision, layout, attention, dropout, expected):
     # ESTIMATION.md §1 "Activations": coefficients of (s·b·h, a·s²·b, a·s·b) for the 4h GeLU block.
-    assert layer_activation_coefficients(GPT2, precision, attention, dropout, layout) == expected
+    got = layer_activation_coefficients(GPT2, precision, attention=attention, dropout=dropout, layout=layout)
+    assert got == expected
 
 
 def test_swiglu_mlp_term():
     # Derived in mlp_activation_coefficient: 2 + 8f/h at 16-bit; LLaMA-7B f/h = 11008/4096 = 2.6875 -> 23.5.
     assert mlp_activation_coefficient(LLAMA7B, 2) == pytest.approx(23.5)
     # whole block, 16-bit, SDPA, no dropout: LN 4 + attention 10 + MLP 23.5.
-    assert layer_activation_coefficients(LLAMA7B, "bf16", "sdpa", False, "megatron")[0] == pytest.approx(37.5)
+    block = layer_activation_coefficients(LLAMA7B, "bf16", attention="sdpa", dropout=False, layout="megatron")
+    assert block[0] == pytest.approx(37.5)
     # GeLU at f = 4h gives Korthikanti's MLP 18 (+1 mask).
     assert mlp_activation_coefficient(GPT2, 2) == 18
 
@@ -184,7 +206,7 @@ def test_gpt2_amp_sdpa_total_by_hand():
     sbh, sbv = 1024 * 768, 1024 * 50257
     expected = 12 * (38 * sbh + 4 * 12 * 1024) + 7 * sbh + 10 * sbv
     assert expected == 879_339_520
-    got = transformer_activation_bytes(GPT2, 1, "bf16", "sdpa", dropout=True, layout="torch_amp")
+    got = transformer_activation_bytes(GPT2, 1, "bf16", attention="sdpa", dropout=True, layout="torch_amp")
     assert got == expected
 
 
@@ -192,7 +214,7 @@ def test_gpt2_fp32_manual_total_by_hand():
     # b = 2, fp32, manual attention, no dropout: 12 * (64·sbh + 4·a·s²·b) + (4 + 4)·sbh + (4 + 4 + 4)·sbV
     s, b, h, a, v = 1024, 2, 768, 12, 50257
     expected = 12 * (64 * s * b * h + 4 * a * s * s * b) + 8 * s * b * h + 12 * s * b * v
-    assert transformer_activation_bytes(GPT2, 2, "fp32", "manual", dropout=False) == expected
+    assert transformer_activation_bytes(GPT2, 2, "fp32", attention="manual", dropout=False) == expected
 
 
 def test_checkpointing_by_hand():
@@ -200,9 +222,10 @@ def test_checkpointing_by_hand():
     sbh, sbv = 1024 * 768, 1024 * 50257
     head = (0 + 2 + 2) * sbh + (2 + 8) * sbv
     expected = 12 * 2 * sbh + (32 * sbh + 4 * 12 * 1024) + head
-    assert transformer_activation_bytes(GPT2, 1, "bf16", "sdpa", False, True, "megatron") == expected
+    assert transformer_activation_bytes(GPT2, 1, "bf16", attention="sdpa", checkpointing=True,
+                                        layout="megatron") == expected
     # torch AMP keeps the fp32 residual: 4·sbh per block input.
-    amp = transformer_activation_bytes(GPT2, 1, "bf16", "sdpa", False, True, "torch_amp")
+    amp = transformer_activation_bytes(GPT2, 1, "bf16", attention="sdpa", checkpointing=True, layout="torch_amp")
     assert amp == 12 * 4 * sbh + (36 * sbh + 4 * 12 * 1024) + (4 + 2) * sbh + 10 * sbv
 
 
@@ -212,15 +235,15 @@ def test_checkpointing_by_hand():
 def test_activation_precedence_and_sources():
     line = ActivationLine(1e8, 2e8, "bf16", Source("measured", "gpt2 h100 2026-01-01"))
     model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2, activation_bytes_per_sample=5.0)
-    value, src = activation_bytes(model, "bf16", 4, False, line)
+    value, src = activation_bytes(model, "bf16", 4, line=line)
     assert (value, src.kind) == (1e8 + 4 * 2e8, "measured")
-    value, src = activation_bytes(model, "bf16", 1, False, None)
+    value, src = activation_bytes(model, "bf16", 1)
     assert src.kind == "analytic" and "Korthikanti" in src.detail and value > 8e8
     user = ResolvedModel("cnn", "cnn", 25_000_000, activation_bytes_per_sample=1e8, activation_precision="fp32")
-    value, src = activation_bytes(user, "fp32", 3, False, None)
+    value, src = activation_bytes(user, "fp32", 3)
     assert (value, src.kind) == (3e8, "user")
     # fp32 -> pure 16-bit halves; checkpointing keeps 0.5 without a shape (Chen et al. 2016).
-    value, _ = activation_bytes(user, "bf16", 1, True, None, layout="pure_bf16")
+    value, _ = activation_bytes(user, "bf16", 1, checkpointing=True, layout="pure_bf16")
     assert value == pytest.approx(1e8 / 2 * 0.5)
 
 
@@ -229,7 +252,7 @@ def test_checkpointing_scales_line_slope_by_formula_ratio():
     line = ActivationLine(1e8, 1e9, "bf16", Source("traced"))
     full = transformer_activation_bytes(GPT2, 1, "bf16", dropout=True)
     kept = transformer_activation_bytes(GPT2, 1, "bf16", dropout=True, checkpointing=True)
-    value, src = activation_bytes(model, "bf16", 2, True, line)
+    value, src = activation_bytes(model, "bf16", 2, checkpointing=True, line=line)
     assert value == pytest.approx(1e8 + 2 * 1e9 * kept / full)
     assert "checkpointing" in src.detail
 
@@ -237,7 +260,7 @@ def test_checkpointing_scales_line_slope_by_formula_ratio():
 def test_no_activation_data_is_a_clear_error():
     model = ResolvedModel("mystery", "custom", 1000)
     with pytest.raises(CannotEstimate, match=r"activation size for model mystery.*bench trace"):
-        activation_bytes(model, "bf16", 1, False, None)
+        activation_bytes(model, "bf16", 1)
 
 
 # ---------------------------------------------------------------- transients
@@ -246,13 +269,14 @@ def test_no_activation_data_is_a_clear_error():
 def test_transients_by_hand():
     t = 1000
     # bf16 AMP foreach AdamW, DDP over 8: step = temp 4T + buckets 4T; forward = cache 2T + buckets 4T.
-    parts = transient_parts(t, "bf16", "adamw", "foreach", 1, 8, "none")
+    parts = transient_parts(t, precision="bf16", optimizer="adamw", n_gpus=8)
     assert (parts.step, parts.forward) == (8 * t, 6 * t)
-    assert transient_bytes(t, "bf16", "adamw", "foreach", 1, 8, "none", activations=5 * t) == 6 * t
+    assert transient_bytes(t, precision="bf16", optimizer="adamw", n_gpus=8, activations=5 * t) == 6 * t
     # ZeRO-1 over 4: the step runs on a 1/4 shard, no DDP buckets.
-    assert transient_parts(t, "fp32", "adamw", "foreach", 1, 4, "zero1").step == t
-    assert transient_parts(t, "fp32", "sgd_momentum", "fused", 4, 1, "none").step == 0
-    assert transient_parts(t, "fp32", "adam8bit", "foreach", 1, 1, "none").step == 0
+    assert transient_parts(t, precision="fp32", optimizer="adamw", n_gpus=4, sharding="zero1").step == t
+    assert transient_parts(t, precision="fp32", optimizer="sgd_momentum", optimizer_impl="fused",
+                           grad_accum=4).step == 0
+    assert transient_parts(t, precision="fp32", optimizer="adam8bit").step == 0
 
 
 # ---------------------------------------------------------------- overheads, fit and notes
@@ -272,40 +296,43 @@ def _boundary_model():
 
 def test_fit_boundary_at_exactly_95_percent():
     training = TrainingSetup(global_batch=1, optimizer="adamw", optimizer_impl="fused")
-    at = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 1, 20.0, workspace_gib=18.0, context_gib=0.0)
+    at = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 20.0), workspace_gib=18.0,
+                         context_gib=0.0)
     assert at.total == 19 * GIB == at.usable and at.fits
-    over = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 1, 20.0, workspace_gib=18.0 + 2**-20,
+    over = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 20.0), workspace_gib=18.0 + 2**-20,
                            context_gib=0.0)
     assert not over.fits
 
 
 def test_overhead_defaults_and_tight_note():
     training = TrainingSetup(global_batch=1, optimizer="adamw", optimizer_impl="fused")
-    est = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 2, 2.0, compute_capability="9.0")
+    est = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 2, 2.0, "9.0"))
     assert est.context == CUDA_CONTEXT_BYTES and est.nccl == NCCL_BUFFER_BYTES
     assert est.workspace == 64 * 2**20
-    single = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 1, 1.8, workspace_gib=0.5, context_gib=0)
+    single = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 1.8), workspace_gib=0.5,
+                             context_gib=0)
     assert single.nccl == 0 and single.workspace == 0.5 * GIB
     assert single.headroom == pytest.approx(1 - 1.5 / 1.8)
     assert single.notes == ()
-    tight = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 1, 1.62, workspace_gib=0.5, context_gib=0)
+    tight = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 1.62), workspace_gib=0.5,
+                            context_gib=0)
     assert tight.fits and texts(tight.notes) == ("headroom 7% (tight)",)
 
 
 def test_measured_line_skips_in_allocator_workspace():
     training = TrainingSetup(global_batch=1)
     line = ActivationLine(0.0, 2.0**30, "fp32", Source("measured", "x.json"))
-    est = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 1, 80.0, line=line)
+    est = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 80.0), line=line)
     assert est.workspace == 0 and est.activations == 2.0**30
 
 
 def test_max_micro_batch_that_fits():
     training = TrainingSetup(global_batch=64, optimizer="adamw", optimizer_impl="fused")
     # 0.5 GiB states + 0.5 GiB per sample, no overheads: b fits while 0.5 + 0.5·b <= 0.95 x 4 GiB.
-    b = max_micro_batch_that_fits(_boundary_model(), training, "fp32", 1, 4.0, [1, 2, 4, 6, 7, 8],
+    b = max_micro_batch_that_fits(_boundary_model(), training, option("fp32", 1, 1, 1, 4.0), [1, 2, 4, 6, 7, 8],
                                   workspace_gib=0.0, context_gib=0.0)
     assert b == 6
-    assert max_micro_batch_that_fits(_boundary_model(), training, "fp32", 1, 0.5, [1, 2]) is None
+    assert max_micro_batch_that_fits(_boundary_model(), training, option("fp32", 1, 1, 1, 0.5), [1, 2]) is None
 
 
 # ---------------------------------------------------------------- fitting measured peaks
@@ -365,9 +392,10 @@ def test_breakdown_is_non_negative_and_sums_to_the_peak(b, n, precision, optimiz
     model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
     training = TrainingSetup(global_batch=64, optimizer=optimizer, optimizer_impl=impl, sharding=sharding,
                              activation_checkpointing=checkpointing)
-    est = estimate_memory(model, training, precision, b, 1, n, 80.0, compute_capability="8.0")
+    est = estimate_memory(model, training, option(precision, b, 1, n, 80.0, "8.0"))
     assert all(v >= 0 for v in est.parts_gib().values())
-    parts = transient_parts(124_000_000, precision, optimizer, impl, 1, n, sharding)
+    parts = transient_parts(124_000_000, precision=precision, optimizer=optimizer, optimizer_impl=impl, n_gpus=n,
+                            sharding=sharding)
     peak = est.weights + est.grads + est.optimizer + max(parts.step, est.activations + parts.forward)
     assert est.total == pytest.approx(peak + est.workspace + est.context + est.nccl)
 
@@ -376,8 +404,10 @@ def test_gradients_are_not_alive_in_forward_at_accumulation_1():
     # ESTIMATION.md §1: zero_grad(set_to_none=True) frees grads before forward; with accumulation > 1 they stay
     # alive through forward (+4T). Activation-dominated batch: 0.5 GiB of activations vs 0.125 GiB of grads.
     training = TrainingSetup(global_batch=2, optimizer="adamw", optimizer_impl="fused")
-    one = estimate_memory(_boundary_model(), training, "fp32", 1, 1, 1, 80.0, workspace_gib=0, context_gib=0)
-    two = estimate_memory(_boundary_model(), training, "fp32", 1, 2, 1, 80.0, workspace_gib=0, context_gib=0)
+    one = estimate_memory(_boundary_model(), training, option("fp32", 1, 1, 1, 80.0), workspace_gib=0,
+                          context_gib=0)
+    two = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 80.0), workspace_gib=0,
+                          context_gib=0)
     assert one.grads == 0 and one.activations == 2**29
     assert two.grads == 4 * 2**25
     assert two.total - one.total == 4 * 2**25
@@ -385,6 +415,6 @@ def test_gradients_are_not_alive_in_forward_at_accumulation_1():
 
 def test_small_batch_peak_is_at_the_optimizer_step_and_says_so():
     model = ResolvedModel("m", "mlp", 2**25, activation_bytes_per_sample=1e6, activation_precision="fp32")
-    est = estimate_memory(model, TrainingSetup(global_batch=1), "fp32", 1, 1, 1, 80.0)
+    est = estimate_memory(model, TrainingSetup(global_batch=1), option("fp32", 1, 1, 1, 80.0))
     assert est.activations == 0 and est.grads == 4 * 2**25
     assert any(n.startswith("the peak is at optimizer.step()") for n in texts(est.notes))

@@ -302,3 +302,18 @@ def test_spot_with_many_instances_warns_the_run_may_never_finish(bare_inputs):
     assert o.cost.price.gpus_per_instance == 1
     assert any("may never finish" in n for n in texts(o.notes))
     assert any(n.startswith("priced as 8 separate 1-GPU instances") for n in texts(o.notes))
+
+
+def test_no_engine_function_takes_more_than_five_positional_parameters():
+    # Issue 12: engine functions take the domain dataclasses; past five, arguments are keyword-only, so a run of
+    # same-typed numbers (steps, step time, overheads...) cannot be passed in the wrong order.
+    import ast
+
+    too_many = []
+    for path in sorted((ROOT / "planner" / "engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                positional = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
+                if len(positional) > 5:
+                    too_many.append(f"{path.name}:{node.lineno} {node.name}({', '.join(positional)})")
+    assert not too_many

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from planner.engine import scaling as sc
+from planner.engine.option import OptionPlan
 from planner.inputs.scenario import Hardware, TrainingSetup
 
 
@@ -164,29 +165,34 @@ def test_ddp_exposed_when_backward_is_short():
     # S = 100 MiB = 4 buckets; n = 8; busbw 100; α = 5 µs.
     # per bucket: 1.75 × 26,214,400 / 100e9 = 0.458752 ms + 14 × 5 µs = 0.528752 ms; total 2.115008 ms
     # backward 1 ms: exposed = max(0.528752, 2.115008 - 1) = 1.115008 ms
-    exposed, total = sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, 0.001, 1)
+    exposed, total = sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, backward_s=0.001)
     assert total == pytest.approx(4 * (1.75 * MIB25 / 100e9 + 70e-6))
     assert exposed == pytest.approx(total - 0.001)
 
 
 def test_ddp_exposed_is_last_bucket_when_backward_hides_the_rest():
     # backward 10 ms > 2.115 ms: only the last bucket (0.528752 ms) is exposed; accumulation changes nothing
-    exposed, _ = sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, 0.010, 1)
+    exposed, _ = sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, backward_s=0.010)
     assert exposed == pytest.approx(1.75 * MIB25 / 100e9 + 70e-6)
-    assert sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, 0.010, 4) == sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, 0.010, 1)
+    four = sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, backward_s=0.010, grad_accum=4)
+    assert four == sc.ddp_exposed_comm_s(4 * MIB25, 8, 100.0, backward_s=0.010)
 
 
 def test_ddp_partial_last_bucket_and_single_rank():
     # 30 MiB = one 25 MiB bucket + one 5 MiB bucket, each paying 70 µs of latency
-    _, total = sc.ddp_exposed_comm_s(30 * 2**20, 8, 100.0, 1.0, 1)
+    _, total = sc.ddp_exposed_comm_s(30 * 2**20, 8, 100.0, backward_s=1.0)
     assert total == pytest.approx(1.75 * 30 * 2**20 / 100e9 + 2 * 70e-6)
-    assert sc.ddp_exposed_comm_s(30 * 2**20, 1, 100.0, 1.0, 1) == (0.0, 0.0)
+    assert sc.ddp_exposed_comm_s(30 * 2**20, 1, 100.0, backward_s=1.0) == (0.0, 0.0)
 
 
 def test_fsdp_comm_hand_calculation():
     # Ψ = T = 1e9, 2 B params and grads, n = 8, busbw 100: all-gather 2e9 B: 7/8 × 2e9 / 100e9 = 17.5 ms
     # + 7 × 5 µs = 35 µs -> 17.535 ms; twice (fwd, bwd) + one reduce-scatter of the same size = 52.605 ms
-    assert sc.fsdp_comm_s(10**9, 10**9, 2.0, 2.0, 8, 100.0) == pytest.approx(3 * 0.017535)
+    assert sc.fsdp_comm_s(10**9, 10**9, param_bytes=2.0, grad_bytes=2.0, n=8, busbw=100.0) == pytest.approx(
+        3 * 0.017535)
+    # With accumulation k the gathers repeat every micro-step, the reduce-scatter once: 2k + 1 collectives.
+    assert sc.fsdp_comm_s(10**9, 10**9, param_bytes=2.0, grad_bytes=2.0, n=8, busbw=100.0,
+                          grad_accum=4) == pytest.approx(9 * 0.017535)
 
 
 # ---------------------------------------------------------------- measured ddp selection
@@ -222,8 +228,14 @@ HW = Hardware(gpus_per_node=8, inter_node_gb_per_s=400.0)
 RN50 = 25_557_032
 
 
+def scale(n_gpus, training=TRAINING, *, params=RN50, micro_step_s=0.1, grad_accum=1, **kw):
+    """estimate_scaling on n H100s in bf16, with T = Ψ = `params` (RN50 by default) and 100 ms micro-steps."""
+    return sc.estimate_scaling(OptionPlan(H100, n_gpus, "bf16", grad_accum=grad_accum), training, HW,
+                               trainable_params=params, params=params, micro_step_s=micro_step_s, **kw)
+
+
 def test_estimate_scaling_single_gpu():
-    est = sc.estimate_scaling(H100, 1, RN50, RN50, "bf16", TRAINING, HW, 0.1)
+    est = scale(1)
     assert est.efficiency == 1.0 and est.exposed_comm_s == 0.0 and est.source.kind == "analytic"
 
 
@@ -231,7 +243,7 @@ def test_estimate_scaling_ddp_formula():
     # S = 4 × 25,557,032 = 102,228,128 B -> 4 buckets (3 × 26,214,400 + 23,584,928); busbw 450 × 0.82 = 369.
     # backward = 2/3 × 100 ms = 66.7 ms hides all but the last bucket:
     # exposed = 1.75 × 23,584,928 / 369e9 + 70 µs = 0.18185 ms; efficiency 0.1 / (0.1 + 0.00018185)
-    est = sc.estimate_scaling(H100, 8, RN50, RN50, "bf16", TRAINING, HW, 0.1)
+    est = scale(8)
     last = 4 * RN50 - 3 * MIB25
     exposed = 1.75 * last / 369e9 + 70e-6
     assert est.exposed_comm_s == pytest.approx(exposed)
@@ -242,8 +254,7 @@ def test_estimate_scaling_ddp_formula():
 
 
 def test_estimate_scaling_uses_a_matching_measurement_and_keeps_the_formula():
-    est = sc.estimate_scaling(H100, 8, RN50, RN50, "bf16", TRAINING, HW, 0.1, measured_ddp=ddp(),
-                              measured_label="resnet50-ddp.json (2026-01-02)")
+    est = scale(8, measured_ddp=ddp(), measured_label="resnet50-ddp.json (2026-01-02)")
     assert est.source.kind == "measured" and "resnet50-ddp.json" in est.source.detail
     assert est.exposed_comm_s == pytest.approx(0.004)
     assert est.efficiency == pytest.approx(0.1 / 0.104)  # t_1 / (t_1 + measured exposed)
@@ -252,20 +263,20 @@ def test_estimate_scaling_uses_a_matching_measurement_and_keeps_the_formula():
 
 def test_estimate_scaling_ignores_gloo_and_other_layouts():
     for section in (ddp(backend="gloo"), ddp(nnodes=2, nproc_per_node=4), ddp(gpu_profile_id="a100-sxm-80gb")):
-        est = sc.estimate_scaling(H100, 8, RN50, RN50, "bf16", TRAINING, HW, 0.1, measured_ddp=section)
+        est = scale(8, measured_ddp=section)
         assert est.source.kind == "analytic"
 
 
 def test_estimate_scaling_measured_exposed_from_step_times_when_not_given():
     section = ddp(exposed_comm_s=None, step_time_1_s=0.2, step_time_n_s=0.206)
-    est = sc.estimate_scaling(H100, 8, RN50, RN50, "bf16", TRAINING, HW, 0.1, measured_ddp=section)
+    est = scale(8, measured_ddp=section)
     assert est.exposed_comm_s == pytest.approx(0.006)
 
 
 def test_estimate_scaling_accumulation_and_optimizer_in_t1():
     # k = 4 micro-steps of 0.1 s + 10 ms optimizer: t_1 = 0.41 s; exposed as for k = 1
-    one = sc.estimate_scaling(H100, 8, RN50, RN50, "bf16", TRAINING, HW, 0.1)
-    four = sc.estimate_scaling(H100, 8, RN50, RN50, "bf16", TRAINING, HW, 0.1, grad_accum=4, optimizer_s=0.01)
+    one = scale(8)
+    four = scale(8, grad_accum=4, optimizer_s=0.01)
     assert four.exposed_comm_s == pytest.approx(one.exposed_comm_s)
     assert four.formula_step_time_s == pytest.approx(0.41 + one.exposed_comm_s)
 
@@ -275,7 +286,7 @@ def test_estimate_scaling_zero3_volume():
     # all-gather 4e9 B: 7/8 × 4e9 / 369e9 + 35 µs; twice + reduce-scatter of 4e9 B grads = 3 × that.
     # compute 1 s hides all but the unoverlapped 10%.
     training = TrainingSetup(global_batch=256, sharding="zero3")
-    est = sc.estimate_scaling(H100, 8, 10**9, 10**9, "bf16", training, HW, 1.0)
+    est = scale(8, training, params=10**9, micro_step_s=1.0)
     comm = 3 * (7 / 8 * 4e9 / 369e9 + 35e-6)
     assert est.allreduce_s == pytest.approx(comm)
     assert est.exposed_comm_s == pytest.approx(0.1 * comm)
@@ -286,9 +297,9 @@ def test_estimate_scaling_zero2_moves_the_ddp_volume_and_exposes_the_parameter_a
     # reduce-scatter per bucket (n-1)/n × S / busbw + 7 × 5 µs; all-gather of updated fp32 params 4e8 B once.
     # Total bandwidth term = 1.75 × 4e8 / 369e9, the same as DDP's all-reduce (ESTIMATION.md §3).
     training = TrainingSetup(global_batch=256, sharding="zero2")
-    est = sc.estimate_scaling(H100, 8, 10**8, 10**8, "bf16", training, HW, 1.0)
+    est = scale(8, training, params=10**8, micro_step_s=1.0)
     assert est.allreduce_s == pytest.approx(1.75 * 4e8 / 369e9 + 17 * 35e-6)
-    ddp_total = sc.ddp_exposed_comm_s(4e8, 8, 369.0, 1.0, 1)[1]
+    ddp_total = sc.ddp_exposed_comm_s(4e8, 8, 369.0, backward_s=1.0)[1]
     assert ddp_total == pytest.approx(1.75 * 4e8 / 369e9 + 16 * 70e-6)
     # backward (2/3 s) hides the reduce-scatter but its last bucket; the all-gather is exposed in full
     last_rs = 7 / 8 * (4e8 - 15 * MIB25) / 369e9 + 35e-6

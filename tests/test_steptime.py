@@ -12,6 +12,7 @@ from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 # H100 SXM bf16 989.4 TFLOPS, 3350 GB/s.
 A100_PEAK, A100_BW = 312.0, 2039.0
 H100_PEAK, H100_BW = 989.4, 3350.0
+A100_TO_H100 = {"peak_a_tflops": A100_PEAK, "peak_b_tflops": H100_PEAK, "bw_a_gb_s": A100_BW, "bw_b_gb_s": H100_BW}
 RN50_FLOPS_PER_SAMPLE = 2.46e10  # ESTIMATION.md §2: 4.1 G MACs forward -> ≈ 2.46e10 per training sample
 
 
@@ -24,11 +25,6 @@ def points(*pairs, label="run.json (2026-01-02)"):
 def test_flops_per_step_is_per_sample_times_batch():
     # 2.46e10 × 256 = 6.2976e12
     assert st.flops_per_step(RN50_FLOPS_PER_SAMPLE, 256) == pytest.approx(6.2976e12)
-
-
-def test_transformer_flops_per_token_palm_appendix_b():
-    # GPT-2 124M, L=12, h=768, s=1024: 6 × 124e6 = 744,000,000; 12 × 12 × 768 × 1024 = 113,246,208
-    assert st.transformer_flops_per_token(124_000_000, 12, 768, 1024) == 744_000_000 + 113_246_208
 
 
 @pytest.mark.parametrize(
@@ -148,7 +144,7 @@ def test_transfer_low_mfu_cnn_scales_mostly_with_bandwidth():
     compute_a = f / (0.75 * 312e12)  # 0.0269128 < t' -> c_A
     memory_a = t_prime - compute_a  # 0.0730872
     t_b_expected = 0.004 + f / (0.75 * 989.4e12) + memory_a * 2039 / 3350  # 0.004 + 0.0084867 + 0.0444849
-    t_b, band = st.transfer_micro_step(0.104, 0.004, f, A100_PEAK, H100_PEAK, A100_BW, H100_BW)
+    t_b, band = st.transfer_micro_step(0.104, t0_s=0.004, flops_per_step=f, **A100_TO_H100)
     assert t_b == pytest.approx(t_b_expected)
     assert t_b == pytest.approx(0.05697, rel=1e-3)
     # band: t0 + t'·[P_A/P_B = 0.31534, BW_A/BW_B = 0.60866] = [0.035534, 0.064866]
@@ -164,7 +160,7 @@ def test_transfer_matmul_bound_model_scales_mostly_with_peak():
     compute_a = f / (0.75 * 312e12)  # 0.924 s
     memory_a = 0.99 - compute_a  # 0.066 s
     t_b_expected = 0.01 + f / (0.75 * 989.4e12) + memory_a * 2039 / 3350  # 0.01 + 0.29138 + 0.04017
-    t_b, band = st.transfer_micro_step(1.0, 0.01, f, A100_PEAK, H100_PEAK, A100_BW, H100_BW)
+    t_b, band = st.transfer_micro_step(1.0, t0_s=0.01, flops_per_step=f, **A100_TO_H100)
     assert t_b == pytest.approx(t_b_expected)
     assert t_b == pytest.approx(0.34155, rel=1e-3)
     speedup = 1.0 / t_b  # 2.93×: near the peak ratio 3.17
@@ -175,20 +171,16 @@ def test_transfer_matmul_bound_model_scales_mostly_with_peak():
 def test_transfer_band_is_widened_to_contain_t_b():
     # A at 90% of peak (above η): F/(η·P_A) = 0.9e14 / 0.75e14 = 1.2 > t' = 1 -> c_A = t', no memory part;
     # t_B = F/(η·P_B) = 0.9e14 / (0.75 × 200e12) = 0.6. Pure ratios: 1 × [100/200, 1000/3000] = [0.333, 0.5].
-    t_b, band = st.transfer_micro_step(1.0, 0.0, 0.9e14, 100.0, 200.0, 1000.0, 3000.0)
+    t_b, band = st.transfer_micro_step(1.0, t0_s=0.0, flops_per_step=0.9e14, peak_a_tflops=100.0,
+                                       peak_b_tflops=200.0, bw_a_gb_s=1000.0, bw_b_gb_s=3000.0)
     assert t_b == pytest.approx(0.6)
     assert band == pytest.approx((1 / 3, 0.6))
 
 
 def test_transfer_rejects_non_positive_peaks():
     with pytest.raises(ValueError):
-        st.transfer_micro_step(1.0, 0.0, 1e12, 0.0, 100.0, 1.0, 1.0)
-
-
-def test_widen_band_stretches_each_side():
-    # t = 1, band (0.8, 1.2), factor 1.5 -> (0.7, 1.3)
-    assert st.widen_band(1.0, (0.8, 1.2), 1.5) == pytest.approx((0.7, 1.3))
-    assert st.precision_class("tf32") == "tensor" and st.precision_class("fp32") == "cuda_core"
+        st.transfer_micro_step(1.0, t0_s=0.0, flops_per_step=1e12, peak_a_tflops=0.0, peak_b_tflops=100.0,
+                               bw_a_gb_s=1.0, bw_b_gb_s=1.0)
 
 
 # ---------------------------------------------------------------- analytic and default MFU
@@ -250,7 +242,8 @@ SRC = Source("analytic", "test")
 
 def test_assemble_single_micro_step_adds_optimizer_and_comm():
     # 100 ms fwd+bwd + 10 ms optimizer + 5 ms exposed comm = 115 ms; 256 samples / 0.115 s = 2226.1 /s
-    est = st.assemble_step(0.100, (0.09, 0.11), 1, 0.010, None, 0.005, SRC, 256, [])
+    est = st.assemble_step(0.100, (0.09, 0.11), SRC, grad_accum=1, optimizer_s=0.010, samples_per_step=256,
+                           exposed_comm_s=0.005)
     assert est.step_time_s == pytest.approx(0.115)
     assert est.samples_per_s == pytest.approx(256 / 0.115)
     assert est.band_s == pytest.approx((0.105, 0.125))
@@ -260,7 +253,8 @@ def test_assemble_single_micro_step_adds_optimizer_and_comm():
 
 def test_assemble_accumulation_counts_a_measured_optimizer_once():
     # measured 100 ms at accumulation 1 includes a 10 ms optimizer: k = 4 -> 4 × (100 - 10) + 10 = 370 ms
-    est = st.assemble_step(0.100, (0.095, 0.105), 4, 0.010, None, 0.0, SRC, 1024, [], optimizer_included=True)
+    est = st.assemble_step(0.100, (0.095, 0.105), SRC, grad_accum=4, optimizer_s=0.010, samples_per_step=1024,
+                           optimizer_included=True)
     assert est.step_time_s == pytest.approx(0.370)
     assert est.micro_step_time_s == pytest.approx(0.090)
     # band: 4 × (95 - 10) + 10 = 350 ms; 4 × (105 - 10) + 10 = 390 ms
@@ -270,7 +264,8 @@ def test_assemble_accumulation_counts_a_measured_optimizer_once():
 
 def test_assemble_accumulation_with_separate_optimizer():
     # fwd+bwd 100 ms (band 90-110), k = 4, optimizer 10 ms: 410 ms (370-450)
-    est = st.assemble_step(0.100, (0.09, 0.11), 4, 0.010, None, 0.0, SRC, 1024, ["given"])
+    est = st.assemble_step(0.100, (0.09, 0.11), SRC, grad_accum=4, optimizer_s=0.010, samples_per_step=1024,
+                           notes=["given"])
     assert est.step_time_s == pytest.approx(0.410)
     assert est.band_s == pytest.approx((0.370, 0.450))
     assert est.notes == ("given",)
@@ -279,7 +274,8 @@ def test_assemble_accumulation_with_separate_optimizer():
 def test_assemble_input_bound_note_quotes_both_numbers():
     # 12 ms compute, loading 32 × 0.01025 s / 8 = 41 ms per micro-step -> step = max(12, 41) = 41 ms
     input_s = st.input_time_s(32, 0.01025, 8)
-    est = st.assemble_step(0.012, (0.011, 0.013), 1, 0.0, input_s, 0.0, SRC, 32, [])
+    est = st.assemble_step(0.012, (0.011, 0.013), SRC, grad_accum=1, optimizer_s=0.0, samples_per_step=32,
+                           input_s=input_s)
     assert est.step_time_s == pytest.approx(0.041)
     assert est.input_time_s == pytest.approx(0.041)
     assert any(n.startswith("input-bound: loading 41 ms vs compute 12 ms per step") for n in texts(est.notes))
@@ -288,13 +284,14 @@ def test_assemble_input_bound_note_quotes_both_numbers():
 
 def test_assemble_main_process_loading_adds():
     # no workers: 12 ms compute + 41 ms loading = 53 ms
-    est = st.assemble_step(0.012, (0.012, 0.012), 1, 0.0, 0.041, 0.0, SRC, 32, [], input_overlaps=False)
+    est = st.assemble_step(0.012, (0.012, 0.012), SRC, grad_accum=1, optimizer_s=0.0, samples_per_step=32,
+                           input_s=0.041, input_overlaps=False)
     assert est.step_time_s == pytest.approx(0.053)
     assert any("main process" in n for n in texts(est.notes))
 
 
 def test_assemble_not_input_bound_has_no_note():
-    est = st.assemble_step(0.050, (0.05, 0.05), 2, 0.0, 0.010, 0.0, SRC, 64, [])
+    est = st.assemble_step(0.050, (0.05, 0.05), SRC, grad_accum=2, optimizer_s=0.0, samples_per_step=64, input_s=0.010)
     assert est.step_time_s == pytest.approx(0.100)  # 2 × 50 ms; loading 2 × 10 ms overlaps
     assert not texts(est.notes)
 

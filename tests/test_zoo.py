@@ -62,12 +62,18 @@ def test_param_count_equals_published(model_id, options, params, source):
     assert zoo.describe(model_id, **options).params == params, source
 
 
+def llama_param_count(layers: int, hidden: int, ffn: int, vocab: int) -> int:
+    """Embedding + untied head (2Vh) + per layer 4h² attention, 3hf SwiGLU, 2h RMSNorm + final RMSNorm h
+    (no biases, no grouped KV, so the head count does not change the count)."""
+    return 2 * vocab * hidden + layers * (4 * hidden * hidden + 3 * hidden * ffn + 2 * hidden) + hidden
+
+
 def test_llama_analytic_count_matches_built_model():
     for preset, shape in zoo.LLAMA_PRESETS.items():
-        args = {k: shape[k] for k in ("layers", "hidden", "heads", "ffn", "vocab")}
-        assert zoo.describe("llama", preset=preset).params == zoo.llama_param_count(**args), preset
-    custom = {"layers": 3, "hidden": 256, "heads": 4, "ffn": 704, "vocab": 1000}
-    assert zoo.describe("llama", **custom).params == zoo.llama_param_count(**custom)
+        args = {k: shape[k] for k in ("layers", "hidden", "ffn", "vocab")}
+        assert zoo.describe("llama", preset=preset).params == llama_param_count(**args), preset
+    custom = {"layers": 3, "hidden": 256, "ffn": 704, "vocab": 1000}
+    assert zoo.describe("llama", heads=4, **custom).params == llama_param_count(**custom)
 
 
 def test_describe_llama_7b_uses_meta_and_palm_flops():

@@ -6,12 +6,13 @@ import math
 from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ConvergenceEstimate, Source
+from planner.engine.fit import least_squares_line
 from planner.engine.notes import Note
 from planner.inputs.errors import CannotEstimate, FitError
 from planner.vocab import SGD_FAMILY
 
 if TYPE_CHECKING:
-    from planner.inputs.scenario import Workload
+    from planner.inputs.scenario import ReferencePoint, Workload
 
 # A fit or a one-point estimate predicts steps to a target loss within roughly this fraction; the planner
 # widens it to the fit's largest relative residual when that is larger. A planning assumption, not a
@@ -59,24 +60,12 @@ def fit_mccandlish(points: list[tuple[float, float]]) -> tuple[float, float]:
             raise ConvergenceFitError(f"reference point (batch {b}, steps {s}) must have a positive batch and steps")
     if len({b for b, _ in points}) < 2:
         raise ConvergenceFitError("a McCandlish fit needs reference points at two or more different batch sizes")
-    xs = [1.0 / b for b, _ in points]
-    ys = [s for _, s in points]
-    ws = [1.0] * 2 if len(points) == 2 else [1.0 / s**2 for s in ys]
-    s_min, e_min = _weighted_line(xs, ys, ws)
+    line = [(1.0 / b, s) for b, s in points]
+    weights = None if len(points) == 2 else [1.0 / s**2 for _, s in points]
+    s_min, e_min = least_squares_line(line, weights)
     if s_min <= 0 or e_min <= 0:
         raise ConvergenceFitError(_fit_failure_message(points, s_min, e_min))
     return s_min, e_min
-
-
-def _weighted_line(xs: list[float], ys: list[float], ws: list[float]) -> tuple[float, float]:
-    """(intercept, slope) of the weighted least-squares line y = a + b x (normal equations)."""
-    w_sum = sum(ws)
-    x_mean = sum(w * x for w, x in zip(ws, xs, strict=True)) / w_sum
-    y_mean = sum(w * y for w, y in zip(ws, ys, strict=True)) / w_sum
-    sxx = sum(w * (x - x_mean) ** 2 for w, x in zip(ws, xs, strict=True))
-    sxy = sum(w * (x - x_mean) * (y - y_mean) for w, x, y in zip(ws, xs, ys, strict=True))
-    slope = sxy / sxx
-    return y_mean - slope * x_mean, slope
 
 
 def _fit_failure_message(points: list[tuple[float, float]], s_min: float, e_min: float) -> str:
@@ -133,9 +122,9 @@ def estimate_convergence(workload: Workload, global_batch: int, seq_len: int | N
     if global_batch <= 0:
         raise ValueError(f"global_batch must be positive, got {global_batch}")
     if workload.epochs is not None:
-        return _from_epochs(workload, global_batch)
+        return _from_epochs(workload, global_batch, workload.epochs)
     if workload.tokens is not None:
-        return _from_tokens(workload, global_batch, seq_len)
+        return _from_tokens(workload, global_batch, workload.tokens, seq_len)
     if workload.reference_points:
         return _from_reference_points(workload, global_batch)
     raise ValueError("workload needs one of epochs, tokens or reference_points")
@@ -151,24 +140,24 @@ def steps_for_tokens(tokens: float, batch: float, seq_len: int) -> int:
     return math.ceil(tokens / (batch * seq_len) - 1e-9)
 
 
-def _from_epochs(workload: Workload, batch: int) -> ConvergenceEstimate:
+def _from_epochs(workload: Workload, batch: int, epochs: float) -> ConvergenceEstimate:
     dataset = _dataset_samples(workload, "epochs")
-    steps = steps_for_epochs(workload.epochs, dataset, batch)
-    detail = f"{workload.epochs:g} epochs x {dataset:,} samples / {batch:,}"
+    steps = steps_for_epochs(epochs, dataset, batch)
+    detail = f"{epochs:g} epochs x {dataset:,} samples / {batch:,}"
     return ConvergenceEstimate(
-        steps=steps, epochs=workload.epochs, samples=workload.epochs * dataset, source=Source("user", detail),
+        steps=steps, epochs=epochs, samples=epochs * dataset, source=Source("user", detail),
         b_crit=workload.b_crit, notes=_b_crit_notes(batch, workload.b_crit),
     )
 
 
-def _from_tokens(workload: Workload, batch: int, seq_len: int | None) -> ConvergenceEstimate:
+def _from_tokens(workload: Workload, batch: int, tokens: float, seq_len: int | None) -> ConvergenceEstimate:
     if not seq_len:
         raise CannotEstimate("workload.tokens", "a model with a sequence length (model.transformer.seq_len, or a "
                              "zoo or result-file model that has one) to turn tokens into steps")
-    steps = steps_for_tokens(workload.tokens, batch, seq_len)
-    samples = workload.tokens / seq_len
+    steps = steps_for_tokens(tokens, batch, seq_len)
+    samples = tokens / seq_len
     epochs = samples / workload.dataset_samples if workload.dataset_samples else None
-    detail = f"{workload.tokens:,.0f} tokens / ({batch:,} x {seq_len:,} tokens per sample)"
+    detail = f"{tokens:,.0f} tokens / ({batch:,} x {seq_len:,} tokens per sample)"
     return ConvergenceEstimate(
         steps=steps, epochs=epochs, samples=samples, source=Source("user", detail),
         b_crit=workload.b_crit, notes=_b_crit_notes(batch, workload.b_crit),
@@ -177,7 +166,7 @@ def _from_tokens(workload: Workload, batch: int, seq_len: int | None) -> Converg
 
 def _from_reference_points(workload: Workload, batch: int) -> ConvergenceEstimate:
     points = [(float(p.global_batch), _point_steps(workload, p)) for p in workload.reference_points]
-    notes: list[str] = []
+    notes: list[Note] = []
     if len(points) >= 2:
         try:
             s_min, e_min = fit_mccandlish(points)
@@ -210,7 +199,7 @@ def _from_reference_points(workload: Workload, batch: int) -> ConvergenceEstimat
     )
 
 
-def _point_steps(workload: Workload, point) -> float:
+def _point_steps(workload: Workload, point: ReferencePoint) -> float:
     """A reference point's steps: given, or epochs * D / B_i."""
     if point.steps is not None:
         return float(point.steps)
@@ -232,14 +221,14 @@ def _largest_relative_residual(points: list[tuple[float, float]], s_min: float, 
     return max(abs(s - steps_at_batch(s_min, e_min, b)) / s for b, s in points)
 
 
-def _outside_range_notes(points: list[tuple[float, float]], batch: int) -> list[str]:
+def _outside_range_notes(points: list[tuple[float, float]], batch: int) -> list[Note]:
     low, high = min(b for b, _ in points), max(b for b, _ in points)
     if low <= batch <= high:
         return []
     return [Note("outside_reference", batch=int(batch), low=low, high=high)]
 
 
-def _b_crit_notes(batch: float, b_crit: float | None) -> tuple[str, ...]:
+def _b_crit_notes(batch: float, b_crit: float | None) -> tuple[Note, ...]:
     """Far past b_crit the run takes ~S_min steps whatever the batch (ESTIMATION.md §4)."""
     if not b_crit or batch <= FAR_PAST_B_CRIT * b_crit:
         return ()

@@ -8,11 +8,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import CostEstimate, PriceChoice
+from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
 from planner.engine.notes import Note
+from planner.engine.option import OptionPlan
 
 if TYPE_CHECKING:
-    from planner.inputs.scenario import OnPrem, Pricing, Workload
+    from planner.inputs.profiles import GpuProfile, PriceQuote
+    from planner.inputs.scenario import OnPrem, Pricing, SpotSettings, Workload
 
 HOURS_PER_YEAR = 365 * 24
 # Without a measured mean power, a training GPU is taken to draw this fraction of its TDP (an assumption shown
@@ -33,7 +35,7 @@ class NoQuoteError(ValueError):
 
 # ---------------------------------------------------------------- formulas
 
-def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, str | None]:
+def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, Note | None]:
     """(instances, GPUs billed, note): a quote for k-GPU instances bills n rounded up to a multiple of k."""
     if n_gpus < 1 or gpus_per_instance < 1:
         raise ValueError(f"n_gpus and gpus_per_instance must be at least 1, got {n_gpus}, {gpus_per_instance}")
@@ -45,8 +47,9 @@ def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, str
     return instances, billed, note
 
 
-def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overrides: Iterable = (),
-                 today: dt.date | None = None, n_gpus: int | None = None, gpus_per_node: int = 8):
+def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheapest",
+                 overrides: Iterable[PriceQuote] = (), today: dt.date | None = None, *, n_gpus: int | None = None,
+                 gpus_per_node: int = 8) -> PriceQuote | None:
     """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
 
     With `n_gpus`, the lowest bill for that many GPUs: an 8-GPU instance at a lower hourly rate still bills
@@ -63,9 +66,9 @@ def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overri
     replaced = {_offer_key(q) for q in overrides}
     pool = [q for q in prices if _offer_key(q) not in replaced] + overrides
     pool = [q for q in pool if q.tier == tier and _offered_by(q, provider) and _published_by(q, today)]
-    latest: dict[tuple, object] = {}
+    latest: dict[tuple[str, str, str, str], PriceQuote] = {}
     for q in pool:
-        key = (*_offer_key(q), (getattr(q, "region", None) or "").lower())
+        key = (*_offer_key(q), (q.region or "").lower())
         if key not in latest or _recency(q) > _recency(latest[key]):
             latest[key] = q
     if not latest:
@@ -76,41 +79,43 @@ def choose_quote(prices: Iterable, tier: str, provider: str = "cheapest", overri
         offers = node_sized or offers
 
     # Ties: a user price, then the newest, then alphabetical, so the choice is deterministic.
-    def billed_rate(q) -> float:
+    def billed_rate(q: PriceQuote) -> float:
         if n_gpus is None:
             return q.usd_per_gpu_hour
         return instances_needed(n_gpus, q.gpus_per_instance)[1] * q.usd_per_gpu_hour
 
-    return min(offers, key=lambda q: (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)),
-                                               q.provider.lower(), q.instance.lower(),
-                                               getattr(q, "region", None) or ""))
+    def preference(q: PriceQuote) -> tuple[float | int | str, ...]:
+        return (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)), q.provider.lower(),
+                q.instance.lower(), q.region or "")
+
+    return min(offers, key=preference)
 
 
-def _offered_by(quote, provider: str) -> bool:
+def _offered_by(quote: PriceQuote, provider: str) -> bool:
     return provider == "cheapest" or quote.provider.lower() == provider.lower()
 
 
-def _published_by(quote, today: dt.date | None) -> bool:
+def _published_by(quote: PriceQuote, today: dt.date | None) -> bool:
     as_of = _as_date(quote.as_of)
     return today is None or as_of is None or as_of <= today
 
 
-def _offer_key(quote) -> tuple[str, str, str]:
+def _offer_key(quote: PriceQuote) -> tuple[str, str, str]:
     return quote.provider.lower(), quote.instance.lower(), quote.tier
 
 
-def _recency(quote) -> tuple[int, int, int]:
+def _recency(quote: PriceQuote) -> tuple[int, int, int]:
     """(user price, dated, day ordinal): larger is more current."""
     as_of = _as_date(quote.as_of)
-    return (int(getattr(quote, "origin", "published") == "user"), int(as_of is not None),
-            as_of.toordinal() if as_of else 0)
+    return (int(quote.origin == "user"), int(as_of is not None), as_of.toordinal() if as_of else 0)
 
 
-def run_hours(steps: float, step_time_s: float, early_stop_fraction: float, eval_overhead: float,
-              checkpoint_overhead: float, failure_overhead: float, runs: int) -> float:
-    """Hours = steps x early-stop x step time x (1 + eval + checkpoint) x (1 + failure) x runs (ESTIMATION.md §5)."""
-    one_run_s = steps * early_stop_fraction * step_time_s * (1 + eval_overhead + checkpoint_overhead)
-    return one_run_s * (1 + failure_overhead) * runs / 3600.0
+def run_hours(steps: float, step_time_s: float, workload: Workload, pricing: Pricing) -> float:
+    """Hours = steps x early-stop x step time x (1 + eval + checkpoint) x (1 + failure) x runs (ESTIMATION.md §5):
+    early stop and the eval/checkpoint overheads from the workload, failures and runs from the pricing."""
+    w = workload
+    one_run_s = steps * w.early_stop_fraction * step_time_s * (1 + w.eval_overhead + w.checkpoint_overhead)
+    return one_run_s * (1 + pricing.failure_overhead) * pricing.runs / 3600.0
 
 
 def billed_hours(hours: float, billing_increment_s: float) -> float:
@@ -121,14 +126,14 @@ def billed_hours(hours: float, billing_increment_s: float) -> float:
     return max(increments, 0) * billing_increment_s / 3600.0
 
 
-def spot_preemption(hours: float, rate_per_instance_hour: float, instances: int,
-                    checkpoint_interval_min: float, restart_min: float) -> tuple[float, float]:
-    """(expected preemptions, lost hours): preemptions = hours x rate x instances; each loses interval/2 + restart.
+def spot_preemption(hours: float, instances: int, spot: SpotSettings) -> tuple[float, float]:
+    """(expected preemptions, lost hours): preemptions = hours x rate per instance-hour x instances; each loses
+    half the checkpoint interval + the restart time (ESTIMATION.md §5).
 
     First order: the lost hours are not themselves exposed to further preemptions (fine while lost << hours).
     """
-    preemptions = hours * rate_per_instance_hour * instances
-    lost_hours = preemptions * (checkpoint_interval_min / 2.0 + restart_min) / 60.0
+    preemptions = hours * spot.preemptions_per_instance_hour * instances
+    lost_hours = preemptions * (spot.checkpoint_interval_min / 2.0 + spot.restart_min) / 60.0
     return preemptions, lost_hours
 
 
@@ -158,11 +163,12 @@ def co2_kg(kwh: float | None, grid_kg_per_kwh: float | None) -> float | None:
     return kwh * grid_kg_per_kwh
 
 
-def stale_quote_warning(quote, today: dt.date, max_age_days: int = STALE_QUOTE_DAYS) -> str | None:
+def stale_quote_warning(quote: PriceQuote | PriceChoice, today: dt.date,
+                        max_age_days: int = STALE_QUOTE_DAYS) -> Note | None:
     """A warning when a published quote is older than max_age_days or has no date; user prices are current."""
     as_of = _as_date(quote.as_of)
     if as_of is None:
-        if getattr(quote, "origin", "published") == "user":
+        if quote.origin == "user":
             return None
         return Note("price_undated", provider=quote.provider, instance=quote.instance)
     age_days = (today - as_of).days
@@ -172,7 +178,7 @@ def stale_quote_warning(quote, today: dt.date, max_age_days: int = STALE_QUOTE_D
                 provider=quote.provider, instance=quote.instance)
 
 
-def undated_rate_warning(pricing: Pricing) -> str | None:
+def undated_rate_warning(pricing: Pricing) -> Note | None:
     """A warning when amounts are converted out of USD at a rate with no date."""
     if pricing.currency == "USD" or pricing.exchange_rate_as_of is not None:
         return None
@@ -191,18 +197,22 @@ class _Run:
     lost_hours: float
 
 
-def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: float,
-                  steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing, workload: Workload,
-                  mean_power_w: float | None = None, overrides: Sequence = (),
+def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: ConvergenceEstimate, pricing: Pricing,
+                  workload: Workload, *, mean_power_w: float | None = None, overrides: Sequence[PriceQuote] = (),
                   today: dt.date | None = None, gpus_per_node: int = 8) -> CostEstimate:
-    """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option.
+    """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option:
+    its step time and band (`step`) × its steps and their range (`convergence`) on option.n_gpus × option.gpu.
 
     Raises NoQuoteError when the GPU has no quote for the tier (and provider); `today` defaults to the clock.
     """
     today = today or dt.date.today()
-    notes: list[str] = []
+    gpu, n_gpus = option.gpu, option.n_gpus
+    step_time_s, step_band_s = step.step_time_s, step.band_s
+    steps, steps_range = convergence.steps, convergence.steps_range
+    notes: list[Note] = []
     power_w = _power_w(gpu, mean_power_w, notes)
-    price, pue = _price(gpu, pricing, overrides, power_w, today, notes, n_gpus, gpus_per_node)
+    price, pue = _price(gpu, pricing, overrides, power_w, today, notes=notes, n_gpus=n_gpus,
+                        gpus_per_node=gpus_per_node)
     instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
     if rounding_note:
         notes.append(rounding_note)
@@ -211,7 +221,7 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     increment_s = pricing.billing_increment_min * 60.0 if pricing.billing_increment_min else price.billing_increment_s
 
     def run(s: float, t_s: float) -> _Run:
-        return _run(s, t_s, workload, pricing, instances, increment_s)
+        return _run(s, t_s, workload, pricing, instances=instances, increment_s=increment_s)
 
     likely = run(steps, step_time_s)
     steps_low, steps_high = steps_range or (steps, steps)
@@ -257,19 +267,24 @@ def estimate_cost(step_time_s: float, step_band_s: tuple[float, float], steps: f
     )
 
 
-def estimate_time_only(step_time_s: float, step_band_s: tuple[float, float], steps: float,
-                       steps_range: tuple[float, float] | None, n_gpus: int, gpu, pricing: Pricing,
-                       workload: Workload, mean_power_w: float | None = None,
+def estimate_time_only(option: OptionPlan, step: StepEstimate, convergence: ConvergenceEstimate, pricing: Pricing,
+                       workload: Workload, *, mean_power_w: float | None = None,
                        reason: Note | None = None) -> CostEstimate:
     """Hours, GPU-hours and energy when no price applies (e.g. an owned card with no quote): money is NaN and
     `price` None, so a plan still says how long the run takes; `reason` (why there is no price) goes in notes."""
+    n_gpus, step_time_s, step_band_s = option.n_gpus, step.step_time_s, step.band_s
+    steps, steps_range = convergence.steps, convergence.steps_range
     notes: list[Note] = [reason] if reason else []
-    power_w = _power_w(gpu, mean_power_w, notes)
+    power_w = _power_w(option.gpu, mean_power_w, notes)
     plain = replace(pricing, tier="on_demand")  # no spot losses without a spot price
-    likely = _run(steps, step_time_s, workload, plain, n_gpus, 1.0)
+
+    def run(s: float, t_s: float) -> _Run:
+        return _run(s, t_s, workload, plain, instances=n_gpus, increment_s=1.0)
+
+    likely = run(steps, step_time_s)
     steps_low, steps_high = steps_range or (steps, steps)
-    low = _run(min(steps_low, steps), min(step_band_s[0], step_time_s), workload, plain, n_gpus, 1.0)
-    high = _run(max(steps_high, steps), max(step_band_s[1], step_time_s), workload, plain, n_gpus, 1.0)
+    low = run(min(steps_low, steps), min(step_band_s[0], step_time_s))
+    high = run(max(steps_high, steps), max(step_band_s[1], step_time_s))
     kwh = energy_kwh(n_gpus, power_w, likely.hours) if power_w is not None else None
     nan = float("nan")
     return CostEstimate(
@@ -280,24 +295,21 @@ def estimate_time_only(step_time_s: float, step_band_s: tuple[float, float], ste
     )
 
 
-def _run(steps: float, step_time_s: float, workload: Workload, pricing: Pricing, instances: int,
+def _run(steps: float, step_time_s: float, workload: Workload, pricing: Pricing, *, instances: int,
          increment_s: float) -> _Run:
-    hours = run_hours(steps, step_time_s, workload.early_stop_fraction, workload.eval_overhead,
-                      workload.checkpoint_overhead, pricing.failure_overhead, pricing.runs)
+    hours = run_hours(steps, step_time_s, workload, pricing)
     preemptions = lost = 0.0
     if pricing.tier == "spot":
-        spot = pricing.spot
-        preemptions, lost = spot_preemption(hours, spot.preemptions_per_instance_hour, instances,
-                                            spot.checkpoint_interval_min, spot.restart_min)
+        preemptions, lost = spot_preemption(hours, instances, pricing.spot)
     total = hours + lost
     return _Run(hours=total, billed_hours=billed_hours(total, increment_s), preemptions=preemptions, lost_hours=lost)
 
 
-def _power_w(gpu, mean_power_w: float | None, notes: list[str]) -> float | None:
+def _power_w(gpu: GpuProfile, mean_power_w: float | None, notes: list[Note]) -> float | None:
     """Mean draw per GPU while training: measured, else TDP x TDP_UTILISATION (noted), else unknown."""
     if mean_power_w is not None:
         return mean_power_w
-    tdp_w = getattr(gpu, "tdp_w", None)
+    tdp_w = gpu.tdp_w
     if not tdp_w:
         notes.append(Note("no_energy"))
         return None
@@ -306,24 +318,26 @@ def _power_w(gpu, mean_power_w: float | None, notes: list[str]) -> float | None:
     return power_w
 
 
-def _price(gpu, pricing: Pricing, overrides: Sequence, power_w: float | None, today: dt.date,
-           notes: list[str], n_gpus: int | None = None, gpus_per_node: int = 8) -> tuple[PriceChoice, float]:
+def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], power_w: float | None,
+           today: dt.date, *, notes: list[Note], n_gpus: int | None = None,
+           gpus_per_node: int = 8) -> tuple[PriceChoice, float]:
     """(price, PUE for energy): computed for on-prem, else the chosen quote; PUE 1.0 for cloud."""
     if pricing.tier == "on_prem":
         return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
-    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus, gpus_per_node)
+    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus=n_gpus,
+                         gpus_per_node=gpus_per_node)
     if quote is None:
         raise NoQuoteError(_no_quote_message(gpu, pricing, overrides))
+    as_of = _as_date(quote.as_of)
     choice = PriceChoice(
         provider=quote.provider, instance=quote.instance, tier=quote.tier, usd_per_gpu_hour=quote.usd_per_gpu_hour,
         gpus_per_instance=quote.gpus_per_instance, billing_increment_s=quote.billing_increment_s,
-        as_of=_as_date(quote.as_of).isoformat() if quote.as_of else None, source=quote.source,
-        origin=getattr(quote, "origin", "published"),
+        as_of=as_of.isoformat() if as_of else None, source=quote.source, origin=quote.origin,
     )
     return choice, 1.0
 
 
-def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[str]) -> PriceChoice:
+def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[Note]) -> PriceChoice:
     if power_w is None:
         notes.append(Note("on_prem_no_power"))
     usd_per_gpu_hour = on_prem_usd_per_gpu_hour(on_prem, power_w or 0.0)
@@ -334,7 +348,7 @@ def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[str]) -> 
                        gpus_per_instance=1, billing_increment_s=1.0, as_of=None, source=source, origin="on_prem")
 
 
-def _no_quote_message(gpu, pricing: Pricing, overrides: Sequence) -> str:
+def _no_quote_message(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote]) -> Note:
     who = Note("no_quote_any_provider") if pricing.provider == "cheapest" else Note("no_quote_provider",
                                                                                      provider=pricing.provider)
     tiers = sorted({q.tier for q in [*gpu.prices, *overrides]})
@@ -342,7 +356,7 @@ def _no_quote_message(gpu, pricing: Pricing, overrides: Sequence) -> str:
     return Note("no_quote", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, who=who, have=have)
 
 
-def _as_date(value) -> dt.date | None:
+def _as_date(value: dt.date | str | None) -> dt.date | None:
     if value is None or isinstance(value, dt.date):
         return value
     return dt.date.fromisoformat(str(value))

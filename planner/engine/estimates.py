@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from planner.engine.notes import Note
 from planner.vocab import GIB
+
+if TYPE_CHECKING:  # a type name only: planner.inputs.scenario imports yaml
+    from planner.inputs.scenario import TransformerShape
 
 # Provenance kinds, strongest first (ESTIMATION.md: prefer measured > traced > formula).
 
@@ -34,13 +39,13 @@ class MemoryEstimate:
     nccl: float
     capacity: float
     source: Source = Source("analytic")
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
     PARTS = ("weights", "grads", "optimizer", "activations", "transients", "workspace", "context", "nccl")
 
     @property
     def total(self) -> float:
-        return sum(getattr(self, p) for p in self.PARTS)
+        return float(sum(getattr(self, p) for p in self.PARTS))
 
     @property
     def usable(self) -> float:
@@ -57,7 +62,7 @@ class MemoryEstimate:
         return 1.0 - self.total / self.capacity
 
     def parts_gib(self) -> dict[str, float]:
-        return {p: getattr(self, p) / GIB for p in self.PARTS}
+        return {p: float(getattr(self, p)) / GIB for p in self.PARTS}
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ class StepEstimate:
     compute_step_time_s: float = 0.0  # before input-pipeline and communication effects
     input_time_s: float | None = None  # per micro-step, when the input pipeline is modelled
     exposed_comm_s: float = 0.0
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,7 @@ class ConvergenceEstimate:
     steps_range: tuple[float, float] | None = None
     s_min: float | None = None
     e_min: float | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,7 @@ class CostEstimate:
     preemptions: float = 0.0
     energy_kwh: float | None = None
     co2_kg: float | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,7 @@ class PlanOption:
     cost: CostEstimate | None
     scaling: ScalingEstimate | None
     checkpoint_gib: float | None
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
 
     @property
     def hours(self) -> float | None:
@@ -169,21 +174,17 @@ class Plan:
     scenario_name: str
     options: tuple[PlanOption, ...]
     recommendation: Recommendation
-    assumptions: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    assumptions: tuple[Note | str, ...] = ()  # str: a result file's reason for not being used
+    warnings: tuple[Note | str, ...] = ()  # str: a problem reading an input folder
     profiles_used: tuple[str, ...] = ()
     result_files_used: tuple[str, ...] = ()
-    extra: dict = field(default_factory=dict, compare=False)
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
 
     def option(self, option_id: str | None) -> PlanOption | None:
         for o in self.options:
             if o.id == option_id:
                 return o
         return None
-
-
-def field_names(cls) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ class ResolvedModel:
     largest_layer_params: int | None = None
     flops_per_sample: float | None = None  # model FLOPs forward+backward, 2 per multiply-add
     flops_source: Source = Source("user")
-    transformer: object | None = None  # planner.inputs.scenario.TransformerShape
+    transformer: TransformerShape | None = None
     activation_bytes_per_sample: float | None = None  # user-given, at activation_precision
     activation_precision: str | None = None
     mfu: float | None = None  # user override for analytic step time

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from planner.engine.estimates import ResolvedModel, TimePoint
 from planner.inputs.resultfile import ResultFile
@@ -27,8 +28,8 @@ class MeasurementIndex:
     times: dict[tuple[str, str], list[TimePoint]] = field(default_factory=lambda: defaultdict(list))
     peaks: dict[tuple[str, str], list[PeakPoint]] = field(default_factory=lambda: defaultdict(list))
     power_w: dict[tuple[str, str], float] = field(default_factory=dict)
-    ddp: list[tuple[str, dict]] = field(default_factory=list)
-    dataloader: list[tuple[str, dict]] = field(default_factory=list)
+    ddp: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    dataloader: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     files_used: set[str] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ActivationLine, MemoryEstimate, ResolvedModel, Source
+from planner.engine.fit import least_squares_line
 from planner.engine.memory_activations import (
-    PRECISIONS,
     activation_bytes,
     head_activation_bytes,
     layer_activation_bytes,
@@ -14,6 +18,7 @@ from planner.engine.memory_activations import (
     transformer_activation_bytes,
 )
 from planner.engine.notes import Note
+from planner.engine.option import OptionPlan
 from planner.inputs.errors import InputError
 from planner.vocab import (
     ADAPTER_TARGETS,
@@ -22,9 +27,13 @@ from planner.vocab import (
     MIB,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
+    PRECISIONS,
     SHARDINGS,
     STATE_LAYOUTS,
 )
+
+if TYPE_CHECKING:  # type names only: planner.inputs.scenario imports yaml
+    from planner.inputs.scenario import Adapter, TrainingSetup
 
 __all__ = [
     "StateBytes", "TransientParts", "trainable_params", "total_params", "adapter_params", "model_state_bytes",
@@ -61,7 +70,7 @@ NCCL_BUFFER_BYTES = 0.5 * GIB
 TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (ESTIMATION.md §1 "Fit")
 
 
-def _check(value: object, allowed: tuple, field: str) -> None:
+def _check(value: object, allowed: tuple[object, ...], field: str) -> None:
     if value not in allowed:
         raise InputError(None, field, value, "one of " + ", ".join(map(str, allowed)))
 
@@ -69,7 +78,7 @@ def _check(value: object, allowed: tuple, field: str) -> None:
 # ---------------------------------------------------------------- parameters
 
 
-def adapter_params(model: ResolvedModel, adapter) -> int:
+def adapter_params(model: ResolvedModel, adapter: Adapter) -> int:
     """LoRA parameters: r·(d_in + d_out) per adapted matrix (Hu et al. 2021), summed over the layers."""
     shape = model.transformer
     if shape is None:
@@ -87,14 +96,14 @@ def adapter_params(model: ResolvedModel, adapter) -> int:
     return shape.layers * adapter.rank * per_layer
 
 
-def trainable_params(model: ResolvedModel, training) -> int:
+def trainable_params(model: ResolvedModel, training: TrainingSetup) -> int:
     """Trainable parameters T. With an adapter the whole base is frozen (frozen_fraction is then unused)."""
     if training.adapter is not None:
         return adapter_params(model, training.adapter)
     return int(round(model.params * (1.0 - training.frozen_fraction)))
 
 
-def total_params(model: ResolvedModel, training) -> int:
+def total_params(model: ResolvedModel, training: TrainingSetup) -> int:
     """Ψ: the model's parameters plus any adapter's."""
     return model.params + (adapter_params(model, training.adapter) if training.adapter is not None else 0)
 
@@ -158,8 +167,8 @@ def _check_sharding(state_layout: str, sharding: str) -> None:
                          "none or zero1 (the distributed optimizer) with state_layout megatron")
 
 
-def model_state_bytes(params: int, trainable: int, optimizer: str, state_layout: str, sharding: str, n_gpus: int,
-                      precision: str, largest_layer_params: int | None = None,
+def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layout: str, precision: str,
+                      sharding: str = "none", n_gpus: int = 1, largest_layer_params: int | None = None,
                       adapter_base_dtype: str | None = None) -> StateBytes:
     """Weights, gradients and optimizer state per GPU (ESTIMATION.md §1).
 
@@ -198,11 +207,11 @@ def model_state_bytes(params: int, trainable: int, optimizer: str, state_layout:
     return StateBytes(weights, grads, opt)
 
 
-def checkpoint_bytes(params: int, trainable: int, optimizer: str, state_layout: str, precision: str = "bf16",
+def checkpoint_bytes(params: int, trainable: int, *, optimizer: str, state_layout: str, precision: str = "bf16",
                      adapter_base_dtype: str | None = None) -> float:
     """Checkpoint size on disk: all weights + full optimizer state (ESTIMATION.md §5); deepspeed = zero_paper."""
     layout = "zero_paper" if state_layout == "deepspeed" else state_layout
-    states = model_state_bytes(params, trainable, optimizer, layout, "none", 1, precision,
+    states = model_state_bytes(params, trainable, optimizer=optimizer, state_layout=layout, precision=precision,
                                adapter_base_dtype=adapter_base_dtype)
     return states.weights + states.optimizer
 
@@ -242,8 +251,9 @@ def ddp_bucket_bytes(trainable: int, n_gpus: int, sharding: str, state_layout: s
     return (4.0 if state_layout == "torch_amp" else 2.0) * trainable
 
 
-def transient_parts(trainable: int, precision: str, optimizer: str, optimizer_impl: str, grad_accum: int,
-                    n_gpus: int, sharding: str, state_layout: str = "torch_amp") -> TransientParts:
+def transient_parts(trainable: int, *, precision: str, optimizer: str, optimizer_impl: str = "foreach",
+                    grad_accum: int = 1, n_gpus: int = 1, sharding: str = "none",
+                    state_layout: str = "torch_amp") -> TransientParts:
     """Step-time and forward-time transients per GPU (ESTIMATION.md §1 "Transients").
 
     Autocast weight cache: +2 B per trainable param (16-bit copies of fp32 weights) from forward until backward
@@ -266,35 +276,32 @@ def transient_parts(trainable: int, precision: str, optimizer: str, optimizer_im
     return TransientParts(step=temp + buckets, forward=cache + buckets)
 
 
-def transient_bytes(trainable: int, precision: str, optimizer: str, optimizer_impl: str, grad_accum: int,
-                    n_gpus: int, sharding: str, activations: float = 0.0, state_layout: str = "torch_amp") -> float:
+def transient_bytes(trainable: int, *, precision: str, optimizer: str, optimizer_impl: str = "foreach",
+                    grad_accum: int = 1, n_gpus: int = 1, sharding: str = "none", activations: float = 0.0,
+                    state_layout: str = "torch_amp") -> float:
     """Transient bytes at the peak on top of states + `activations` (0: the small-batch, step-time peak)."""
-    parts = transient_parts(trainable, precision, optimizer, optimizer_impl, grad_accum, n_gpus, sharding,
-                            state_layout)
+    parts = transient_parts(trainable, precision=precision, optimizer=optimizer, optimizer_impl=optimizer_impl,
+                            grad_accum=grad_accum, n_gpus=n_gpus, sharding=sharding, state_layout=state_layout)
     return parts.beyond(activations)
 
 
 # ---------------------------------------------------------------- measured lines
 
-
-def _least_squares(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """(intercept, slope) of y on x."""
-    n = len(points)
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
-    return my - slope * mx, slope
+# Updating sums of squares of centred data carry a rounding error of about n·ε of the total sum of squares
+# (ε = 2.2e-16; Chan, Golub & LeVeque 1983, "Algorithms for computing the sample variance", The American
+# Statistician 37(3)): splits whose squared errors are closer than 8·n·ε of it are ties (fewest flat points win).
+SPLIT_ROUNDING_PER_POINT = 8 * sys.float_info.epsilon
 
 
-def fit_activation_line(points: list[tuple[int, float]], states_bytes: float, precision: str,
+def fit_activation_line(points: Iterable[tuple[int, float]], states_bytes: float, precision: str,
                         source: Source) -> ActivationLine | None:
     """Fit peak(b) = max(M_step, M0 + b·m_act) (ESTIMATION.md §1) to (batch, peak bytes) points.
 
     The leading points may sit on the flat, optimizer-step-dominated part: every split into k flat points and
-    a line through the rest (>= 2 points) is tried, and the one with the least squared error wins (fewest
-    flat points on ties). Two points give the exact line; one point, or no growth with the batch, gives None.
-    The intercept is M0 less the analytic states (clamped at 0).
+    a rising line through the rest (>= 2 points) is scored, and the one with the least squared error wins
+    (fewest flat points on ties); the line is then least_squares_line over the rest. Two points give the exact
+    line; one point, or no growth with the batch, gives None. The intercept is M0 less the analytic states
+    (clamped at 0). Peaks at the same batch are averaged first. O(n log n) in the points (the sort), O(n) after.
     """
     by_batch: dict[int, list[float]] = {}
     for batch, peak in points:
@@ -302,21 +309,57 @@ def fit_activation_line(points: list[tuple[int, float]], states_bytes: float, pr
     pts = sorted((b, sum(v) / len(v)) for b, v in by_batch.items())
     if len(pts) < 2:
         return None
-    best: tuple[float, float, float] | None = None  # (sse, m0, slope)
-    for k in range(0, len(pts) - 1):
-        flat, rest = pts[:k], pts[k:]
-        m0, slope = _least_squares(rest)
-        if slope <= 0:
-            continue
-        level = sum(p for _, p in flat) / k if k else 0.0
-        sse = sum((p - level) ** 2 for _, p in flat) + sum((p - m0 - slope * b) ** 2 for b, p in rest)
-        if best is None or sse < best[0] * (1 - 1e-9) - 1e-6:
-            best = (sse, m0, slope)
-    if best is None:
+    k = _best_flat_split(pts)
+    if k is None:
         return None
-    _, m0, slope = best
+    m0, slope = least_squares_line(pts[k:])
+    if slope <= 0:
+        return None
     return ActivationLine(intercept_bytes=max(0.0, m0 - states_bytes), bytes_per_sample=slope, precision=precision,
                           source=source, max_batch_measured=pts[-1][0])
+
+
+def _best_flat_split(pts: Sequence[tuple[int, float]]) -> int | None:
+    """The k in 0..n−2 minimising SSE(pts[:k] about their mean) + SSE(pts[k:] about their line), among splits
+    whose line rises; None when no line rises.
+
+    One pass each way instead of a fit per split (which made the search O(n²)): Welford's running updates
+    (Welford 1962, "Note on a method for calculating corrected sums of squares and products", Technometrics 4(3))
+    give the flat prefix's sum of squares and, from the right, every suffix's centred sums Sxx, Sxy, Syy, whose
+    least-squares residual is Syy − Sxy²/Sxx. The points are first shifted to their overall means (squared
+    errors do not change), so large peaks with a small spread lose no precision.
+    """
+    n = len(pts)
+    x0 = sum(float(b) for b, _ in pts) / n
+    y0 = sum(p for _, p in pts) / n
+    line_sse = [math.inf] * n  # math.inf: no rising line through pts[k:]
+    mx = my = sxx = sxy = syy = 0.0
+    for i in range(n - 1, -1, -1):
+        x, y = float(pts[i][0]) - x0, pts[i][1] - y0
+        m = n - i
+        dx, dy = x - mx, y - my
+        mx += dx / m
+        my += dy / m
+        sxx += dx * (x - mx)
+        sxy += dx * (y - my)
+        syy += dy * (y - my)
+        if m >= 2 and sxx > 0 and sxy > 0:
+            line_sse[i] = max(syy - sxy * sxy / sxx, 0.0)
+    tie = max(1e-6, SPLIT_ROUNDING_PER_POINT * n * syy)  # syy now holds the sum of squares of all the points
+    best: tuple[float, int] | None = None  # (sse, k)
+    mean = flat_sse = 0.0
+    for k in range(n - 1):
+        if k:  # pts[k - 1] joins the flat part
+            y = pts[k - 1][1] - y0
+            d = y - mean
+            mean += d / k
+            flat_sse += d * (y - mean)
+        if line_sse[k] == math.inf:
+            continue
+        sse = flat_sse + line_sse[k]
+        if best is None or sse < best[0] * (1 - 1e-9) - tie:
+            best = (sse, k)
+    return None if best is None else best[1]
 
 
 # ---------------------------------------------------------------- overheads and the estimate
@@ -364,59 +407,64 @@ def peak_parts(grad_bytes: float, activations: float, parts: TransientParts,
     return grad_bytes, 0.0, parts.step
 
 
-def estimate_memory(model: ResolvedModel, training, precision: str, micro_batch: int, grad_accum: int,
-                    n_gpus: int, capacity_gib: float, line: ActivationLine | None = None,
-                    workspace_gib: float | None = None, context_gib: float | None = None,
-                    compute_capability: str | None = None) -> MemoryEstimate:
+def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: OptionPlan, *,
+                    line: ActivationLine | None = None, workspace_gib: float | None = None,
+                    context_gib: float | None = None) -> MemoryEstimate:
     """Per-GPU memory by part at the peak moment (see peak_parts) + workspace + context + NCCL, so the
-    breakdown sums to the peak of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act)."""
-    layout = training.state_layout
+    breakdown sums to the peak of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act).
+
+    The option gives the GPU (capacity, compute capability for the workspace default), the GPU count, the
+    precision, the micro-batch and the accumulation; `workspace_gib`/`context_gib` override the defaults.
+    """
+    layout, precision, n_gpus = training.state_layout, option.precision, option.n_gpus
     trainable = trainable_params(model, training)
     params = total_params(model, training)
     base_dtype = training.adapter.base_dtype if training.adapter is not None else None
     largest = _largest_unit_params(model) if training.sharding == "zero3" else None
-    states = model_state_bytes(params, trainable, training.optimizer, layout, training.sharding, n_gpus, precision,
-                               largest, base_dtype)
-    activations, source = activation_bytes(model, precision, micro_batch, training.activation_checkpointing, line,
-                                           layout)
-    parts = transient_parts(trainable, precision, training.optimizer, training.optimizer_impl, grad_accum, n_gpus,
-                            training.sharding, layout)
+    states = model_state_bytes(params, trainable, optimizer=training.optimizer, state_layout=layout,
+                               precision=precision, sharding=training.sharding, n_gpus=n_gpus,
+                               largest_layer_params=largest, adapter_base_dtype=base_dtype)
+    activations, source = activation_bytes(model, precision, option.micro_batch,
+                                           checkpointing=training.activation_checkpointing, line=line, layout=layout)
+    parts = transient_parts(trainable, precision=precision, optimizer=training.optimizer,
+                            optimizer_impl=training.optimizer_impl, grad_accum=option.grad_accum, n_gpus=n_gpus,
+                            sharding=training.sharding, state_layout=layout)
     from_measurement = line is not None and line.source.kind in MEASURED_KINDS
     if line is not None:
         # A fitted intercept already holds the forward-time extras of the measured run (autocast cache...);
         # DDP buckets are not in a single-GPU measurement.
         parts = TransientParts(parts.step, ddp_bucket_bytes(trainable, n_gpus, training.sharding, layout))
-    notes: list[str] = []
+    notes: list[Note] = []
     if workspace_gib is not None:
         workspace = workspace_gib * GIB
         context = context_gib * GIB if context_gib is not None else 0.0
     else:
         # max_memory_allocated of a measured run already contains the cuBLAS/cuDNN workspaces.
-        workspace = 0.0 if from_measurement else workspace_bytes(model.family, compute_capability)
+        workspace = 0.0 if from_measurement else workspace_bytes(model.family, option.gpu.compute_capability)
         context = context_gib * GIB if context_gib is not None else CUDA_CONTEXT_BYTES
     if training.sharding == "zero3" and largest is None:
         notes.append(Note("zero3_layer_unknown"))
-    grads, shown_activations, transients = peak_parts(states.grads, activations, parts, grad_accum)
+    grads, shown_activations, transients = peak_parts(states.grads, activations, parts, option.grad_accum)
     if shown_activations < activations:
         notes.append(Note("peak_at_optimizer_step", activations_gib=round(activations / GIB, 2)))
     estimate = MemoryEstimate(
         weights=states.weights, grads=grads, optimizer=states.optimizer, activations=shown_activations,
         transients=transients, workspace=workspace, context=context,
-        nccl=NCCL_BUFFER_BYTES if n_gpus > 1 else 0.0, capacity=capacity_gib * GIB, source=source,
+        nccl=NCCL_BUFFER_BYTES if n_gpus > 1 else 0.0, capacity=option.gpu.memory_gib * GIB, source=source,
     )
     if estimate.fits and estimate.headroom < TIGHT_HEADROOM:
         notes.append(Note("headroom_tight", pct=round(estimate.headroom * 100)))
     return replace(estimate, notes=tuple(notes))
 
 
-def max_micro_batch_that_fits(model: ResolvedModel, training, precision: str, n_gpus: int, capacity_gib: float,
-                              candidates: list[int], line: ActivationLine | None = None,
-                              workspace_gib: float | None = None, context_gib: float | None = None,
-                              compute_capability: str | None = None) -> int | None:
-    """The largest candidate micro-batch whose estimate fits in 0.95 × capacity, or None."""
+def max_micro_batch_that_fits(model: ResolvedModel, training: TrainingSetup, option: OptionPlan,
+                              candidates: Iterable[int], *, line: ActivationLine | None = None,
+                              workspace_gib: float | None = None, context_gib: float | None = None) -> int | None:
+    """The largest candidate micro-batch whose estimate (at the option's accumulation) fits in 0.95 × capacity,
+    or None; the option's own micro_batch is not used."""
     for b in sorted(set(candidates), reverse=True):
-        est = estimate_memory(model, training, precision, b, 1, n_gpus, capacity_gib, line, workspace_gib,
-                              context_gib, compute_capability)
+        est = estimate_memory(model, training, replace(option, micro_batch=b), line=line,
+                              workspace_gib=workspace_gib, context_gib=context_gib)
         if est.fits:
             return b
     return None

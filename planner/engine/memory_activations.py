@@ -66,7 +66,7 @@ def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> fl
     return tensor_bytes * (1 + wide_tensors * f_over_h)
 
 
-def layer_activation_coefficients(shape: TransformerShape, precision: str, attention: str = "sdpa",
+def layer_activation_coefficients(shape: TransformerShape, precision: str, *, attention: str = "sdpa",
                                   dropout: bool = False, layout: str = "torch_amp") -> tuple[float, float, float]:
     """(c_sbh, c_as2b, c_asb): one block keeps c_sbh·s·b·h + c_as2b·a·s²·b + c_asb·a·s·b bytes.
 
@@ -93,10 +93,11 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, atten
     return c_sbh, float(c_scores), 0.0
 
 
-def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, attention: str = "sdpa",
+def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, attention: str = "sdpa",
                            dropout: bool = False, layout: str = "torch_amp") -> float:
     """Bytes one transformer block keeps for backward (Korthikanti et al. 2022 eq. 1 and variants)."""
-    c_sbh, c_as2b, c_asb = layer_activation_coefficients(shape, precision, attention, dropout, layout)
+    c_sbh, c_as2b, c_asb = layer_activation_coefficients(shape, precision, attention=attention, dropout=dropout,
+                                                         layout=layout)
     s, b, h, a = shape.seq_len, micro_batch, shape.hidden, shape.heads
     return c_sbh * s * b * h + c_as2b * a * s * s * b + c_asb * a * s * b
 
@@ -106,7 +107,7 @@ def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
     return LOG_SOFTMAX_BYTES * seq_len * micro_batch * vocab
 
 
-def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, dropout: bool = False,
+def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool = False,
                           layout: str = "torch_amp") -> float:
     """Embedding dropout mask, final LayerNorm input, LM-head input and the logits/loss tensors.
 
@@ -120,21 +121,22 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     return (m + r + t) * sb * shape.hidden + logits
 
 
-def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, attention: str = "sdpa",
-                                 dropout: bool = False, checkpointing: bool = False,
+def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *,
+                                 attention: str = "sdpa", dropout: bool = False, checkpointing: bool = False,
                                  layout: str = "torch_amp") -> float:
     """Activations of a decoder/encoder stack at micro-batch b: L blocks + embeddings/head (bytes per GPU).
 
     Checkpointing (ESTIMATION.md §1): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
     fp32, whose residual stream is fp32) and one block's full working set exists during its recomputation.
     """
-    per_layer = layer_activation_bytes(shape, micro_batch, precision, attention, dropout, layout)
+    per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
+                                       layout=layout)
     if checkpointing:
         r = _residual_bytes(activation_kind(precision, layout))
         blocks = shape.layers * r * shape.seq_len * micro_batch * shape.hidden + per_layer
     else:
         blocks = shape.layers * per_layer
-    return blocks + head_activation_bytes(shape, micro_batch, precision, dropout, layout)
+    return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout)
 
 
 def activation_element_bytes(precision: str, layout: str) -> float:
@@ -163,8 +165,8 @@ def _with_detail(source: Source, extra: list[str]) -> Source:
     return Source(source.kind, detail)
 
 
-def _rescaled_per_sample(per_sample: float, given_precision: str, model, precision: str, layout: str,
-                         checkpointing: bool, extra: list[str]) -> float:
+def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_precision: str, precision: str,
+                         layout: str, checkpointing: bool, extra: list[str]) -> float:
     """A per-sample activation figure moved to another precision and to checkpointing; says how in `extra`."""
     if given_precision != precision:
         scale = activation_element_bytes(precision, layout) / activation_element_bytes(given_precision, layout)
@@ -177,8 +179,8 @@ def _rescaled_per_sample(per_sample: float, given_precision: str, model, precisi
     return per_sample
 
 
-def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, checkpointing: bool,
-                     line: ActivationLine | None, layout: str = "torch_amp", attention: str = "sdpa",
+def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, checkpointing: bool = False,
+                     line: ActivationLine | None = None, layout: str = "torch_amp", attention: str = "sdpa",
                      dropout: bool = ASSUME_DROPOUT) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
@@ -190,12 +192,13 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, che
     activation_element_bytes(precision, layout)  # rejects an unknown precision or layout before any branch
     if line is not None:
         extra: list[str] = []
-        per_sample = _rescaled_per_sample(line.bytes_per_sample, line.precision, model, precision, layout,
-                                          checkpointing, extra)
+        per_sample = _rescaled_per_sample(line.bytes_per_sample, model, given_precision=line.precision,
+                                          precision=precision, layout=layout, checkpointing=checkpointing,
+                                          extra=extra)
         return line.intercept_bytes + per_sample * micro_batch, _with_detail(line.source, extra)
     if model.transformer is not None:
-        value = transformer_activation_bytes(model.transformer, micro_batch, precision, attention, dropout,
-                                             checkpointing, layout)
+        value = transformer_activation_bytes(model.transformer, micro_batch, precision, attention=attention,
+                                             dropout=dropout, checkpointing=checkpointing, layout=layout)
         variant = {"fp32": "fp32", "amp": "torch AMP", "half": "16-bit"}[activation_kind(precision, layout)]
         detail = (f"Korthikanti et al. 2022, s·b·h·(34 + 5as/h) per layer: {variant}, {attention} attention, "
                   f"{'dropout' if dropout else 'no dropout'}{', checkpointing' if checkpointing else ''}; "
@@ -205,8 +208,10 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, che
         extra = [f"model.activation_bytes_per_sample = {model.activation_bytes_per_sample:.3g} B"]
         if model.activation_precision is None:
             extra.append("activation_precision not given: used as is")
-        per_sample = _rescaled_per_sample(model.activation_bytes_per_sample, model.activation_precision or precision,
-                                          model, precision, layout, checkpointing, extra)
+        per_sample = _rescaled_per_sample(model.activation_bytes_per_sample, model,
+                                          given_precision=model.activation_precision or precision,
+                                          precision=precision, layout=layout, checkpointing=checkpointing,
+                                          extra=extra)
         return per_sample * micro_batch, Source("user", "; ".join(extra))
     raise CannotEstimate(
         "model.activation_bytes_per_sample",

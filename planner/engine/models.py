@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from planner.engine.estimates import ResolvedModel, Source
 from planner.inputs.errors import InputError
@@ -32,7 +33,7 @@ def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
     return float(per_token * shape.seq_len)
 
 
-def _shape_from_dict(d: dict | None) -> TransformerShape | None:
+def _shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
     if not d:
         return None
     return TransformerShape(
@@ -98,7 +99,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     )
 
 
-def _first(*candidates: tuple[object, str]) -> tuple[object, str]:
+def _first(*candidates: tuple[float | None, str]) -> tuple[float | None, str]:
     for value, where in candidates:
         if value:
             return value, where

@@ -4,29 +4,33 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from planner.engine import convergence, cost, memory, scaling, steptime
 from planner.engine.estimates import (
-    GIB,
     ActivationLine,
     ConvergenceEstimate,
+    CostEstimate,
+    MemoryEstimate,
     Plan,
     PlanOption,
     ResolvedModel,
+    ScalingEstimate,
     Source,
     StepEstimate,
 )
 from planner.engine.measurements import MeasurementIndex, index_measurements
 from planner.engine.models import resolve_model
 from planner.engine.notes import PLAN_LEVEL_NOTE_KEYS, Note
+from planner.engine.option import OptionPlan
 from planner.engine.recommend import recommend
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
 from planner.inputs.scenario import Scenario
+from planner.vocab import GIB
 
 # ---------------------------------------------------------------- plan
 
@@ -46,19 +50,19 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                          [(p.global_batch, p.steps or p.epochs) for p in scenario.workload.reference_points],
                          f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
                          "epochs or tokens") from None
-    lines = {p: _activation_line(idx, model, scenario, p) for p in scenario.training.precisions}
+    lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
+    ctx = _Context(scenario, inputs, model, trainable, conv, idx, lines, today)
     options: list[PlanOption] = []
     for gpu_id in gpu_ids:
         gpu = inputs.profiles[gpu_id]
         for precision in scenario.training.precisions:
             for n in scenario.hardware.gpu_counts:
                 try:
-                    options.append(_option(scenario, inputs, model, trainable, gpu, n, precision, conv, idx,
-                                           lines, today))
+                    options.append(_option(ctx, gpu, n, precision))
                 except CannotEstimate as exc:
                     raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
     rec = recommend(options, scenario.constraints)
-    warnings = list(inputs.problems) + _plan_warnings(scenario, options, today)
+    warnings: list[Note | str] = [*inputs.problems, *_plan_warnings(scenario, options, today)]
     return Plan(
         scenario_name=scenario.name,
         options=tuple(options),
@@ -69,6 +73,20 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         result_files_used=tuple(sorted(idx.files_used)),
         extra={"model": model, "convergence": conv, "trainable_params": trainable, "skipped_files": idx.skipped},
     )
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every option of one plan shares: the scenario, its inputs, and what was worked out once for all."""
+
+    scenario: Scenario
+    inputs: Inputs
+    model: ResolvedModel
+    trainable: int
+    conv: ConvergenceEstimate
+    idx: MeasurementIndex
+    lines: Mapping[str, Mapping[str, ActivationLine | None]]  # precision -> GPU id (or '*') -> line
+    today: dt.date
 
 
 def _model_label(scenario: Scenario) -> object:
@@ -85,7 +103,7 @@ def _gpu_ids(scenario: Scenario, inputs: Inputs, source: str) -> list[str]:
     return list(scenario.hardware.gpus)
 
 
-def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scenario,
+def _activation_line(idx: MeasurementIndex, model: ResolvedModel,
                      precision: str) -> dict[str, ActivationLine | None]:
     """Per GPU id (and '*' for any GPU), the activation line fitted on measured or traced peaks."""
     out: dict[str, ActivationLine | None] = {}
@@ -94,7 +112,8 @@ def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scen
             continue
         first = points[0]
         trainable = first.trainable_params or model.params
-        states = memory.model_state_bytes(model.params, trainable, first.optimizer, "torch_amp", "none", 1, precision)
+        states = memory.model_state_bytes(model.params, trainable, optimizer=first.optimizer,
+                                          state_layout="torch_amp", precision=precision)
         kind = "traced" if gpu == "traced" else "measured"
         detail = ", ".join(sorted({pt.label for pt in points}))
         line = memory.fit_activation_line([(pt.batch_size, pt.peak_bytes) for pt in points],
@@ -108,18 +127,17 @@ def _activation_line(idx: MeasurementIndex, model: ResolvedModel, scenario: Scen
     return out
 
 
-
-
 @lru_cache(maxsize=256)
 def _divisors_desc(n: int) -> tuple[int, ...]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return tuple(sorted({*small, *(n // d for d in small)}, reverse=True))
 
 
-def _largest_fitting(candidates_desc: tuple[int, ...], memory_at) -> tuple[int, object]:
+def _largest_fitting(candidates_desc: Sequence[int],
+                     memory_at: Callable[[int], MemoryEstimate]) -> tuple[int, MemoryEstimate]:
     """Largest candidate micro-batch that fits (memory grows with the batch: binary search), else the smallest."""
     lo, hi = 0, len(candidates_desc) - 1
-    best = None
+    best: tuple[int, MemoryEstimate] | None = None
     while lo <= hi:
         mid = (lo + hi) // 2
         mem = memory_at(candidates_desc[mid])
@@ -134,51 +152,48 @@ def _largest_fitting(candidates_desc: tuple[int, ...], memory_at) -> tuple[int, 
     return smallest, memory_at(smallest)
 
 
-def _option(scenario: Scenario, inputs: Inputs, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int,
-            precision: str, conv: ConvergenceEstimate, idx: MeasurementIndex,
-            lines: dict[str, dict[str, ActivationLine | None]], today: dt.date) -> PlanOption:
-    t = scenario.training
-    option_id = f"{gpu.id}-x{n}-{precision}"
-    base = PlanOption(id=option_id, gpu_id=gpu.id, gpu_name=gpu.name, n_gpus=n, precision=precision, fits=False,
-                      micro_batch=None, grad_accum=None, memory=None, step=None, convergence=conv, cost=None,
+def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOption:
+    scenario, t = ctx.scenario, ctx.scenario.training
+    option = OptionPlan(gpu=gpu, n_gpus=n, precision=precision)
+    base = PlanOption(id=option.id, gpu_id=gpu.id, gpu_name=gpu.name, n_gpus=n, precision=precision, fits=False,
+                      micro_batch=None, grad_accum=None, memory=None, step=None, convergence=ctx.conv, cost=None,
                       scaling=None, checkpoint_gib=None)
     if not gpu.supports(precision):
         return replace(base, notes=(Note("unsupported_precision", precision=precision, gpu=gpu.name),))
     per_gpu = t.global_batch // n
-    line = lines[precision].get(gpu.id) or lines[precision].get("*")
+    line = ctx.lines[precision].get(gpu.id) or ctx.lines[precision].get("*")
     candidates = (t.micro_batch,) if t.micro_batch else _divisors_desc(per_gpu)
 
-    def memory_at(b: int):
-        return memory.estimate_memory(model, t, precision, b, per_gpu // b, n, gpu.memory_gib, line=line,
-                                      workspace_gib=scenario.hardware.workspace_gib,
-                                      compute_capability=gpu.compute_capability)
+    def memory_at(b: int) -> MemoryEstimate:
+        return memory.estimate_memory(ctx.model, t, replace(option, micro_batch=b, grad_accum=per_gpu // b),
+                                      line=line, workspace_gib=scenario.hardware.workspace_gib)
 
     micro, mem = _largest_fitting(candidates, memory_at)
-    accum = per_gpu // micro
+    option = replace(option, micro_batch=micro, grad_accum=per_gpu // micro)
     notes = list(mem.notes)
-    ckpt = memory.checkpoint_bytes(memory.total_params(model, t), trainable, t.optimizer, t.state_layout, precision,
-                                   t.adapter.base_dtype if t.adapter else None) / GIB
+    ckpt = memory.checkpoint_bytes(memory.total_params(ctx.model, t), ctx.trainable, optimizer=t.optimizer,
+                                   state_layout=t.state_layout, precision=precision,
+                                   adapter_base_dtype=t.adapter.base_dtype if t.adapter else None) / GIB
     if not mem.fits:
         notes.insert(0, Note("does_not_fit", need=round(mem.total / GIB, 1), micro=micro,
                              usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
-        return replace(base, micro_batch=micro, grad_accum=accum, memory=mem, checkpoint_gib=ckpt,
+        return replace(base, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, checkpoint_gib=ckpt,
                        notes=tuple(notes))
-    step, scale = _step(scenario, model, trainable, gpu, n, precision, micro, accum, idx, inputs)
+    step, scale = _step(ctx, option)
     notes.extend(step.notes)
     if precision == "fp16":
         notes.append(Note("fp16_loss_scaling"))
+    power_w = ctx.idx.power_w.get((gpu.id, precision))
+    c: CostEstimate
     try:
-        c = cost.estimate_cost(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
-                               scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
-                               inputs.price_overrides.get(gpu.id, []), today, scenario.hardware.gpus_per_node)
+        c = cost.estimate_cost(option, step, ctx.conv, scenario.pricing, scenario.workload, mean_power_w=power_w,
+                               overrides=ctx.inputs.price_overrides.get(gpu.id, []), today=ctx.today,
+                               gpus_per_node=scenario.hardware.gpus_per_node)
     except cost.NoQuoteError as exc:
-        reason = exc.note
-        c = cost.estimate_time_only(step.step_time_s, step.band_s, conv.steps, conv.steps_range, n, gpu,
-                                    scenario.pricing, scenario.workload, idx.power_w.get((gpu.id, precision)),
-                                    reason)
-    if c is not None:
-        notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
-    return replace(base, fits=True, micro_batch=micro, grad_accum=accum, memory=mem, step=step, cost=c,
+        c = cost.estimate_time_only(option, step, ctx.conv, scenario.pricing, scenario.workload,
+                                    mean_power_w=power_w, reason=exc.note)
+    notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
+    return replace(base, fits=True, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
 
 
@@ -199,17 +214,17 @@ class _Micro:
     includes_optimizer: bool
 
 
-def _micro_step(model: ResolvedModel, gpu: GpuProfile, precision: str, micro: int, idx: MeasurementIndex,
-                inputs: Inputs, scenario: Scenario) -> _Micro:
+def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
-    own = idx.times.get((gpu.id, precision), [])
+    model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
+    own = ctx.idx.times.get((gpu.id, precision), [])
     got = steptime.measured_micro_step(own, micro) if own else None
     if got:
         opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
         return _Micro(got[0], got[1], got[2], opt_measured, True)
-    flops = (model.flops_per_sample or 0.0) * micro * steptime.compute_factor(
-        scenario.training.activation_checkpointing, _trainable_fraction(model, scenario))
-    transferred = _transferred(gpu, precision, micro, flops, idx, inputs)
+    flops = steptime.flops_per_step(model.flops_per_sample or 0.0, micro) * steptime.compute_factor(
+        ctx.scenario.training.activation_checkpointing, _trainable_fraction(model, ctx.scenario))
+    transferred = _transferred(ctx, option, flops)
     if transferred:
         return transferred
     if not flops:
@@ -257,28 +272,31 @@ def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flo
         t = steptime.analytic_micro_step(flops, peak, mfu)
         if best is None or t < best[0]:
             best = (t, mfu, p)
-    assert best is not None  # fp32 is always present in a profile
+    if best is None:  # a profile always has fp32 (inputs/profiles.py requires it)
+        raise InputError(gpu.path, "peak_tflops.fp32", None, "the GPU's dense fp32 peak")
     return best
 
 
-def _transferred(gpu: GpuProfile, precision: str, micro: int, flops: float, idx: MeasurementIndex,
-                 inputs: Inputs) -> _Micro | None:
+def _transferred(ctx: _Context, option: OptionPlan, flops: float) -> _Micro | None:
     """Transfer a measurement of the same precision from the GPU with the most points (ESTIMATION.md §2)."""
-    if not flops or not gpu.peak_tflops_for(precision):
+    gpu, precision, idx = option.gpu, option.precision, ctx.idx
+    peak_b = gpu.peak_tflops_for(precision)
+    if not flops or not peak_b:
         return None
     for other_id in sorted(idx.gpus_with_times(precision), key=lambda g: -len(idx.times[(g, precision)])):
-        other = inputs.profiles.get(other_id)
-        if other is None or other.id == gpu.id or not other.peak_tflops_for(precision):
+        other = ctx.inputs.profiles.get(other_id)
+        peak_a = other.peak_tflops_for(precision) if other is not None else None
+        if other is None or other.id == gpu.id or not peak_a:
             continue
         pts = idx.times[(other_id, precision)]
-        src = steptime.measured_micro_step(pts, micro)
+        src = steptime.measured_micro_step(pts, option.micro_batch)
         if not src:
             continue
         t_a, src_source, _band = src
         t0 = steptime.fit_time_line([(p.batch_size, p.step_time_s) for p in pts])[0] if len(pts) >= 2 else 0.0
         t_b, band = steptime.transfer_micro_step(
-            t_a, min(t0, t_a), flops, other.peak_tflops_for(precision), gpu.peak_tflops_for(precision),
-            other.memory_bandwidth_gb_per_s, gpu.memory_bandwidth_gb_per_s)
+            t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
+            bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
         opt_a = next((p.optimizer_s for p in pts if p.optimizer_s), None)
         opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
@@ -286,36 +304,39 @@ def _transferred(gpu: GpuProfile, precision: str, micro: int, flops: float, idx:
     return None
 
 
-def _step(scenario: Scenario, model: ResolvedModel, trainable: int, gpu: GpuProfile, n: int, precision: str,
-          micro: int, accum: int, idx: MeasurementIndex, inputs: Inputs) -> tuple[StepEstimate, object]:
+def _step(ctx: _Context, option: OptionPlan) -> tuple[StepEstimate, ScalingEstimate | None]:
     """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping)."""
-    m = _micro_step(model, gpu, precision, micro, idx, inputs, scenario)
+    scenario, gpu, n = ctx.scenario, option.gpu, option.n_gpus
+    m = _micro_step(ctx, option)
     opt_s = m.optimizer_s
     if opt_s is None:
-        opt_s = steptime.optimizer_step_s(trainable, scenario.training.optimizer, scenario.training.optimizer_impl,
-                                          gpu.memory_bandwidth_gb_per_s)
+        opt_s = steptime.optimizer_step_s(ctx.trainable, scenario.training.optimizer,
+                                          scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s)
     if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
         opt_s = min(opt_s, 0.5 * m.seconds)
     fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
     scale = None
     exposed = 0.0
     if n > 1:
-        measured_ddp = scaling.select_measured_ddp(idx.ddp, gpu.id, n, scenario.hardware.gpus_per_node)
+        measured_ddp = scaling.select_measured_ddp(ctx.idx.ddp, gpu.id, n, scenario.hardware.gpus_per_node)
         scale = scaling.estimate_scaling(
-            gpu, n, trainable, model.params, precision, scenario.training, scenario.hardware, fwd_bwd_s,
-            measured_ddp=measured_ddp[1] if measured_ddp else None, grad_accum=accum, optimizer_s=opt_s,
+            option, scenario.training, scenario.hardware, trainable_params=ctx.trainable,
+            params=ctx.model.params, micro_step_s=fwd_bwd_s, optimizer_s=opt_s,
+            measured_ddp=measured_ddp[1] if measured_ddp else None,
             measured_label=measured_ddp[0] if measured_ddp else "bench ddp result")
         exposed = scale.exposed_comm_s
-    input_s = steptime.input_time_s(micro, model.input_cpu_s_per_sample, scenario.hardware.cpu_workers_per_gpu)
-    step = steptime.assemble_step(m.seconds, m.band, accum, opt_s, input_s, exposed, m.source,
-                                  scenario.training.global_batch, [], optimizer_included=m.includes_optimizer,
+    input_s = steptime.input_time_s(option.micro_batch, ctx.model.input_cpu_s_per_sample,
+                                    scenario.hardware.cpu_workers_per_gpu)
+    step = steptime.assemble_step(m.seconds, m.band, m.source, grad_accum=option.grad_accum, optimizer_s=opt_s,
+                                  samples_per_step=scenario.training.global_batch, input_s=input_s,
+                                  exposed_comm_s=exposed, optimizer_included=m.includes_optimizer,
                                   input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0)
     return step, scale
 
 
 def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
-                 idx: MeasurementIndex) -> list[str]:
-    out = [
+                 idx: MeasurementIndex) -> list[Note | str]:
+    out: list[Note | str] = [
         Note("assumption_model_flops", model=model.name, params=model.params, flops=f"{model.flops_per_sample:.3g}",
              source=str(model.flops_source)) if model.flops_per_sample else
         Note("assumption_model", model=model.name, params=model.params),
@@ -338,15 +359,11 @@ def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEsti
     return out
 
 
-def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[str]:
-    out = []
+def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[Note | str]:
+    out: list[Note | str] = []
     w = cost.undated_rate_warning(scenario.pricing)
     if w:
         out.append(w)
     if options and not any(o.fits for o in options):
         out.append(Note("no_option_fits"))
     return out
-
-
-def is_finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)

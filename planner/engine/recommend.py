@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.engine.estimates import PlanOption, Recommendation
+from planner.engine.estimates import CostEstimate, PlanOption, Recommendation
 from planner.inputs.scenario import Constraints
 from planner.vocab import PRECISION_PREFERENCE
 
@@ -14,22 +14,29 @@ def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
     return [o for o in options if o.fits and o.cost is not None and o.cost.price is not None]
 
 
+def _cost(o: PlanOption) -> CostEstimate:
+    """The cost of an option `costed` kept; the functions below compare only those."""
+    if o.cost is None:
+        raise ValueError(f"option {o.id} has no cost estimate to compare")
+    return o.cost
+
+
 def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
     """Options no other option beats on both hours and cost (ties keep the first), fastest first."""
-    pts = sorted(costed(options), key=lambda o: (o.cost.hours, o.cost.usd, PRECISION_PREFERENCE.get(o.precision, 9)))
+    pts = sorted(costed(options), key=lambda o: (_cost(o).hours, _cost(o).usd, PRECISION_PREFERENCE.get(o.precision, 9)))
     frontier: list[PlanOption] = []
     best_usd = float("inf")
     for o in pts:
-        if o.cost.usd < best_usd:
+        if _cost(o).usd < best_usd:
             frontier.append(o)
-            best_usd = o.cost.usd
+            best_usd = _cost(o).usd
     return frontier
 
 
 def trade_off_text(a: PlanOption, b: PlanOption) -> str:
     """How b compares with a, in words: '2.1x faster for 1.4x the cost'."""
-    speed = a.cost.hours / b.cost.hours if b.cost.hours else float("inf")
-    price = b.cost.usd / a.cost.usd if a.cost.usd else float("inf")
+    speed = _cost(a).hours / _cost(b).hours if _cost(b).hours else float("inf")
+    price = _cost(b).usd / _cost(a).usd if _cost(a).usd else float("inf")
     if speed >= 1:
         return f"{speed:.1f}x faster for {price:.1f}x the cost"
     return f"{1 / speed:.1f}x slower for {price:.2f}x the cost"
@@ -43,8 +50,8 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
         return Recommendation(None, None, None, None, reason)
     deadline = constraints.deadline_hours
     budget = constraints.budget_usd
-    in_deadline = [o for o in pool if deadline is None or o.cost.hours <= deadline]
-    in_budget = [o for o in pool if budget is None or o.cost.usd <= budget]
+    in_deadline = [o for o in pool if deadline is None or _cost(o).hours <= deadline]
+    in_budget = [o for o in pool if budget is None or _cost(o).usd <= budget]
     cheapest_in_deadline = min(in_deadline, key=_cheapest_key, default=None)
     fastest_in_budget = _fastest(in_budget)
     if cheapest_in_deadline is not None:
@@ -54,10 +61,10 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
     else:
         primary = min(pool, key=_cheapest_key)
         reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
-    if budget is not None and primary.cost.usd > budget:
+    if budget is not None and _cost(primary).usd > budget:
         reason += f"; over the {budget:,.0f} USD budget"
-    if deadline is not None and primary.cost.hours <= deadline < primary.cost.hours_range[1]:
-        reason += f"; at the high end of its range ({primary.cost.hours_range[1]:,.1f} h) it misses the deadline"
+    if deadline is not None and _cost(primary).hours <= deadline < _cost(primary).hours_range[1]:
+        reason += f"; at the high end of its range ({_cost(primary).hours_range[1]:,.1f} h) it misses the deadline"
     runner = _runner_up(primary, pareto_frontier(pool))
     if runner is not None:
         reason += f"; runner-up {runner.id} is {trade_off_text(primary, runner)}"
@@ -80,19 +87,19 @@ FASTEST_TIE_FRACTION = 0.02
 def _fastest(pool: list[PlanOption]) -> PlanOption | None:
     if not pool:
         return None
-    best_hours = min(o.cost.hours for o in pool)
-    near = [o for o in pool if o.cost.hours <= best_hours * (1 + FASTEST_TIE_FRACTION)]
+    best_hours = min(_cost(o).hours for o in pool)
+    near = [o for o in pool if _cost(o).hours <= best_hours * (1 + FASTEST_TIE_FRACTION)]
     return min(near, key=_cheapest_key)
 
 
 def _cheapest_key(o: PlanOption) -> tuple[float, float, int]:
-    return (round(o.cost.usd, 6), round(o.cost.hours, 6), PRECISION_PREFERENCE.get(o.precision, 9))
+    return (round(_cost(o).usd, 6), round(_cost(o).hours, 6), PRECISION_PREFERENCE.get(o.precision, 9))
 
 
 def _runner_up(primary: PlanOption, frontier: list[PlanOption]) -> PlanOption | None:
     """The next frontier point: the closest faster one, else the closest cheaper one."""
-    faster = [o for o in frontier if o.cost.hours < primary.cost.hours and o.id != primary.id]
+    faster = [o for o in frontier if _cost(o).hours < _cost(primary).hours and o.id != primary.id]
     if faster:
-        return max(faster, key=lambda o: o.cost.hours)
+        return max(faster, key=lambda o: _cost(o).hours)
     slower = [o for o in frontier if o.id != primary.id]
-    return min(slower, key=lambda o: o.cost.hours, default=None)
+    return min(slower, key=lambda o: _cost(o).hours, default=None)

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from planner.engine.estimates import ScalingEstimate, Source
+from planner.engine.option import OptionPlan
 
-if TYPE_CHECKING:  # type names only: planner.inputs.scenario imports yaml, this module stays standard-library only
+if TYPE_CHECKING:  # type names only: planner.inputs imports yaml, this module stays standard-library only
+    from planner.inputs.profiles import GpuProfile
     from planner.inputs.scenario import Hardware, TrainingSetup
+
+# A collective's seconds for (total bytes, ranks, busbw GB/s).
+Collective = Callable[[float, int, float], float]
 
 # ---------------------------------------------------------------- constants (editable; each with its source)
 
@@ -77,9 +82,10 @@ def _check_busbw(busbw_gb_s: float) -> None:
 
 # ---------------------------------------------------------------- bandwidth
 
-def _nvlink_generation(kind: str) -> int | None:
+def _nvlink_generation(kind: str) -> int:
+    """The NVLink generation named in an interconnect kind ('nvlink4' -> 4); 0 when it names none."""
     match = re.search(r"nvlink\D{0,2}(\d)", kind)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if match else 0
 
 
 def pcie_busbw_gb_s(pcie_gen: int | None) -> tuple[float, str]:
@@ -91,7 +97,7 @@ def pcie_busbw_gb_s(pcie_gen: int | None) -> tuple[float, str]:
                    f"= {busbw:.0f} GB/s{assumed}")
 
 
-def intra_node_busbw_gb_s(gpu, local_ranks: int) -> tuple[float, str]:
+def intra_node_busbw_gb_s(gpu: GpuProfile, local_ranks: int) -> tuple[float, str]:
     """busbw among `local_ranks` GPUs of one node, from the profile's interconnect (else PCIe)."""
     link = getattr(gpu, "interconnect", None)
     kind = (getattr(link, "kind", "") or "").lower() if link is not None else ""
@@ -125,7 +131,8 @@ def node_layout(n_gpus: int, gpus_per_node: int) -> tuple[int, int | None]:
     return nodes, (n_gpus // nodes if n_gpus % nodes == 0 else None)
 
 
-def effective_busbw_gb_s(gpu, n_gpus: int, gpus_per_node: int, inter_node_gb_per_s: float) -> tuple[float, str]:
+def effective_busbw_gb_s(gpu: GpuProfile, n_gpus: int, gpus_per_node: int,
+                         inter_node_gb_per_s: float) -> tuple[float, str]:
     """Ring all-reduce busbw per GPU, GB/s (one direction), and a sentence explaining it (ESTIMATION.md §3).
 
     Within a node: the interconnect's per-direction rate × NCCL efficiency (PCIe when there is no link).
@@ -158,9 +165,14 @@ def effective_busbw_gb_s(gpu, n_gpus: int, gpus_per_node: int, inter_node_gb_per
 # ---------------------------------------------------------------- bytes and times
 
 def grad_sync_bytes(trainable_params: int, precision: str, state_layout: str, compression: str | None = None) -> float:
-    """Bytes all-reduced per step, S (ESTIMATION.md §3 and §1's layout table).
+    """Bytes all-reduced per step, S = T × grad_bytes_per_param (ESTIMATION.md §3)."""
+    return grad_bytes_per_param(precision, state_layout, compression) * trainable_params
 
-    torch_amp keeps fp32 params, so grads are fp32 at every precision: 4 B × T. 16-bit gradients (2 B) with
+
+def grad_bytes_per_param(precision: str, state_layout: str, compression: str | None = None) -> float:
+    """Bytes per trainable parameter a gradient collective moves (ESTIMATION.md §3 and §1's layout table).
+
+    torch_amp keeps fp32 params, so grads are fp32 at every precision: 4 B. 16-bit gradients (2 B) with
     fp16/bf16 under zero_paper, deepspeed and pure_bf16, and under megatron with fp16; megatron bf16 keeps fp32
     main grads (its "bf16 + fp32 grads, 18 B" row), so 4 B. A DDP compression hook (fp16/bf16) sends 2 B.
     """
@@ -176,7 +188,7 @@ def grad_sync_bytes(trainable_params: int, precision: str, state_layout: str, co
         if compression not in COMPRESSION_BYTES:
             raise ValueError(f"unknown compression {compression!r}; expected one of {', '.join(COMPRESSION_BYTES)}")
         per_param = min(per_param, COMPRESSION_BYTES[compression])
-    return per_param * trainable_params
+    return per_param
 
 
 def param_gather_bytes_per_param(precision: str, state_layout: str) -> float:
@@ -184,8 +196,8 @@ def param_gather_bytes_per_param(precision: str, state_layout: str) -> float:
     return 2.0 if state_layout != "torch_amp" and precision in _HALF else 4.0
 
 
-def _bucketed_comm_s(sync_bytes: float, n: int, busbw: float, backward_s: float, bucket_bytes: float,
-                     collective) -> tuple[float, float]:
+def _bucketed_comm_s(sync_bytes: float, n: int, busbw: float, *, backward_s: float, bucket_bytes: float,
+                     collective: Collective) -> tuple[float, float]:
     """(exposed_s, total_s) of a collective run bucket by bucket while backward runs.
 
     total = Σ over ⌈S/bucket⌉ buckets (each pays its own latency); exposed ≈ max(t_last_bucket,
@@ -203,7 +215,7 @@ def _bucketed_comm_s(sync_bytes: float, n: int, busbw: float, backward_s: float,
 
 
 def ddp_exposed_comm_s(
-    sync_bytes: float, n: int, busbw: float, backward_s: float, grad_accum: int,
+    sync_bytes: float, n: int, busbw: float, *, backward_s: float, grad_accum: int = 1,
     bucket_bytes: float = DDP_BUCKET_BYTES,
 ) -> tuple[float, float]:
     """(exposed_s, allreduce_s) of DDP's bucketed all-reduce for one optimizer step (ESTIMATION.md §3).
@@ -215,24 +227,29 @@ def ddp_exposed_comm_s(
     """
     if grad_accum < 1:
         raise ValueError(f"grad_accum must be >= 1, got {grad_accum}")
-    return _bucketed_comm_s(sync_bytes, n, busbw, backward_s, bucket_bytes, ring_allreduce_s)
+    return _bucketed_comm_s(sync_bytes, n, busbw, backward_s=backward_s, bucket_bytes=bucket_bytes,
+                            collective=ring_allreduce_s)
 
 
-def fsdp_comm_s(params: int, trainable: int, param_bytes: float, grad_bytes: float, n: int, busbw: float) -> float:
-    """ZeRO-3/FSDP communication seconds for one forward+backward (ESTIMATION.md §3).
+def fsdp_comm_s(params: int, trainable: int, *, param_bytes: float, grad_bytes: float, n: int, busbw: float,
+                grad_accum: int = 1) -> float:
+    """ZeRO-3/FSDP communication seconds for one optimizer step of `grad_accum` micro-steps (ESTIMATION.md §3).
 
-    All-gather every parameter twice (forward, and again in backward after resharding) at `param_bytes` per
-    parameter, plus reduce-scatter the trainable gradients at `grad_bytes`; each is (n−1)/n · S / busbw + (n−1)α.
+    Each micro-step all-gathers every parameter twice (forward, and again in backward after resharding) at
+    `param_bytes` per parameter; the trainable gradients are reduce-scattered once per step at `grad_bytes`
+    (no_sync on the other micro-steps); each collective is (n−1)/n · S / busbw + (n−1)α.
     ZeRO-1/2 move the same volume as a DDP all-reduce (reduce-scatter grads + all-gather updated params).
     """
+    if grad_accum < 1:
+        raise ValueError(f"grad_accum must be >= 1, got {grad_accum}")
     gather = ring_all_gather_s(params * param_bytes, n, busbw)
     scatter = ring_reduce_scatter_s(trainable * grad_bytes, n, busbw)
-    return 2 * gather + scatter
+    return grad_accum * (2 * gather) + scatter
 
 
 # ---------------------------------------------------------------- measured DDP results
 
-def _matches(section: Mapping, gpu_id: str, n_gpus: int, gpus_per_node: int) -> bool:
+def _matches(section: Mapping[str, Any], gpu_id: str, n_gpus: int, gpus_per_node: int) -> bool:
     """A bench ddp section applies only to the same GPU, NCCL, and the same node layout (ESTIMATION.md §3)."""
     nodes, per_node = node_layout(n_gpus, gpus_per_node)
     return (
@@ -245,8 +262,8 @@ def _matches(section: Mapping, gpu_id: str, n_gpus: int, gpus_per_node: int) -> 
 
 
 def select_measured_ddp(
-    ddp_sections: list[tuple[str, dict]], gpu_id: str, n_gpus: int, gpus_per_node: int
-) -> tuple[str, dict] | None:
+    ddp_sections: Sequence[tuple[str, Mapping[str, Any]]], gpu_id: str, n_gpus: int, gpus_per_node: int
+) -> tuple[str, Mapping[str, Any]] | None:
     """The first (label, section) measured on this GPU with NCCL and this node layout; gloo/CPU runs never match.
 
     The caller passes sections of the planned model only, in order of preference (e.g. newest first).
@@ -257,7 +274,7 @@ def select_measured_ddp(
     return None
 
 
-def _measured_exposed_s(section: Mapping) -> float | None:
+def _measured_exposed_s(section: Mapping[str, Any]) -> float | None:
     exposed = section.get("exposed_comm_s")
     if exposed is not None:
         return max(float(exposed), 0.0)
@@ -269,18 +286,16 @@ def _measured_exposed_s(section: Mapping) -> float | None:
 
 # ---------------------------------------------------------------- one plan option
 
-def _formula_comm(
-    n: int, busbw: float, trainable_params: int, params: int, precision: str, training: TrainingSetup,
-    micro_step_s: float, backward_s: float, grad_accum: int,
-) -> tuple[float, float, str]:
+def _formula_comm(training: TrainingSetup, option: OptionPlan, *, busbw: float, trainable_params: int,
+                  params: int, micro_step_s: float, backward_s: float) -> tuple[float, float, str]:
     """(exposed_s, comm_s, description) per optimizer step for the setup's sharding."""
-    layout = training.state_layout
+    layout, precision, n, grad_accum = training.state_layout, option.precision, option.n_gpus, option.grad_accum
     sync = grad_sync_bytes(trainable_params, precision, layout)
     if training.sharding == "zero3":
         param_bytes = param_gather_bytes_per_param(precision, layout)
-        gather_pair = 2 * ring_all_gather_s(params * param_bytes, n, busbw)
-        # FSDP gathers the parameters in every micro-step; the reduce-scatter runs once (no_sync on the others).
-        comm = grad_accum * gather_pair + ring_reduce_scatter_s(sync, n, busbw)
+        comm = fsdp_comm_s(params, trainable_params, param_bytes=param_bytes,
+                           grad_bytes=grad_bytes_per_param(precision, layout), n=n, busbw=busbw,
+                           grad_accum=grad_accum)
         exposed = max(ZERO3_UNOVERLAPPED_FRACTION * comm, comm - grad_accum * micro_step_s)
         what = (f"ZeRO-3: all-gather {params * param_bytes / 1e6:.0f} MB of parameters twice per micro-step "
                 f"+ reduce-scatter {sync / 1e6:.0f} MB of gradients")
@@ -288,29 +303,31 @@ def _formula_comm(
     if training.sharding in ("zero1", "zero2"):
         # Same volume as DDP: the reduce-scatter overlaps backward like DDP's buckets; the all-gather of the
         # updated parameters follows the optimizer step and is exposed.
-        rs_exposed, rs = _bucketed_comm_s(sync, n, busbw, backward_s, DDP_BUCKET_BYTES, ring_reduce_scatter_s)
+        rs_exposed, rs = _bucketed_comm_s(sync, n, busbw, backward_s=backward_s, bucket_bytes=DDP_BUCKET_BYTES,
+                                          collective=ring_reduce_scatter_s)
         ag = ring_all_gather_s(trainable_params * param_gather_bytes_per_param(precision, layout), n, busbw)
         what = (f"{training.sharding}: reduce-scatter {sync / 1e6:.0f} MB of gradients (overlapped with backward) "
                 f"+ all-gather of the updated parameters (exposed)")
         return rs_exposed + ag, rs + ag, what
-    exposed, allreduce = ddp_exposed_comm_s(sync, n, busbw, backward_s, grad_accum)
+    exposed, allreduce = ddp_exposed_comm_s(sync, n, busbw, backward_s=backward_s, grad_accum=grad_accum)
     buckets = math.ceil(sync / DDP_BUCKET_BYTES) if sync > 0 else 0
     what = f"DDP ring all-reduce of {sync / 1e6:.0f} MB in {buckets} buckets of 25 MiB, overlapped with backward"
     return exposed, allreduce, what
 
 
 def estimate_scaling(
-    gpu, n_gpus: int, trainable_params: int, params: int, precision: str, training: TrainingSetup,
-    hardware: Hardware, micro_step_s: float, backward_fraction: float = 2 / 3, measured_ddp: dict | None = None,
-    *, grad_accum: int = 1, optimizer_s: float = 0.0, measured_label: str = "bench ddp result",
+    option: OptionPlan, training: TrainingSetup, hardware: Hardware, *, trainable_params: int, params: int,
+    micro_step_s: float, optimizer_s: float = 0.0, backward_fraction: float = 2 / 3,
+    measured_ddp: Mapping[str, Any] | None = None, measured_label: str = "bench ddp result",
 ) -> ScalingEstimate:
     """Data-parallel efficiency and exposed communication for one GPU type × count (ESTIMATION.md §3).
 
     `micro_step_s` is one micro-step's forward+backward; backward = backward_fraction × it. One step on one GPU
-    is t_1 = k·micro + optimizer; on n GPUs t_n = t_1 + exposed; efficiency = t_1/t_n for the same per-GPU work.
-    A measured `ddp` section replaces the formula only when it was run on this GPU with NCCL and the same node
-    layout; the formula's step time stays in formula_step_time_s so both can be shown.
+    is t_1 = k·micro + optimizer (k = option.grad_accum); on n GPUs t_n = t_1 + exposed; efficiency = t_1/t_n
+    for the same per-GPU work. A measured `ddp` section replaces the formula only when it was run on this GPU
+    with NCCL and the same node layout; the formula's step time stays in formula_step_time_s so both can be shown.
     """
+    gpu, n_gpus, grad_accum = option.gpu, option.n_gpus, option.grad_accum
     if n_gpus < 1 or grad_accum < 1 or micro_step_s < 0 or not 0 <= backward_fraction <= 1:
         raise ValueError(f"bad scaling input: n_gpus={n_gpus}, grad_accum={grad_accum}, "
                          f"micro_step_s={micro_step_s}, backward_fraction={backward_fraction}")
@@ -318,8 +335,9 @@ def estimate_scaling(
     if n_gpus == 1:
         return ScalingEstimate(Source("analytic", "single GPU: no gradient exchange"), 1.0, 0.0, 0.0, t_1)
     busbw, bw_text = effective_busbw_gb_s(gpu, n_gpus, hardware.gpus_per_node, hardware.inter_node_gb_per_s)
-    exposed, comm, what = _formula_comm(n_gpus, busbw, trainable_params, params, precision, training,
-                                        micro_step_s, backward_fraction * micro_step_s, grad_accum)
+    exposed, comm, what = _formula_comm(training, option, busbw=busbw, trainable_params=trainable_params,
+                                        params=params, micro_step_s=micro_step_s,
+                                        backward_s=backward_fraction * micro_step_s)
     formula_step = t_1 + exposed
     formula_detail = (f"{what}; busbw {busbw:.0f} GB/s ({bw_text}); exposed {exposed * 1e3:.3g} ms of "
                       f"{comm * 1e3:.3g} ms per step")

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from planner.engine.estimates import Source, StepEstimate, TimePoint
+from planner.engine.fit import least_squares_line
 from planner.engine.notes import Note
+from planner.inputs.errors import FitError
 from planner.vocab import PRECISIONS
 
 # ---------------------------------------------------------------- constants (editable; each with its source)
-
-# "Precision class" (ESTIMATION.md §2): fp32 runs on CUDA cores, the others on tensor cores.
-PRECISION_CLASS = {"fp32": "cuda_core", "tf32": "tensor", "fp16": "tensor", "bf16": "tensor"}
 
 # η, the achievable fraction of dense peak for the matmul-bound part (ESTIMATION.md §2). Measured best-shape bf16
 # matmuls reach 78-87% of peak (ml-engineering MAMF table, reference/gpu_reference.md: A100 SXM 271/312,
@@ -84,7 +83,6 @@ INTERPOLATION_LIMIT = 1.25  # ESTIMATION.md §2: beyond 1.25x the largest measur
 INTERPOLATED_BAND_MIN = 0.05  # at least ±5%, more when the fit residuals are larger
 EXTRAPOLATED_BAND_MIN = 0.15  # at least ±15% just past the limit, growing with the distance
 SINGLE_POINT_BAND = 0.15  # margin around the [fixed-overhead, proportional] bracket of a one-point scaling
-CROSS_CLASS_BAND_FACTOR = 1.5  # ESTIMATION.md §2: a transfer across precision classes gets a wider band
 
 
 # ---------------------------------------------------------------- FLOPs
@@ -92,11 +90,6 @@ CROSS_CLASS_BAND_FACTOR = 1.5  # ESTIMATION.md §2: a transfer across precision 
 def flops_per_step(flops_per_sample: float, micro_batch: int) -> float:
     """Model FLOPs of one micro-step (forward + backward) = F_sample × b."""
     return flops_per_sample * micro_batch
-
-
-def transformer_flops_per_token(params: int, layers: int, hidden: int, seq_len: int) -> float:
-    """Training model FLOPs per token, 6·N + 12·L·h·s (PaLM, Chowdhery et al. 2022, Appendix B)."""
-    return 6.0 * params + 12.0 * layers * hidden * seq_len
 
 
 def compute_factor(checkpointing: bool, frozen_fraction_trainable: float) -> float:
@@ -115,8 +108,8 @@ def compute_factor(checkpointing: bool, frozen_fraction_trainable: float) -> flo
 
 # ---------------------------------------------------------------- measured and fitted micro-steps
 
-def fit_time_line(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """Least-squares t(b) = t0 + c·b over (batch, seconds) points; returns (t0_s, c_s_per_sample).
+def fit_time_line(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """Least-squares t(b) = t0 + c·b over (batch, seconds) points; returns (t0_s, c_s_per_sample). O(n).
 
     The intercept is the launch-bound floor, so it cannot be negative: a negative least-squares t0 is replaced by
     the fit through the origin, c = Σ b·t / Σ b². One distinct batch gives t0 = 0 (proportional). A negative
@@ -127,15 +120,13 @@ def fit_time_line(points: list[tuple[int, float]]) -> tuple[float, float]:
     bs = [float(b) for b, _ in points]
     ts = [float(t) for _, t in points]
     n = len(points)
-    mean_b = sum(bs) / n
     mean_t = sum(ts) / n
-    sxx = sum((b - mean_b) ** 2 for b in bs)
-    if sxx == 0.0:
-        return 0.0, mean_t / mean_b
-    c = sum((b - mean_b) * (t - mean_t) for b, t in zip(bs, ts, strict=True)) / sxx
+    try:
+        t0, c = least_squares_line(list(zip(bs, ts, strict=True)))
+    except FitError:  # one distinct batch
+        return 0.0, mean_t / (sum(bs) / n)
     if c < 0.0:
         return mean_t, 0.0
-    t0 = mean_t - c * mean_b
     if t0 < 0.0:
         return 0.0, sum(b * t for b, t in zip(bs, ts, strict=True)) / sum(b * b for b in bs)
     return t0, c
@@ -159,7 +150,7 @@ def _batches(points: Sequence[TimePoint]) -> str:
 
 
 def measured_micro_step(
-    points: list[TimePoint], micro_batch: int
+    points: Sequence[TimePoint], micro_batch: int
 ) -> tuple[float, Source, tuple[float, float]] | None:
     """Micro-step seconds at `micro_batch` from measured points on one GPU and precision, with source and band.
 
@@ -218,7 +209,7 @@ def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tupl
 # ---------------------------------------------------------------- transfer between GPUs, analytic
 
 def transfer_micro_step(
-    t_a_s: float, t0_s: float, flops_per_step: float, peak_a_tflops: float, peak_b_tflops: float,
+    t_a_s: float, *, t0_s: float, flops_per_step: float, peak_a_tflops: float, peak_b_tflops: float,
     bw_a_gb_s: float, bw_b_gb_s: float, eta: float = ETA,
 ) -> tuple[float, tuple[float, float]]:
     """Micro-step on GPU B from one measured on GPU A at the same micro-batch and precision (ESTIMATION.md §2).
@@ -242,20 +233,6 @@ def transfer_micro_step(
     low = min(t0 + t_prime_a * min(ratios), t_b)
     high = max(t0 + t_prime_a * max(ratios), t_b)
     return t_b, (low, high)
-
-
-def precision_class(precision: str) -> str:
-    """'cuda_core' or 'tensor' (ESTIMATION.md §2 "precision class")."""
-    try:
-        return PRECISION_CLASS[precision]
-    except KeyError:
-        raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISION_CLASS)}") from None
-
-
-def widen_band(t: float, band: tuple[float, float], factor: float = CROSS_CLASS_BAND_FACTOR) -> tuple[float, float]:
-    """Stretch each side of a band away from t by `factor` (a transfer across precision classes)."""
-    low, high = band
-    return max(t - (t - low) * factor, low / factor), t + (high - t) * factor
 
 
 def analytic_micro_step(flops_per_step: float, peak_tflops: float, mfu: float) -> float:
@@ -283,7 +260,7 @@ def optimizer_bytes_per_param(optimizer: str, optimizer_impl: str) -> float:
 
 
 def optimizer_step_s(
-    trainable_params: int, optimizer: str, optimizer_impl: str, bandwidth_gb_s: float, n_shards: int = 1
+    trainable_params: int, optimizer: str, optimizer_impl: str, bandwidth_gb_s: float, *, n_shards: int = 1
 ) -> float:
     """Optimizer step seconds = bytes / (0.8 · BW) (ESTIMATION.md §2); ZeRO shards the update over n_shards GPUs."""
     if not bandwidth_gb_s > 0 or n_shards < 1:
@@ -310,7 +287,7 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
-def _step_time(fwd_bwd_s: float, grad_accum: int, optimizer_s: float, input_s: float | None,
+def _step_time(fwd_bwd_s: float, grad_accum: int, *, optimizer_s: float, input_s: float | None,
                exposed_comm_s: float, input_overlaps: bool) -> tuple[float, float]:
     """(step seconds, GPU-busy seconds) for one optimizer step."""
     busy = grad_accum * fwd_bwd_s + optimizer_s + exposed_comm_s
@@ -321,8 +298,8 @@ def _step_time(fwd_bwd_s: float, grad_accum: int, optimizer_s: float, input_s: f
 
 
 def assemble_step(
-    micro_step_s: float, band: tuple[float, float], grad_accum: int, optimizer_s: float, input_s: float | None,
-    exposed_comm_s: float, source: Source, samples_per_step: int, notes: list[str], *,
+    micro_step_s: float, band: tuple[float, float], source: Source, *, grad_accum: int, optimizer_s: float,
+    samples_per_step: int, input_s: float | None = None, exposed_comm_s: float = 0.0, notes: Iterable[Note] = (),
     optimizer_included: bool = False, input_overlaps: bool = True,
 ) -> StepEstimate:
     """One optimizer step from one micro-step (ESTIMATION.md §2 "Gradient accumulation", "Input pipeline").
@@ -346,10 +323,13 @@ def assemble_step(
     def fwd_bwd(t: float) -> float:
         return max(t - optimizer_part, 0.0)
 
-    step, busy = _step_time(fwd_bwd(micro_step_s), grad_accum, optimizer_s, input_s, exposed_comm_s,
-                            input_overlaps)
-    low, _ = _step_time(fwd_bwd(band[0]), grad_accum, optimizer_s, input_s, exposed_comm_s, input_overlaps)
-    high, _ = _step_time(fwd_bwd(band[1]), grad_accum, optimizer_s, input_s, exposed_comm_s, input_overlaps)
+    def step_time(micro_s: float) -> tuple[float, float]:
+        return _step_time(fwd_bwd(micro_s), grad_accum, optimizer_s=optimizer_s, input_s=input_s,
+                          exposed_comm_s=exposed_comm_s, input_overlaps=input_overlaps)
+
+    step, busy = step_time(micro_step_s)
+    low, _ = step_time(band[0])
+    high, _ = step_time(band[1])
     if optimizer_included and grad_accum > 1:
         notes.append(Note("optimizer_counted_once", duration=format_duration(optimizer_part), k=grad_accum))
     if input_s is not None:
