@@ -25,6 +25,12 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def _version() -> str:
+    from planner import __version__
+
+    return f"trainplan bench {__version__}"
+
+
 def available() -> dict[str, tuple[str, str]]:
     """The subcommands whose module exists (found without importing it)."""
     out = {}
@@ -44,10 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     epilog = "commands:\n" + "\n".join(f"  {name:8} {text}" for name, (_, text) in commands.items())
     top = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0], epilog=epilog,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=_version())
     top.add_argument("command", choices=list(commands))
     top.add_argument("args", nargs=argparse.REMAINDER, help="its options: python -m bench COMMAND --help")
     if not argv or argv[0] not in commands:
-        top.parse_args(argv)  # prints help, or the error naming the valid commands, and exits
+        top.parse_args(argv)  # prints help or the version, or the error naming the valid commands, and exits
         return EXIT_BAD_INPUT
     name = argv[0]
     try:

@@ -38,12 +38,19 @@ def profile_dirs(extra: list[str] | None = None) -> list[Path]:
 
 
 def load_gpu_profiles(dirs: list[Path]) -> tuple[dict, list[str]]:
-    """(profiles by id, problems); never raises: no profiles just means every GPU is 'unknown'."""
+    """(profiles by id, problems); never raises: no profiles just means every GPU is 'unknown'.
+
+    A bad profile file is one problem line (load_profiles skips it, whatever went wrong); anything else that
+    fails here is one line too, never a traceback: detection must still report the GPUs.
+    """
     try:
         from planner.inputs.profiles import load_profiles
+
+        return load_profiles(*dirs)
     except ImportError as exc:  # pyyaml missing on a bare GPU box
         return {}, [f"cannot load GPU profiles ({exc}); install pyyaml"]
-    return load_profiles(*dirs)
+    except Exception as exc:  # noqa: BLE001 - e.g. a profile folder that cannot be listed
+        return {}, [f"cannot load GPU profiles from {', '.join(map(str, dirs))} ({exc.__class__.__name__}: {exc})"]
 
 
 def match_profile(name: str | None, profiles: dict):

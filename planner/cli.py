@@ -1,22 +1,39 @@
-"""python -m planner SCENARIO: plan a scenario and print or write it (table, json, markdown, html, pdf)."""
+"""python -m planner SCENARIO...: plan scenarios and print or write them (table, json, markdown, html, pdf).
+
+Exit status: 0 ok, 2 bad input (one message per bad input: file, field, value, what was expected), 1 internal
+error. Problems with files in the result/profile folders or $TRAINPLAN_HOME are warnings: the file is skipped.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from planner import __version__
 from planner.inputs.errors import InputError
 
+if TYPE_CHECKING:
+    from planner.engine.estimates import Plan
+    from planner.inputs.scenario import Scenario
+
 FORMATS = ("table", "json", "markdown", "html", "pdf")
+REPORT_FORMATS = ("markdown", "html", "pdf")
+STDIN = "-"
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m planner", description=__doc__)
-    p.add_argument("scenario", help="scenario YAML file (schema trainplan.scenario/1)")
+    p = argparse.ArgumentParser(prog="python -m planner", description=__doc__.splitlines()[0])
+    p.add_argument("scenario", nargs="+",
+                   help="scenario YAML file(s) (schema trainplan.scenario/1); '-' reads one from standard input")
+    p.add_argument("--version", action="version", version=f"trainplan {__version__}")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--lang", default=None, help="report locale: en, es, es-MX, es-AR, ... (default: the scenario's)")
-    p.add_argument("--out", default=None, help="write to this file instead of standard output")
+    p.add_argument("--out", default=None, help="write to this file instead of standard output (atomic: an "
+                   "existing file is replaced only by a complete new one)")
     p.add_argument("--results", action="append", default=None, metavar="DIR",
                    help="result-file folder (repeatable; default: the project's results/)")
     p.add_argument("--profiles", action="append", default=None, metavar="DIR",
@@ -33,38 +50,89 @@ def run(argv: list[str] | None = None) -> int:
         return _run(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except BrokenPipeError:
-        return 0
+        return EXIT_OK
 
 
 def _run(args: argparse.Namespace) -> int:
     from planner.engine.plan import build_plan
     from planner.inputs.folders import load_inputs
-    from planner.inputs.scenario import load_scenario_file
 
-    for d in (args.results or []) + (args.profiles or []):
-        if not Path(d).is_dir():
-            raise InputError(d, None, d, "an existing folder")
+    _check_arguments(args)
     inputs = load_inputs(args.results, args.profiles, include_user_data=not args.no_user_data)
-    scenario = load_scenario_file(args.scenario, known_gpu_ids=inputs.profiles)
-    plan = build_plan(scenario, inputs, source=args.scenario)
-    data = _render(args, scenario, plan)
-    if args.out:
-        out = Path(args.out)
+    for problem in inputs.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    scenarios: list[tuple[str, Scenario]] = []
+    errors: list[InputError] = []
+    for name in args.scenario:  # every scenario is read before any is planned: all bad ones are named at once
         try:
-            out.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
-        except OSError as exc:
-            raise InputError(args.out, None, args.out, f"a writable file path ({exc.strerror})") from None
-        print(f"wrote {out}", file=sys.stderr)
+            scenarios.append((_source(name), _load(name, inputs.profiles)))
+        except InputError as exc:
+            errors.append(exc)
+    if errors:
+        for error in errors:
+            print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    parts = [_render(args, scenario, build_plan(scenario, inputs, source=source)) for source, scenario in scenarios]
+    data = parts[0] if len(parts) == 1 else _join(parts)
+    if args.out:
+        _write_out(args.out, data)
     elif isinstance(data, bytes):
         sys.stdout.buffer.write(data)
     else:
         sys.stdout.write(data)
-    return 0
+    return EXIT_OK
 
 
-def _render(args: argparse.Namespace, scenario, plan) -> str | bytes:
+def _check_arguments(args: argparse.Namespace) -> None:
+    from planner.vocab import LOCALES
+
+    several = len(args.scenario) > 1
+    if several and args.format in REPORT_FORMATS and (args.out or args.format == "pdf"):
+        raise InputError("--out" if args.out else "--format", None, f"{len(args.scenario)} scenarios",
+                         f"one scenario per {args.format} report: run once per scenario "
+                         "(table and json take several)")
+    if args.scenario.count(STDIN) > 1:
+        raise InputError("<stdin>", None, "'-' given twice", "standard input at most once")
+    if args.lang is not None and args.lang not in LOCALES:
+        raise InputError("--lang", None, args.lang, "one of " + ", ".join(LOCALES))
+    for d in (args.results or []) + (args.profiles or []):
+        if not Path(d).is_dir():
+            raise InputError(d, None, d, "an existing folder")
+
+
+def _source(name: str) -> str:
+    return "<stdin>" if name == STDIN else name
+
+
+def _load(name: str, known_gpu_ids: Iterable[str]) -> Scenario:
+    from planner.inputs import loader
+    from planner.inputs.scenario import load_scenario_bytes, load_scenario_file
+
+    if name != STDIN:
+        return load_scenario_file(name, known_gpu_ids=known_gpu_ids)
+    data = sys.stdin.buffer.read(loader.SCENARIO.max_bytes + 1)  # bounded: a endless pipe is refused, not read
+    return load_scenario_bytes(data, _source(name), known_gpu_ids)
+
+
+def _join(parts: list[str | bytes]) -> str:
+    # Table and JSON: one plan after another (JSON: one document per line group, in the order given).
+    return "\n".join(p if p.endswith("\n") else p + "\n" for p in parts if isinstance(p, str))
+
+
+def _write_out(path: str, data: str | bytes) -> None:
+    from planner.inputs.atomic import atomic_write
+
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise InputError(path, None, path, f"a writable file path ({exc.strerror or exc.__class__.__name__}); "
+                         "any existing file there is unchanged") from None
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | bytes:
     if args.format == "table":
         from planner.present.textout import render_table
         return render_table(plan)

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.inputs.scenario import load_scenario_file, load_scenario_text, scenario_to_dict
+from planner.inputs.errors import InputError
+from planner.inputs.scenario import (
+    MAX_SCENARIO_BYTES,
+    load_scenario_file,
+    load_scenario_text,
+    scenario_to_dict,
+)
 from planner.inputs.userdata import DEFAULT_SCENARIO
 from ui import scenario_files, state, url_codec
 
@@ -355,8 +361,8 @@ def test_bad_upload_names_the_field_and_changes_nothing():
     assert not at.exception
     at.file_uploader(key="upload").set_value(("junk.yaml", b"model: [unclosed", "application/x-yaml")).run()
     assert "valid YAML" in " ".join(e.value for e in at.error)
-    at.file_uploader(key="upload").set_value(("huge.yaml", b"#" * 300_000, "application/x-yaml")).run()
-    assert "under 256 KiB" in " ".join(e.value for e in at.error)
+    at.file_uploader(key="upload").set_value(("huge.yaml", b"#" * (MAX_SCENARIO_BYTES + 1), "application/x-yaml")).run()
+    assert "huge.yaml" in " ".join(e.value for e in at.error) and "at most 1 MiB" in " ".join(e.value for e in at.error)
 
 
 def test_good_upload_replaces_the_scenario():
@@ -423,9 +429,9 @@ def test_links_are_compact_and_a_bomb_or_garbage_is_refused():
     import zlib
 
     bomb = base64.urlsafe_b64encode(zlib.compress(b"#" * 5_000_000, 9)).decode().rstrip("=")
-    with pytest.raises(state.InputError, match="under 256 KiB"):
+    with pytest.raises(InputError, match="at most 1,024 KiB"):
         url_codec.decode_scenario(bomb)
-    with pytest.raises(state.InputError, match="scenario link made by trainplan"):
+    with pytest.raises(InputError, match="scenario link made by trainplan"):
         url_codec.decode_scenario("%%%")
-    with pytest.raises(state.InputError, match="at most"):
+    with pytest.raises(InputError, match="at most"):
         url_codec.decode_scenario("A" * (url_codec.MAX_URL_CHARS + 1))

@@ -9,23 +9,16 @@ from pathlib import Path
 
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import (
-    MAX_SCENARIO_BYTES,
     Scenario,
     dump_scenario_yaml,
+    load_scenario_bytes,
     load_scenario_file,
-    load_scenario_text,
 )
 
 
 def scenario_from_upload(name: str, data: bytes, known_gpu_ids: Iterable[str]) -> Scenario:
-    """An uploaded scenario file: size-limited, UTF-8, safe_load, validated; InputError names file and field."""
-    if len(data) > MAX_SCENARIO_BYTES:
-        raise InputError(name, None, f"{len(data):,} bytes", f"a scenario file under {MAX_SCENARIO_BYTES // 1024} KiB")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(name, None, "bytes that are not UTF-8", "a UTF-8 YAML text file") from None
-    return load_scenario_text(text, name, known_gpu_ids)
+    """An uploaded scenario file: the same size cap, UTF-8 rule, grammar and validation as a file given to the CLI."""
+    return load_scenario_bytes(data, name, known_gpu_ids)
 
 
 def scenario_file_name(s: Scenario) -> str:

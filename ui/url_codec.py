@@ -33,7 +33,8 @@ def decode_scenario(text: str, known_gpu_ids: Iterable[str] | None = None) -> Sc
     except (binascii.Error, ValueError, zlib.error):
         raise InputError(URL_SOURCE, None, text[:40] + ("..." if len(text) > 40 else ""), expected) from None
     if len(data) > MAX_SCENARIO_BYTES or inflater.unconsumed_tail:
-        raise InputError(URL_SOURCE, None, "more than 256 KiB of scenario", "a scenario under 256 KiB")
+        cap = f"{MAX_SCENARIO_BYTES // 1024:,} KiB"
+        raise InputError(URL_SOURCE, None, f"more than {cap} of scenario", f"a scenario of at most {cap}")
     try:
         yaml_text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,15 +1,26 @@
-"""Small typed readers for user mappings: each raises InputError naming source, field, value and expectation."""
+"""The one field validator for every user mapping (scenarios, GPU profiles, price quotes, result files).
+
+Each reader raises InputError naming source, field, value and expectation. Rules shared by every file: numbers
+are YAML/JSON numbers (the loader reads `1e9` and `8e1` as floats; a quoted "80" is text, not a number), never
+booleans, always finite and within the field's bounds; an integer field takes a whole float (`1e3`); dates are
+YYYY-MM-DD between loader.EARLIEST_DATE and loader.LATEST_DATE.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from planner.inputs.errors import InputError
+from planner.inputs.loader import DATE_EXPECTED, EARLIEST_DATE, EXPONENT_FLOAT, LATEST_DATE
 
 _MISSING = object()
+MAX_STRING_CHARS = 10_000  # a name, a provider, a citation; notes may be longer (their reader says so)
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_EXPONENT_RE = re.compile(EXPONENT_FLOAT)
 
 
 class Reader:
@@ -52,7 +63,8 @@ class Reader:
             return None
         return Reader(self.data[key], self.source, self.field(key))
 
-    def string(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> Any:
+    def string(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None,
+               max_chars: int = MAX_STRING_CHARS) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -62,7 +74,22 @@ class Reader:
             options = list(choices)
             if value not in options:
                 raise self.fail(key, value, "one of " + ", ".join(options))
+        if len(value) > max_chars:
+            raise self.fail(key, value, f"at most {max_chars:,} characters")
         return value
+
+    def string_list(self, key: str, default: Any = _MISSING) -> Any:
+        """A list of non-empty strings (an empty list is allowed)."""
+        value = self.raw(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if not isinstance(value, list):
+            raise self.fail(key, value, "a list of strings")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip() or len(item) > MAX_STRING_CHARS:
+                raise InputError(self.source, f"{self.field(key)}[{i}]", item,
+                                 f"a non-empty string of at most {MAX_STRING_CHARS:,} characters")
+        return tuple(value)
 
     def boolean(self, key: str, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
@@ -75,26 +102,44 @@ class Reader:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
+        value = _exponent_number(value)
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**62:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, value, _range_text("an integer", minimum, maximum))
+            raise self.fail(key, value, _range_text("an integer", minimum, maximum) + _quoted_hint(value))
         _check_range(self, key, value, minimum, maximum, "an integer")
         return value
 
-    def number(self, key: str, default: Any = _MISSING, minimum: float | None = None,
-               maximum: float | None = None, exclusive_min: bool = False) -> Any:
+    def choice(self, key: str, choices: Iterable[str], default: Any = _MISSING) -> Any:
+        """One of `choices` (compared as given: YAML `on`/`no` arrive as booleans and are rejected)."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
-        if isinstance(value, str):
-            value = _parse_number_string(value)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise self.fail(key, self.data.get(key), _range_text("a finite number", minimum, maximum, exclusive_min))
-        if exclusive_min and minimum is not None and value <= minimum:
-            raise self.fail(key, value, _range_text("a number", minimum, maximum, True))
-        _check_range(self, key, value, minimum, maximum, "a number")
-        return float(value)
+        options = list(choices)
+        if not isinstance(value, str) or value not in options:
+            raise self.fail(key, value, "one of " + ", ".join(options))
+        return value
+
+    def number(self, key: str, default: Any = _MISSING, minimum: float | None = None,
+               maximum: float | None = None, exclusive_min: bool = False, unit: str = "") -> Any:
+        value = self.raw(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        what = _range_text("a number", minimum, maximum, exclusive_min) + unit
+        value = _exponent_number(value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(key, value, what + _quoted_hint(value))
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond float range
+            raise self.fail(key, value, what) from None
+        if not math.isfinite(number):
+            raise self.fail(key, value, what)
+        if minimum is not None and (number < minimum or (exclusive_min and number <= minimum)):
+            raise self.fail(key, value, what)
+        if maximum is not None and number > maximum:
+            raise self.fail(key, value, what)
+        return number
 
     def date(self, key: str, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
@@ -102,45 +147,87 @@ class Reader:
             return value
         return parse_date(value, self.source, self.field(key))
 
-    def list_of(self, key: str, default: Any = _MISSING) -> Any:
+    def list_of(self, key: str, default: Any = _MISSING, max_items: int = 1000) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
         if not isinstance(value, list | tuple) or not value:
             raise self.fail(key, value, "a non-empty list")
+        if len(value) > max_items:
+            raise self.fail(key, value, f"a list of at most {max_items:,} items")
         return list(value)
+
+    def integer_list(self, key: str, default: Any = _MISSING, minimum: int | None = None,
+                     maximum: int | None = None, max_items: int = 1000) -> Any:
+        """A non-empty list of integers (whole floats such as 8.0 or 1e3 count), each within the bounds."""
+        items = self.list_of(key, default, max_items)
+        if items is default and default is not _MISSING:
+            return items
+        out = []
+        for i, item in enumerate(items):
+            value = _exponent_number(item)
+            if isinstance(value, float) and value.is_integer() and abs(value) < 2**62:
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+                raise InputError(self.source, f"{self.field(key)}[{i}]", item,
+                                 _range_text("an integer", minimum, maximum))
+            out.append(value)
+        return out
 
 
 def parse_date(value: object, source: str, field: str) -> dt.date:
+    """A date object (YAML's unquoted 2026-11-01) or a "YYYY-MM-DD" string, on a real calendar day in range."""
+    day = None
     if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
+        day = value.date()
+    elif isinstance(value, dt.date):
+        day = value
+    elif isinstance(value, str) and _DATE_RE.match(value.strip()):
+        try:
+            day = dt.date.fromisoformat(value.strip())
+        except ValueError:
+            day = None
+    if day is None or not EARLIEST_DATE <= day <= LATEST_DATE:
+        raise InputError(source, field, value, DATE_EXPECTED)
+    return day
+
+
+def _exponent_number(value: object) -> object:
+    """`1e10` as text is a number: the loader reads it so, and a mapping from a plain YAML 1.1 parser (which
+    leaves exponents without a dot or sign as text) must validate the same way. Other text stays text."""
+    if isinstance(value, str) and len(value) < 40 and _EXPONENT_RE.match(value):
+        return float(value.replace("_", ""))
+    return value
+
+
+def _quoted_hint(value: object) -> str:
+    """A number typed in quotes is text: say so, since the value shown looks like a number."""
     if isinstance(value, str):
         try:
-            return dt.date.fromisoformat(value.strip())
+            float(value)
         except ValueError:
-            pass
-    raise InputError(source, field, value, "a date YYYY-MM-DD")
-
-
-def _parse_number_string(text: str) -> object:
-    # YAML 1.1 reads "1e10" (no dot) as a string; users write it that way, so accept it.
-    try:
-        return float(text)
-    except ValueError:
-        return text
+            return ""
+        return " (without quotes: a quoted value is text)"
+    return ""
 
 
 def _range_text(what: str, minimum: float | None, maximum: float | None, exclusive_min: bool = False) -> str:
+    low = ">" if exclusive_min else ">="
     if minimum is not None and maximum is not None:
-        low = ">" if exclusive_min else ">="
-        return f"{what} {low} {minimum:g} and <= {maximum:g}"
+        if not exclusive_min:  # both ends inclusive: the plain words a form's users read
+            return f"{what} between {_bound(minimum)} and {_bound(maximum)}"
+        return f"{what} {low} {_bound(minimum)} and <= {_bound(maximum)}"
     if minimum is not None:
-        return f"{what} {'>' if exclusive_min else '>='} {minimum:g}"
+        return f"{what} {low} {_bound(minimum)}"
     if maximum is not None:
-        return f"{what} <= {maximum:g}"
+        return f"{what} <= {_bound(maximum)}"
     return what
+
+
+def _bound(x: float) -> str:
+    """1000 -> '1000', 1e9 -> '1e9', 0.0001 -> '0.0001': short and unambiguous in any locale."""
+    return f"{x:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 
 def _check_range(reader: Reader, key: str, value: float, minimum: float | None,

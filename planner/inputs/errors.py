@@ -77,6 +77,12 @@ class InputError(ValueError):
         return f"{where}: got {describe(self.value)}; expected {self.expected}"
 
 
+def skipped(path: object, exc: BaseException) -> str:
+    """The problem line for a folder member that could not be read at all: listed with the reason, then skipped."""
+    reason = f"{exc.__class__.__name__}: {describe(str(exc), 80)}" if str(exc) else exc.__class__.__name__
+    return str(InputError(str(path), None, reason, "a readable file (it was skipped)"))
+
+
 class CannotEstimate(ValueError):
     """Valid inputs that lack a figure an estimate needs; `field` names the input that would supply it."""
 

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.inputs.errors import InputError
+from planner.inputs.errors import InputError, skipped
 from planner.inputs.profiles import GpuProfile, PriceQuote, load_profiles
 from planner.inputs.resultfile import ResultFile, scan_results
 from planner.inputs.userdata import (
     SHIPPED_PROFILES_DIR,
     SHIPPED_RESULTS_DIR,
     load_price_overrides,
+    price_overrides_path,
     user_profiles_dir,
     user_results_dir,
 )
@@ -25,9 +26,18 @@ class Inputs:
     profiles: dict[str, GpuProfile]
     results: tuple[ResultFile, ...] = ()
     price_overrides: dict[str, list[PriceQuote]] = field(default_factory=dict)
-    problems: tuple[str, ...] = ()
     profile_dirs: tuple[str, ...] = ()
     result_dirs: tuple[str, ...] = ()
+    # Files that were skipped, one message each naming the file and why, by the kind of file: each page shows the
+    # kinds it reads (never chosen by matching message text).
+    profile_problems: tuple[str, ...] = ()
+    result_problems: tuple[str, ...] = ()
+    override_problems: tuple[str, ...] = ()
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """Every skipped file: a plan lists them all in its warnings."""
+        return self.profile_problems + self.result_problems + self.override_problems
 
 
 def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: Sequence[str | Path] | None = None,
@@ -36,18 +46,21 @@ def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: S
     rdirs = [Path(d) for d in (result_dirs or [SHIPPED_RESULTS_DIR])]
     pdirs = [Path(d) for d in (profile_dirs or [SHIPPED_PROFILES_DIR])]
     overrides: dict[str, list[PriceQuote]] = {}
-    problems: list[str] = []
+    override_problems: list[str] = []
     if include_user_data:
         rdirs.append(user_results_dir())
         pdirs.append(user_profiles_dir())
         try:
             overrides = load_price_overrides()
         except InputError as exc:
-            problems.append(str(exc))
-    profiles, profile_problems = load_profiles(*[d for d in pdirs if d.is_dir()])
+            override_problems.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a broken user file must never stop a plan
+            override_problems.append(skipped(price_overrides_path(), exc))
+    profiles, profile_problems = load_profiles(*pdirs)
     results, result_problems = scan_results(*rdirs)
     return Inputs(
         profiles=profiles, results=tuple(results), price_overrides=overrides,
-        problems=tuple(profile_problems + result_problems + problems),
         profile_dirs=tuple(str(d) for d in pdirs), result_dirs=tuple(str(d) for d in rdirs),
+        profile_problems=tuple(profile_problems), result_problems=tuple(result_problems),
+        override_problems=tuple(override_problems),
     )

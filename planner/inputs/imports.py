@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.inputs import loader
 from planner.inputs.errors import InputError
-from planner.inputs.resultfile import ResultFile, parse_result_text, result_path, slug, write_result_atomic
+from planner.inputs.resultfile import ResultFile, parse_result, result_path, slug, write_result_atomic
 from planner.inputs.userdata import user_results_dir
 
-MAX_IMPORT_BYTES = 16 * 1024 * 1024  # a large sweep is a few hundred KiB; the uploader allows 16 MB
+MAX_IMPORT_BYTES = loader.RESULT.max_bytes  # the cap of any result file: what plans from a folder imports too
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,8 @@ def device_dir(result: ResultFile) -> str:
 
 def check_upload(name: str, data: bytes) -> tuple[ResultFile, dict]:
     """Validate an uploaded result file; InputError names the file and the problem (size, encoding, field)."""
-    if len(data) > MAX_IMPORT_BYTES:
-        raise InputError(name, None, f"{len(data):,} bytes", f"a result file under {MAX_IMPORT_BYTES // 2**20} MiB")
-    if not data.strip():
-        raise InputError(name, None, "an empty file", "a trainplan.bench/1 JSON result file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(name, None, "bytes that are not UTF-8", "a UTF-8 JSON result file") from None
-    result = parse_result_text(text, name)
-    return result, json.loads(text)
+    raw = loader.load_bytes(data, name, loader.RESULT)
+    return parse_result(raw, name), raw
 
 
 def import_result(name: str, data: bytes, root: str | Path | None = None) -> Imported:
@@ -73,8 +65,8 @@ def _same_file(target: Path, raw: dict) -> Path | None:
         if rest and not (rest.startswith("-") and rest[1:].isdigit()):
             continue
         try:
-            if json.loads(candidate.read_text(encoding="utf-8")) == raw:
+            if loader.load_file(candidate, loader.RESULT) == raw:
                 return candidate
-        except (OSError, ValueError):
+        except InputError:
             continue
     return None

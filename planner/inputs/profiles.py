@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from planner.inputs.errors import InputError
+from planner.inputs import loader
+from planner.inputs.check import Reader
+from planner.inputs.errors import InputError, skipped
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 
 SCHEMA = "trainplan.gpu/1"
@@ -24,10 +23,11 @@ VENDORS = ("nvidia", "amd", "intel", "google", "other")
 MEMORY_SOURCES = ("driver", "datasheet")
 # Billing granularity when a quote does not say: hourly, so an unknown increment never understates cost.
 DEFAULT_BILLING_INCREMENT_S = 3600
+MAX_USD_PER_GPU_HOUR = 200.0  # the most any rental quote (shipped or a user's) may say
+MAX_NOTES_CHARS = 100_000
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _CC_RE = re.compile(r"^(\d+\.\d+|gfx[0-9a-f]+)$")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 # Key -> required? Order is the order profile_to_dict writes, matching the shipped files.
 _PROFILE_KEYS = {
@@ -136,142 +136,69 @@ class GpuProfile:
         return precision in self.estimated_peaks
 
 
-# ---------------------------------------------------------------- field checks (each raises InputError)
+# ---------------------------------------------------------------- field checks (the shared Reader's rules)
 
-def _check_keys(data: Any, spec: Mapping[str, bool], source: str, where: str) -> Mapping:
-    if not isinstance(data, Mapping):
-        raise InputError(source, where, data, "a mapping")
-    for key in data:
-        if key not in spec:
-            raise InputError(source, _join(where, str(key)), data[key],
-                             f"no such key (known keys: {', '.join(spec)})")
+def _keys(data: Any, spec: Mapping[str, bool], source: str, where: str) -> Reader:
+    """A Reader over `data` after unknown keys are refused and required ones are present."""
+    r = Reader(data, source, where)
+    r.reject_unknown(spec)
     for key, required in spec.items():
-        if required and key not in data:
-            raise InputError(source, _join(where, key), None, "this key (it is required)")
-    return data
+        if required and key not in r.data:
+            raise r.fail(key, None, "this key (it is required)")
+    return r
 
 
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _string(value: Any, source: str, field: str, *, allow_none: bool = False) -> str | None:
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(source, field, value, "a non-empty string" + (" or null" if allow_none else ""))
-    return value
-
-
-def _choice(value: Any, choices: tuple[str, ...], source: str, field: str) -> str:
-    if value not in choices:
-        raise InputError(source, field, value, f"one of {', '.join(choices)}")
-    return value
-
-
-def _number(value: Any, lo: float, hi: float, source: str, field: str, unit: str = "") -> float:
-    # bool is an int subclass: `true` in YAML must not read as 1.
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(source, field, value, f"a number between {lo:g} and {hi:g}{unit}")
-    if not lo <= value <= hi:
-        raise InputError(source, field, value, f"a number between {lo:g} and {hi:g}{unit}")
-    return float(value)
-
-
-def _integer(value: Any, lo: int, hi: int, source: str, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise InputError(source, field, value, f"an integer between {lo} and {hi}")
-    return value
-
-
-def _date(value: Any, source: str, field: str) -> datetime.date | None:
-    if value is None:
-        return None
-    # YAML reads an unquoted 2026-11-01 as a date; a quoted one arrives as a string.
-    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return value
-    if isinstance(value, str) and _DATE_RE.match(value):
-        try:
-            return datetime.date.fromisoformat(value)
-        except ValueError:
-            pass
-    raise InputError(source, field, value, "an ISO date YYYY-MM-DD or null")
-
-
-def _string_list(value: Any, source: str, field: str) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise InputError(source, field, value, "a list of strings")
-    return tuple(_string(item, source, f"{field}[{i}]") for i, item in enumerate(value))
-
-
-def _parse_peaks(value: Any, source: str) -> FrozenMap:
+def _parse_peaks(r: Reader) -> FrozenMap:
+    value = r.raw("peak_tflops")
     if not isinstance(value, Mapping):
-        raise InputError(source, "peak_tflops", value, f"a mapping of precision ({', '.join(PEAK_KEYS)}) "
-                         "to dense TFLOPS")
-    peaks = {}
-    for key, tflops in value.items():
-        _choice(key, PEAK_KEYS, source, f"peak_tflops.{key}")
-        peaks[key] = _number(tflops, 0.1, 10000, source, f"peak_tflops.{key}", " TFLOPS")
+        raise r.fail("peak_tflops", value, f"a mapping of precision ({', '.join(PEAK_KEYS)}) to dense TFLOPS")
+    peaks_reader = Reader(value, r.source, "peak_tflops")
+    peaks_reader.reject_unknown(PEAK_KEYS)
+    peaks = {key: peaks_reader.number(key, minimum=0.1, maximum=10000, unit=" TFLOPS") for key in value}
     if "fp32" not in peaks:
-        raise InputError(source, "peak_tflops.fp32", None, "an fp32 peak (every GPU has one)")
+        raise peaks_reader.fail("fp32", None, "an fp32 peak (every GPU has one)")
     return FrozenMap(peaks)
 
 
-def _parse_estimated(value: Any, peaks: Mapping[str, float], source: str) -> FrozenMap:
-    if value is None:
+def _parse_estimated(r: Reader, peaks: Mapping[str, float]) -> FrozenMap:
+    e = r.sub("estimated_peaks")
+    if e is None:
         return FrozenMap()
-    if not isinstance(value, Mapping):
-        raise InputError(source, "estimated_peaks", value, "a mapping of precision to the estimate's source")
+    e.reject_unknown(PEAK_KEYS)
     estimated = {}
-    for key, why in value.items():
-        field = f"estimated_peaks.{key}"
-        _choice(key, PEAK_KEYS, source, field)
+    for key in e.data:
         if key not in peaks:
             # An estimate with no figure behind it would mark a precision supported without a number.
-            raise InputError(source, field, why, f"a precision that also has a peak_tflops.{key} figure")
-        estimated[key] = _string(why, source, field)
+            raise e.fail(key, e.data[key], f"a precision that also has a peak_tflops.{key} figure")
+        estimated[key] = e.string(key)
     return FrozenMap(estimated)
 
 
-def _parse_interconnect(value: Any, source: str) -> Interconnect | None:
-    if value is None:
+def _parse_interconnect(r: Reader) -> Interconnect | None:
+    if not r.has("interconnect"):
         return None
-    _check_keys(value, _INTERCONNECT_KEYS, source, "interconnect")
+    i = _keys(r.data["interconnect"], _INTERCONNECT_KEYS, r.source, "interconnect")
     return Interconnect(
-        kind=_string(value["kind"], source, "interconnect.kind"),
-        bidirectional_gb_per_s=_number(value["bidirectional_gb_per_s"], 1, 20000, source,
-                                       "interconnect.bidirectional_gb_per_s", " GB/s"),
+        kind=i.string("kind"),
+        bidirectional_gb_per_s=i.number("bidirectional_gb_per_s", minimum=1, maximum=20000, unit=" GB/s"),
     )
 
 
 def parse_price(data: Any, source: str, where: str = "prices[0]") -> PriceQuote:
-    _check_keys(data, _PRICE_KEYS, source, where)
-
-    def f(key: str) -> str:
-        return f"{where}.{key}"
-
+    q = _keys(data, _PRICE_KEYS, source, where)
     return PriceQuote(
-        provider=_string(data["provider"], source, f("provider")),
-        instance=_string(data["instance"], source, f("instance")),
-        gpus_per_instance=_integer(data.get("gpus_per_instance", 1), 1, 64, source, f("gpus_per_instance")),
-        usd_per_gpu_hour=_positive_price(data["usd_per_gpu_hour"], source, f("usd_per_gpu_hour")),
-        tier=_choice(data["tier"], RENTAL_TIERS, source, f("tier")),
-        billing_increment_s=_integer(data.get("billing_increment_s", DEFAULT_BILLING_INCREMENT_S), 1, 86400,
-                                     source, f("billing_increment_s")),
-        region=_string(data.get("region"), source, f("region"), allow_none=True),
-        as_of=_date(data.get("as_of"), source, f("as_of")),
-        source=_string(data["source"], source, f("source")),
-        origin=_choice(data.get("origin", "published"), ORIGINS, source, f("origin")),
+        provider=q.string("provider"),
+        instance=q.string("instance"),
+        gpus_per_instance=q.integer("gpus_per_instance", 1, minimum=1, maximum=64),
+        usd_per_gpu_hour=q.number("usd_per_gpu_hour", minimum=0, exclusive_min=True, maximum=MAX_USD_PER_GPU_HOUR,
+                                  unit=" USD per GPU-hour"),
+        tier=q.choice("tier", RENTAL_TIERS),
+        billing_increment_s=q.integer("billing_increment_s", DEFAULT_BILLING_INCREMENT_S, minimum=1, maximum=86400),
+        region=q.string("region", None),
+        as_of=q.date("as_of", None),
+        source=q.string("source"),
+        origin=q.choice("origin", ORIGINS, "published"),
     )
-
-
-def _positive_price(value: Any, source: str, field: str) -> float:
-    expected = "a price per GPU-hour in USD, above 0 and at most 200"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(source, field, value, expected)
-    if not 0 < value <= 200:
-        raise InputError(source, field, value, expected)
-    return float(value)
 
 
 def _expected_id(source: str) -> str | None:
@@ -282,121 +209,94 @@ def _expected_id(source: str) -> str | None:
 
 def parse_profile(data: dict, source: str) -> GpuProfile:
     """Validate one profile mapping; `source` names the file in errors and fixes the expected id."""
-    _check_keys(data, _PROFILE_KEYS, source, "")
-    if data["schema"] != SCHEMA:
-        raise InputError(source, "schema", data["schema"], SCHEMA)
-    profile_id = _string(data["id"], source, "id")
+    r = _keys(data, _PROFILE_KEYS, source, "")
+    if r.data["schema"] != SCHEMA:
+        raise r.fail("schema", r.data["schema"], SCHEMA)
+    profile_id = r.string("id", max_chars=100)
     if not _ID_RE.match(profile_id):
-        raise InputError(source, "id", profile_id, "lower-case letters, digits, '.', '_' or '-'")
+        raise r.fail("id", profile_id, "lower-case letters, digits, '.', '_' or '-'")
     stem = _expected_id(source)
     if stem is not None and profile_id != stem:
-        raise InputError(source, "id", profile_id, f"{stem!r} (the file name without .yaml)")
-    cc = data.get("compute_capability")
+        raise r.fail("id", profile_id, f"{stem!r} (the file name without .yaml)")
+    cc = r.raw("compute_capability", None)
     if cc is not None and (not isinstance(cc, str) or not _CC_RE.match(cc)):
-        raise InputError(source, "compute_capability", cc, 'a quoted string like "8.6", a gfx target, or null')
-    peaks = _parse_peaks(data["peak_tflops"], source)
-    label = data.get("memory_gb_label")
-    prices = data.get("prices") or []
+        raise r.fail("compute_capability", cc, 'a quoted string like "8.6", a gfx target, or null')
+    peaks = _parse_peaks(r)
+    prices = r.raw("prices", [])
     if not isinstance(prices, list):
-        raise InputError(source, "prices", prices, "a list of price quotes")
-    notes = data.get("notes") or ""
-    if not isinstance(notes, str):
-        raise InputError(source, "notes", notes, "a string")
+        raise r.fail("prices", prices, "a list of price quotes")
+    notes = r.raw("notes", "")
+    if not isinstance(notes, str) or len(notes) > MAX_NOTES_CHARS:
+        raise r.fail("notes", notes, f"a string of at most {MAX_NOTES_CHARS:,} characters")
     return GpuProfile(
         id=profile_id,
-        name=_string(data["name"], source, "name"),
-        vendor=_choice(data["vendor"], VENDORS, source, "vendor"),
-        architecture=_string(data.get("architecture") or "unknown", source, "architecture"),
+        name=r.string("name"),
+        vendor=r.choice("vendor", VENDORS),
+        architecture=r.string("architecture") if r.data.get("architecture") not in (None, "") else "unknown",
         compute_capability=cc,
-        nvml_names=_string_list(data.get("nvml_names") or [], source, "nvml_names"),
-        memory_gib=_number(data["memory_gib"], 1, 1024, source, "memory_gib", " GiB"),
-        memory_gib_source=_choice(data["memory_gib_source"], MEMORY_SOURCES, source, "memory_gib_source"),
-        memory_bandwidth_gb_per_s=_number(data["memory_bandwidth_gb_per_s"], 50, 20000, source,
-                                          "memory_bandwidth_gb_per_s", " GB/s"),
+        nvml_names=r.string_list("nvml_names", ()),
+        memory_gib=r.number("memory_gib", minimum=1, maximum=1024, unit=" GiB"),
+        memory_gib_source=r.choice("memory_gib_source", MEMORY_SOURCES),
+        memory_bandwidth_gb_per_s=r.number("memory_bandwidth_gb_per_s", minimum=50, maximum=20000, unit=" GB/s"),
         peak_tflops=peaks,
-        estimated_peaks=_parse_estimated(data.get("estimated_peaks"), peaks, source),
-        interconnect=_parse_interconnect(data.get("interconnect"), source),
-        pcie_gen=None if data.get("pcie_gen") is None else _integer(data["pcie_gen"], 1, 7, source, "pcie_gen"),
-        tdp_w=_number(data["tdp_w"], 10, 2000, source, "tdp_w", " W"),
-        devices_per_package=_integer(data.get("devices_per_package", 1), 1, 16, source, "devices_per_package"),
+        estimated_peaks=_parse_estimated(r, peaks),
+        interconnect=_parse_interconnect(r),
+        pcie_gen=r.integer("pcie_gen", None, minimum=1, maximum=7),
+        tdp_w=r.number("tdp_w", minimum=10, maximum=2000, unit=" W"),
+        devices_per_package=r.integer("devices_per_package", 1, minimum=1, maximum=16),
         prices=tuple(parse_price(p, source, f"prices[{i}]") for i, p in enumerate(prices)),
-        sources=_string_list(data.get("sources") or [], source, "sources"),
+        sources=r.string_list("sources", ()),
         notes=notes,
         path=source,
-        memory_gb_label=None if label is None else _number(label, 1, 1100, source, "memory_gb_label", " GB"),
+        memory_gb_label=r.number("memory_gb_label", None, minimum=1, maximum=1100, unit=" GB"),
     )
 
 
 # ---------------------------------------------------------------- files
 
-# The C parser (when PyYAML was built with libyaml) loads the 25 shipped profiles several times faster.
-_SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _UniqueKeyLoader(_SafeBase):
-    """SafeLoader that rejects a key given twice (plain YAML silently keeps the last one)."""
-
-
-def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), "", type(exc).__name__, f"a readable UTF-8 file ({exc})") from exc
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "the file"
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(str(path), f"YAML syntax at {where}", problem, "valid YAML") from exc
-
-
 def load_profile(path: str | Path) -> GpuProfile:
+    """Read and validate one profile file (shipped, a team folder's, or one added under $TRAINPLAN_HOME)."""
     path = Path(path)
-    data = _read_yaml(path)
+    data = loader.load_file(path, loader.PROFILE)
     if not isinstance(data, dict):
         raise InputError(str(path), "", data, "a YAML mapping with the trainplan.gpu/1 keys")
     return parse_profile(data, str(path))
 
 
 def _profile_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    # Hidden files are editors' and atomic writers' temporaries.
+    return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
 
 
 def load_profiles(*dirs: str | Path) -> tuple[dict[str, GpuProfile], list[str]]:
     """Load every profile in `dirs` (default: the shipped folder). Later dirs override earlier ids.
 
-    A bad file becomes one message in the returned problems list and never hides the others.
-    A directory that does not exist is skipped: the user-data folder is often absent.
+    A bad file, whatever the failure (bad field, unreadable, too deep for the parser, out of memory), becomes
+    one message in the returned problems list and never hides the others. A directory that does not exist is
+    skipped: the user-data folder is often absent.
     """
     profiles: dict[str, GpuProfile] = {}
     problems: list[str] = []
     for directory in (Path(d) for d in (dirs or (DEFAULT_PROFILES_DIR,))):
-        if not directory.exists():
-            continue
-        if not directory.is_dir():
-            problems.append(str(InputError(str(directory), "", "a file", "a directory of profile files")))
+        try:
+            if not directory.exists():
+                continue
+            if not directory.is_dir():
+                problems.append(str(InputError(str(directory), "", "a file", "a directory of profile files")))
+                continue
+            paths = _profile_files(directory)
+        except OSError as exc:
+            problems.append(skipped(directory, exc))
             continue
         seen_here: dict[str, Path] = {}
-        for path in _profile_files(directory):
+        for path in paths:
             try:
                 profile = load_profile(path)
             except InputError as exc:
                 problems.append(str(exc))
+                continue
+            except Exception as exc:  # noqa: BLE001 - one bad file must never abort the folder
+                problems.append(skipped(path, exc))
                 continue
             if profile.id in seen_here:
                 problems.append(str(InputError(str(path), "id", profile.id,
@@ -517,7 +417,8 @@ def cheapest_quote(profile: GpuProfile, tier: str, provider: str = "cheapest",
     """The lowest current per-GPU-hour quote for `tier` (from `provider`, or any when "cheapest")."""
     if tier == "on_prem":
         return None  # on-prem cost comes from purchase price and power, not from a rental quote
-    _choice(tier, RENTAL_TIERS, "<argument>", "tier")
+    if tier not in RENTAL_TIERS:
+        raise InputError("<argument>", "tier", tier, "one of " + ", ".join(RENTAL_TIERS))
     wanted = provider.lower()
     pool = [q for q in profile.prices
             if q.tier == tier and (wanted == "cheapest" or q.provider.lower() == wanted)]

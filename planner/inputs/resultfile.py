@@ -1,21 +1,22 @@
 """The benchmark result file (schema trainplan.bench/1): validated reader, atomic writer, folder scan.
 
-Importable with the standard library alone (bench runs on GPU machines without the app's packages).
+Importable with the standard library alone (bench runs on GPU machines without the app's packages): the loader
+imports yaml only when a YAML file is read.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from planner.inputs.errors import InputError
+from planner.inputs import loader
+from planner.inputs.atomic import atomic_write
+from planner.inputs.check import Reader, parse_date
+from planner.inputs.errors import InputError, skipped
 from planner.vocab import PRECISIONS
 
 SCHEMA = "trainplan.bench/1"
@@ -30,7 +31,11 @@ NUMERIC_FIELDS = (
     "device_used_bytes", "achieved_tflops", "mfu", "gpu_util_pct", "power_w", "energy_j_per_step",
     "grad_scaler_skips",
 )
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = loader.RESULT.max_bytes
+# Every number in a result file is at most this (1 EB of memory, 30 billion years of step time): a larger one
+# is a corrupted file, and it would print as a 300-digit figure downstream.
+MAX_NUMBER = 1e18
+MAX_BATCH = 10**9
 
 
 def _frozen(d: Mapping | None) -> Mapping:
@@ -118,27 +123,11 @@ class ResultFile:
 
 def read_result_file(path: str | Path) -> ResultFile:
     """Read one result file; raises InputError naming the file and the bad field."""
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(str(p), None, f"{size} bytes", f"a result file under {MAX_FILE_BYTES // 2**20} MiB")
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(p), None, str(p), "an existing result file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(p), None, str(p), f"a readable UTF-8 file ({exc.__class__.__name__})") from None
-    return parse_result_text(text, str(p))
+    return parse_result(loader.load_file(path, loader.RESULT), str(path))
 
 
 def parse_result_text(text: str, source: str) -> ResultFile:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = " (the file looks truncated: was the benchmark interrupted?)" if exc.pos >= len(text) - 2 else ""
-        raise InputError(source, None, f"JSON error at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                         "a complete JSON result file" + hint) from None
-    return parse_result(data, source)
+    return parse_result(loader.load_text(text, source, loader.RESULT), source)
 
 
 def parse_result(data: object, source: str) -> ResultFile:
@@ -147,8 +136,10 @@ def parse_result(data: object, source: str) -> ResultFile:
     if data.get("schema") != SCHEMA:
         raise InputError(source, "schema", data.get("schema"), SCHEMA)
     created = data.get("created_utc")
-    if not isinstance(created, str) or not re.match(r"^\d{4}-\d{2}-\d{2}T", created):
+    if not isinstance(created, str) or not re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", created) \
+            or len(created) > 40:
         raise InputError(source, "created_utc", created, "an ISO 8601 UTC timestamp such as 2026-11-29T19:40:00Z")
+    parse_date(created[:10], source, "created_utc")
     partial = data.get("partial", False)
     if not isinstance(partial, bool):
         raise InputError(source, "partial", partial, "true or false")
@@ -158,8 +149,9 @@ def parse_result(data: object, source: str) -> ResultFile:
     model = _mapping(data, "model", source)
     if not isinstance(model.get("name"), str) or not model.get("name"):
         raise InputError(source, "model.name", model.get("name"), "the model's name")
+    model_reader = Reader(model, source, "model")
     for key in ("params", "trainable_params", "flops_per_sample"):
-        _optional_number(model.get(key), source, f"model.{key}", minimum=0)
+        _optional_number(model_reader, key)
     settings = _mapping(data, "settings", source, required=False)
     raw_meas = data.get("measurements", [])
     if not isinstance(raw_meas, list):
@@ -167,20 +159,17 @@ def parse_result(data: object, source: str) -> ResultFile:
     measurements = tuple(_measurement(m, source, f"measurements[{i}]") for i, m in enumerate(raw_meas))
     max_batch = _list_of_mappings(data, "max_batch", source)
     for i, mb in enumerate(max_batch):
-        if mb.get("precision") not in PRECISIONS:
-            raise InputError(source, f"max_batch[{i}].precision", mb.get("precision"), "one of " + ", ".join(PRECISIONS))
-        value = mb.get("max_batch")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise InputError(source, f"max_batch[{i}].max_batch", value, "a non-negative integer or null")
+        r = Reader(mb, source, f"max_batch[{i}]")
+        r.choice("precision", PRECISIONS)
+        r.integer("max_batch", None, minimum=0, maximum=MAX_BATCH)
     dataloader = _list_of_mappings(data, "dataloader", source)
     for i, row in enumerate(dataloader):
-        _optional_number(row.get("samples_per_s"), source, f"dataloader[{i}].samples_per_s", minimum=0)
+        _optional_number(Reader(row, source, f"dataloader[{i}]"), "samples_per_s")
     ddp = data.get("ddp")
     if ddp is not None:
-        if not isinstance(ddp, Mapping):
-            raise InputError(source, "ddp", ddp, "a mapping or null")
+        r = Reader(ddp, source, "ddp")
         for key in ("step_time_1_s", "step_time_n_s", "efficiency", "exposed_comm_s"):
-            _optional_number(ddp.get(key), source, f"ddp.{key}", minimum=0)
+            _optional_number(r, key)
         ddp = _frozen(ddp)
     return ResultFile(
         path=source, created_utc=created, partial=partial, environment=_frozen(env), model=_frozen(model),
@@ -205,55 +194,35 @@ def _list_of_mappings(data: Mapping, key: str, source: str) -> list[Mapping]:
     return value
 
 
-def _optional_number(value: object, source: str, field_name: str, minimum: float | None = None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(source, field_name, value, "a finite number or null (null = unmeasured)")
-    if minimum is not None and value < minimum:
-        raise InputError(source, field_name, value, f"a number >= {minimum:g} or null")
-    return float(value)
+def _optional_number(r: Reader, key: str) -> float | None:
+    """A measured figure: a number in [0, MAX_NUMBER], or null (null = unmeasured, with a reason)."""
+    return r.number(key, None, minimum=0, maximum=MAX_NUMBER)
 
 
 def _measurement(m: object, source: str, path: str) -> Measurement:
     if not isinstance(m, Mapping):
         raise InputError(source, path, m, "a JSON object")
-    src = m.get("source", "measured")
-    if src not in SOURCES:
-        raise InputError(source, f"{path}.source", src, "measured or traced")
-    precision = m.get("precision")
-    if precision not in PRECISIONS:
-        raise InputError(source, f"{path}.precision", precision, "one of " + ", ".join(PRECISIONS))
-    batch = m.get("batch_size")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise InputError(source, f"{path}.batch_size", batch, "a positive integer")
-    status = m.get("status")
-    if status not in STATUSES:
-        raise InputError(source, f"{path}.status", status, "one of " + ", ".join(STATUSES))
+    r = Reader(m, source, path)
+    src = r.choice("source", SOURCES, "measured")
+    precision = r.choice("precision", PRECISIONS)
+    batch = r.integer("batch_size", minimum=1, maximum=MAX_BATCH)
+    status = r.choice("status", STATUSES)
     reason = m.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise InputError(source, f"{path}.reason", reason, "a string or null")
     stats = None
-    raw_stats = m.get("step_time_s")
-    if raw_stats is not None:
-        if not isinstance(raw_stats, Mapping):
-            raise InputError(source, f"{path}.step_time_s", raw_stats, "an object {median, p10, p90, mean, std, n}")
-        values = {}
-        for key in STAT_KEYS:
-            v = _optional_number(raw_stats.get(key), source, f"{path}.step_time_s.{key}", minimum=0)
-            if v is None:
-                raise InputError(source, f"{path}.step_time_s.{key}", None, "a number")
-            values[key] = v
+    st = r.sub("step_time_s")
+    if st is not None:
+        values = {key: st.number(key, minimum=0, maximum=MAX_NUMBER) for key in STAT_KEYS}
         values["n"] = int(values["n"])
         if values["median"] <= 0:
-            raise InputError(source, f"{path}.step_time_s.median", values["median"], "a positive time in seconds")
+            raise st.fail("median", values["median"], "a positive time in seconds")
         stats = StepTimeStats(**values)
     if status == "ok" and src == "measured" and stats is None:
         raise InputError(source, f"{path}.step_time_s", None, "step-time statistics for an ok measurement")
-    numbers = {k: _optional_number(m.get(k), source, f"{path}.{k}", minimum=0) for k in NUMERIC_FIELDS}
-    phases = _number_map(m.get("phases_s"), source, f"{path}.phases_s", PHASES)
-    breakdown = _number_map(m.get("memory_breakdown_bytes"), source, f"{path}.memory_breakdown_bytes",
-                            BREAKDOWN_PARTS)
+    numbers = {k: _optional_number(r, k) for k in NUMERIC_FIELDS}
+    phases = _number_map(r, "phases_s", PHASES)
+    breakdown = _number_map(r, "memory_breakdown_bytes", BREAKDOWN_PARTS)
     unmeasured = m.get("unmeasured") or {}
     if not isinstance(unmeasured, Mapping) or not all(isinstance(v, str) for v in unmeasured.values()):
         raise InputError(source, f"{path}.unmeasured", unmeasured, "an object {field: reason}")
@@ -267,31 +236,44 @@ def _measurement(m: object, source: str, path: str) -> Measurement:
     )
 
 
-def _number_map(value: object, source: str, path: str, keys: tuple[str, ...]) -> dict:
+def _number_map(r: Reader, key: str, keys: tuple[str, ...]) -> dict:
+    value = r.data.get(key)
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise InputError(source, path, value, "an object of numbers: " + ", ".join(keys))
-    return {k: _optional_number(v, source, f"{path}.{k}", minimum=0) for k, v in value.items()}
+        raise r.fail(key, value, "an object of numbers: " + ", ".join(keys))
+    sub = Reader(value, r.source, r.field(key))
+    return {k: _optional_number(sub, k) for k in value}
 
 
 # ---------------------------------------------------------------- scanning
 
 def scan_results(*dirs: str | Path) -> tuple[list[ResultFile], list[str]]:
-    """Every valid result file under the folders, and one problem line per bad file (never hides the others)."""
+    """Every valid result file under the folders, and one problem line per bad file (never hides the others).
+
+    Whatever goes wrong with one file (a bad field, unreadable, not UTF-8, too deep, out of memory) it is listed
+    and skipped; hidden files and folders (temporaries of the atomic writer, editors) are left out.
+    """
     good: list[ResultFile] = []
     problems: list[str] = []
     for root in dirs:
         root = Path(root)
-        if not root.is_dir():
+        try:
+            if not root.is_dir():
+                continue
+            paths = sorted(root.rglob("*.json"))
+        except OSError as exc:
+            problems.append(skipped(root, exc))
             continue
-        for path in sorted(root.rglob("*.json")):
+        for path in paths:
             if any(part.startswith(".") for part in path.relative_to(root).parts):
                 continue
             try:
                 good.append(read_result_file(path))
             except InputError as exc:
                 problems.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - one bad file must never abort the scan
+                problems.append(skipped(path, exc))
     return good, problems
 
 
@@ -311,46 +293,20 @@ def result_path(root: str | Path, device_dir: str, model: str, created_utc: str)
     return Path(root) / slug(device_dir) / f"{slug(model)}-{timestamp_for_filename(created_utc)}.json"
 
 
-def _temp_json(data: Mapping, folder: Path) -> Path:
-    """The JSON written and fsynced to a hidden temp file in `folder` (same filesystem, so a rename is atomic)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=1, sort_keys=False, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
+def _json_bytes(data: Mapping) -> bytes:
+    # allow_nan=False: NaN and Infinity are not JSON; a reader elsewhere would reject the file.
+    return json.dumps(data, indent=1, sort_keys=False, allow_nan=False).encode("utf-8")
 
 
 def write_result_atomic(data: Mapping, path: str | Path) -> Path:
-    """Write JSON atomically (temp file + rename) and never overwrite: a taken name gets a -2, -3 ... suffix."""
+    """Write JSON atomically and never overwrite: a taken name gets a -2, -3 ... suffix. Mode 0644 minus umask."""
     target = Path(path)
-    tmp = _temp_json(data, target.parent)
-    try:
-        candidate, n = target, 1
-        while True:
-            try:
-                # os.link fails if the name exists, so two writers never clobber each other.
-                os.link(tmp, candidate)
-                return candidate
-            except FileExistsError:
-                n += 1
-                candidate = target.with_name(f"{target.stem}-{n}{target.suffix}")
-    finally:
-        tmp.unlink(missing_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(target, _json_bytes(data), if_exists="suffix")
 
 
 def replace_result_atomic(data: Mapping, path: str | Path) -> Path:
-    """Rewrite the same run's file in place (temp + rename): used to grow a partial file as a sweep proceeds."""
+    """Rewrite the same run's file in place (atomic): used to grow a partial file as a sweep proceeds."""
     target = Path(path)
-    tmp = _temp_json(data, target.parent)
-    try:
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(target, _json_bytes(data), if_exists="replace")

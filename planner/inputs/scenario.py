@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from planner.inputs import loader
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
 from planner.vocab import (
@@ -28,7 +29,7 @@ from planner.vocab import (
 )
 
 SCHEMA = "trainplan.scenario/1"
-MAX_SCENARIO_BYTES = 256 * 1024
+MAX_SCENARIO_BYTES = loader.SCENARIO.max_bytes
 
 
 @dataclass(frozen=True)
@@ -178,28 +179,18 @@ def defaults_of(cls: type) -> dict[str, Any]:
 # ---------------------------------------------------------------- loading
 
 def load_scenario_file(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
-    """Read and validate a scenario YAML file; bad input raises InputError naming file and field."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(p), None, str(p), "an existing scenario file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(p), None, str(p), f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
-    return load_scenario_text(text, str(p), known_gpu_ids)
+    """Read and validate a scenario YAML file (saved scenarios too); bad input raises InputError naming file and field."""
+    return parse_scenario(loader.load_file(path, loader.SCENARIO), str(path), known_gpu_ids)
+
+
+def load_scenario_bytes(data: bytes, source: str = "<scenario>",
+                        known_gpu_ids: Iterable[str] | None = None) -> Scenario:
+    """An uploaded scenario or one read from standard input: the same size cap, UTF-8 rule and grammar as a file."""
+    return parse_scenario(loader.load_bytes(data, source, loader.SCENARIO), source, known_gpu_ids)
 
 
 def load_scenario_text(text: str, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
-    if len(text.encode("utf-8", errors="replace")) > MAX_SCENARIO_BYTES:
-        raise InputError(source, None, f"{len(text)} characters", f"a scenario under {MAX_SCENARIO_BYTES // 1024} KiB")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise InputError(source, None, f"YAML {problem} at {where}", "valid YAML") from None
-    return parse_scenario(data, source, known_gpu_ids)
+    return parse_scenario(loader.load_text(text, source, loader.SCENARIO), source, known_gpu_ids)
 
 
 def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
@@ -249,7 +240,7 @@ def _model(r: Reader) -> ModelSpec:
             seq_len=t.integer("seq_len", minimum=1, maximum=10_000_000),
             vocab=t.integer("vocab", minimum=1, maximum=100_000_000),
             mlp=t.string("mlp", tsd["mlp"], MLP_KINDS),
-            ffn=t.integer("ffn", None, minimum=1),
+            ffn=t.integer("ffn", None, minimum=1, maximum=10_000_000),
         )
         if shape.hidden % shape.heads:
             raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
@@ -257,12 +248,12 @@ def _model(r: Reader) -> ModelSpec:
         name=r.string("name", None),
         params=r.integer("params", None, minimum=1, maximum=10**14),
         largest_layer_params=r.integer("largest_layer_params", None, minimum=1, maximum=10**14),
-        flops_per_sample=r.number("flops_per_sample", None, minimum=0, exclusive_min=True),
-        activation_bytes_per_sample=r.number("activation_bytes_per_sample", None, minimum=0),
+        flops_per_sample=r.number("flops_per_sample", None, minimum=0, exclusive_min=True, maximum=1e20),
+        activation_bytes_per_sample=r.number("activation_bytes_per_sample", None, minimum=0, maximum=1e15),
         activation_precision=r.string("activation_precision", None, PRECISIONS),
         transformer=shape,
-        mfu=r.number("mfu", None, minimum=0, maximum=1, exclusive_min=True),
-        input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0),
+        mfu=r.number("mfu", None, minimum=0.01, maximum=1),
+        input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0, maximum=100),
     )
     if spec.name is None and spec.params is None and spec.transformer is None:
         raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
@@ -285,7 +276,7 @@ def _training(r: Reader) -> TrainingSetup:
     if micro == "auto":
         micro_batch = None
     else:
-        micro_batch = r.integer("micro_batch", minimum=1)
+        micro_batch = r.integer("micro_batch", minimum=1, maximum=10**9)
     adapter = None
     a = r.sub("adapter")
     if a is not None:
@@ -330,22 +321,22 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
         )
     points: list[ReferencePoint] = []
     if r.has("reference_points"):
-        for i, item in enumerate(r.list_of("reference_points")):
+        for i, item in enumerate(r.list_of("reference_points", max_items=1000)):
             p = Reader(item, r.source, r.field(f"reference_points[{i}]"))
             p.reject_unknown(["global_batch", "steps", "epochs"])
             if p.has("steps") == p.has("epochs"):
                 raise p.fail("steps", p.data.get("steps"), "exactly one of steps or epochs per point")
             points.append(ReferencePoint(
-                global_batch=p.integer("global_batch", minimum=1),
-                steps=p.integer("steps", None, minimum=1),
-                epochs=p.number("epochs", None, minimum=0, exclusive_min=True),
+                global_batch=p.integer("global_batch", minimum=1, maximum=10**9),
+                steps=p.integer("steps", None, minimum=1, maximum=10**12),
+                epochs=p.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
             ))
     workload = Workload(
-        dataset_samples=r.integer("dataset_samples", None, minimum=1),
-        epochs=r.number("epochs", None, minimum=0, exclusive_min=True),
-        tokens=r.number("tokens", None, minimum=0, exclusive_min=True),
+        dataset_samples=r.integer("dataset_samples", None, minimum=1, maximum=10**13),
+        epochs=r.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
+        tokens=r.number("tokens", None, minimum=0, exclusive_min=True, maximum=1e16),
         reference_points=tuple(points),
-        b_crit=r.number("b_crit", None, minimum=0, exclusive_min=True),
+        b_crit=r.number("b_crit", None, minimum=0, exclusive_min=True, maximum=1e12),
         early_stop_fraction=r.number("early_stop_fraction", wd["early_stop_fraction"], minimum=0.0, maximum=1.0, exclusive_min=True),
         eval_overhead=r.number("eval_overhead", wd["eval_overhead"], minimum=0.0, maximum=10.0),
         checkpoint_overhead=r.number("checkpoint_overhead", wd["checkpoint_overhead"], minimum=0.0, maximum=10.0),
@@ -372,7 +363,7 @@ def _hardware(r: Reader, known_gpu_ids: Iterable[str] | None) -> Hardware:
     gpus: tuple[str, ...] | None = None
     raw = r.raw("gpus", "all")
     if raw != "all":
-        items = r.list_of("gpus")
+        items = r.list_of("gpus", max_items=500)
         known = set(known_gpu_ids) if known_gpu_ids is not None else None
         for i, gid in enumerate(items):
             if not isinstance(gid, str):
@@ -381,16 +372,13 @@ def _hardware(r: Reader, known_gpu_ids: Iterable[str] | None) -> Hardware:
                 raise InputError(r.source, r.field(f"gpus[{i}]"), gid,
                                  "a known GPU profile id: " + ", ".join(sorted(known)))
         gpus = tuple(items)
-    counts = r.list_of("gpu_counts", list(hd["gpu_counts"]))
-    for i, c in enumerate(counts):
-        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 100_000:
-            raise InputError(r.source, r.field(f"gpu_counts[{i}]"), c, "an integer between 1 and 100000")
+    counts = r.integer_list("gpu_counts", list(hd["gpu_counts"]), minimum=1, maximum=100_000, max_items=64)
     return Hardware(
         gpus=gpus,
         gpu_counts=tuple(sorted(set(counts))),
         gpus_per_node=r.integer("gpus_per_node", hd["gpus_per_node"], minimum=1, maximum=64),
         inter_node_gb_per_s=r.number("inter_node_gb_per_s", hd["inter_node_gb_per_s"], minimum=0,
-                                     exclusive_min=True),
+                                     exclusive_min=True, maximum=100_000),
         cpu_workers_per_gpu=r.integer("cpu_workers_per_gpu", hd["cpu_workers_per_gpu"], minimum=0, maximum=1024),
         workspace_gib=r.number("workspace_gib", hd["workspace_gib"], minimum=0, maximum=1024),
     )
@@ -403,8 +391,8 @@ def _spot(s: Reader) -> SpotSettings:
         preemptions_per_instance_hour=s.number("preemptions_per_instance_hour", d["preemptions_per_instance_hour"],
                                                minimum=0, maximum=100),
         checkpoint_interval_min=s.number("checkpoint_interval_min", d["checkpoint_interval_min"], minimum=0,
-                                         exclusive_min=True),
-        restart_min=s.number("restart_min", d["restart_min"], minimum=0),
+                                         exclusive_min=True, maximum=1e5),
+        restart_min=s.number("restart_min", d["restart_min"], minimum=0, maximum=1e4),
     )
 
 
@@ -412,7 +400,8 @@ def _on_prem(o: Reader) -> OnPrem:
     d = defaults_of(OnPrem)
     o.reject_unknown(d)
     return OnPrem(
-        purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", d["purchase_usd_per_gpu"], minimum=0),
+        purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", d["purchase_usd_per_gpu"], minimum=0,
+                                      maximum=1e8),
         lifetime_years=o.number("lifetime_years", d["lifetime_years"], minimum=0, exclusive_min=True, maximum=50),
         fleet_utilisation=o.number("fleet_utilisation", d["fleet_utilisation"], minimum=0, exclusive_min=True,
                                    maximum=1),
@@ -431,7 +420,7 @@ def _pricing(r: Reader) -> Pricing:
         tier=r.string("tier", pd["tier"], TIERS),
         provider=r.string("provider", pd["provider"]),
         currency=currency.upper(),
-        exchange_rate=r.number("exchange_rate", pd["exchange_rate"], minimum=0, exclusive_min=True),
+        exchange_rate=r.number("exchange_rate", pd["exchange_rate"], minimum=1e-6, maximum=1e9),
         exchange_rate_as_of=r.date("exchange_rate_as_of", pd["exchange_rate_as_of"]),
         runs=r.integer("runs", pd["runs"], minimum=1, maximum=100_000),
         failure_overhead=r.number("failure_overhead", pd["failure_overhead"], minimum=0, maximum=10),
@@ -448,8 +437,9 @@ def _constraints(r: Reader) -> Constraints:
     d = defaults_of(Constraints)
     r.reject_unknown(d)
     return Constraints(
-        deadline_hours=r.number("deadline_hours", d["deadline_hours"], minimum=0, exclusive_min=True),
-        budget_usd=r.number("budget_usd", d["budget_usd"], minimum=0, exclusive_min=True),
+        deadline_hours=r.number("deadline_hours", d["deadline_hours"], minimum=0, exclusive_min=True,
+                                maximum=1e7),
+        budget_usd=r.number("budget_usd", d["budget_usd"], minimum=0, exclusive_min=True, maximum=1e12),
     )
 
 

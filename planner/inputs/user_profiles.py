@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from planner.inputs.atomic import atomic_write
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import (
     SCHEMA,
@@ -111,16 +110,10 @@ def save_profile(profile: GpuProfile, folder: str | Path | None = None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{profile.id}.yaml"
     text = yaml.safe_dump(_yaml_ready(profile_to_dict(profile)), sort_keys=False, allow_unicode=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".yaml", dir=root)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        try:
-            os.link(tmp, target)  # fails if the name is taken: a profile is never silently replaced
-        except FileExistsError:
-            raise InputError(str(target), "id", profile.id, "an id not already used by an added GPU profile") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+        atomic_write(target, text, if_exists="fail")  # a profile is never silently replaced
+    except FileExistsError:
+        raise InputError(str(target), "id", profile.id, "an id not already used by an added GPU profile") from None
     load_profile(target)  # what was written must load like any other profile
     return target
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from planner.inputs import loader
 
 CATALOG_PATH = Path(__file__).resolve().parent / "zoo_catalog.json"
 
 
 def load_catalog(path: str | Path = CATALOG_PATH) -> dict[str, dict]:
     """Zoo entries by model id, in zoo order; each is bench.zoo.ZooEntry as a dict."""
-    entries = json.loads(Path(path).read_text(encoding="utf-8"))
+    entries = loader.load_file(path, loader.CATALOG)
     return {entry["id"]: entry for entry in entries}
