@@ -7,6 +7,7 @@ import time
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeAlias
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -55,7 +56,10 @@ class ImageFolderDataset(Dataset):
         return torch.from_numpy(arr.copy()).permute(2, 0, 1).contiguous(), 0
 
 
-def per_sample_cpu_s(dataset: Dataset, n: int = 8) -> float:
+BenchDataset: TypeAlias = SyntheticDataset | ImageFolderDataset
+
+
+def per_sample_cpu_s(dataset: BenchDataset, n: int = 8) -> float:
     """Median time to produce one sample in this process."""
     times = []
     for i in range(min(n, len(dataset))):
@@ -90,6 +94,7 @@ def run(device: torch.device, batch_size: int = 32, batches: int = 10, cpu_cost_
         image_folder: str | None = None, workers: Iterable[int] = WORKERS, on_row=None) -> list[dict]:
     """The `dataloader` rows of a result file: {num_workers, pin_memory, per_sample_cpu_s, samples_per_s}."""
     length = batch_size * (batches + 1)
+    dataset: BenchDataset
     if image_folder:
         dataset = ImageFolderDataset(image_folder, length=length)
         source = f"image folder {image_folder} ({len(dataset.files)} files)"

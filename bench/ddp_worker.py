@@ -195,7 +195,7 @@ def run(cfg: dict) -> None:
     make_optimizer, lr = optimizer_factory(cfg["optimizer"], cfg["optimizer_impl"], cfg["lr"], dev.torch_device)
     config = harness.HarnessConfig(warmup=cfg["warmup"], steps=cfg["steps"], phase_steps=0)
 
-    t1_stats = None
+    t1_stats: dict | None = None
     if ctx.rank == 0:
         ctx.say(f"1 process, no DDP: {cfg['warmup']} + {cfg['steps']} steps (the other ranks wait)")
         raw = harness.measure(workload, plan, cfg["batch"], make_optimizer, config, dev)
@@ -237,6 +237,8 @@ def run(cfg: dict) -> None:
     busbw = busbw_sweep(ctx, sizes, cfg["busbw_budget_s"])
 
     if ctx.rank == 0:
+        if t1_stats is None:  # rank 0 measured it before DDP started
+            raise RuntimeError("rank 0 has no single-process step time")
         env, device_dir, problems = _environment(ctx, flags)
         devices = sorted({h["device"] for h in hosts})
         profile_id = env.get("gpu_profile_id") if len(devices) == 1 else None

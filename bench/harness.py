@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import torch
 
@@ -141,6 +142,9 @@ class CudaDevice:
             return True
         text = str(exc)
         return "out of memory" in text or "ALLOC_FAILED" in text
+
+
+Device: TypeAlias = CpuDevice | CudaDevice  # what the timing loop measures on (tests pass a CpuDevice with a fake clock)
 
 
 # ------------------------------------------------------------------ one configuration
@@ -304,17 +308,15 @@ def run_config(workload, plan: PrecisionPlan, batch_size: int, make_optimizer: C
     """(status, reason, raw): an OOM or a failing step becomes a status, never an exception (Ctrl-C still is)."""
     if plan.skip_reason:
         return "skipped", plan.skip_reason, None
-    status, reason = None, None
     try:
         raw = measure(workload, plan, batch_size, make_optimizer, config, device, clock, sampler)
     except Exception as exc:  # noqa: BLE001 - one bad configuration never ends the sweep
         status = "oom" if device.is_oom(exc) else "error"
         reason = f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        raw = None
-    if status is not None:
-        release(workload.model, device)
-        return status, reason[:500], None
-    return "ok", None, raw
+    else:
+        return "ok", None, raw
+    release(workload.model, device)
+    return status, reason[:500], None
 
 
 # ------------------------------------------------------------------ the result-file record
@@ -368,13 +370,12 @@ def to_record(precision: str, batch_size: int, status: str, reason: str | None, 
     row["device_used_bytes"] = raw.telemetry.device_used_bytes
     row["memory_breakdown_bytes"], more = memory_breakdown(raw, has_memory_stats)
     unmeasured.update(more)
-    if ctx.flops_per_sample:
-        row["achieved_tflops"] = ctx.flops_per_sample * batch_size / median / 1e12
-    else:
-        row["achieved_tflops"] = None
+    achieved_tflops = ctx.flops_per_sample * batch_size / median / 1e12 if ctx.flops_per_sample else None
+    row["achieved_tflops"] = achieved_tflops
+    if achieved_tflops is None:
         unmeasured["achieved_tflops"] = "the model's FLOPs per sample are unknown"
-    if row["achieved_tflops"] is not None and ctx.peak_tflops:
-        row["mfu"], row["mfu_peak_key"] = row["achieved_tflops"] / ctx.peak_tflops, ctx.peak_key
+    if achieved_tflops is not None and ctx.peak_tflops:
+        row["mfu"], row["mfu_peak_key"] = achieved_tflops / ctx.peak_tflops, ctx.peak_key
     else:
         row["mfu"], row["mfu_peak_key"] = None, None
         unmeasured["mfu"] = ctx.mfu_unmeasured_reason or "no peak TFLOPS for this precision"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -50,8 +52,9 @@ def _normal_init(model: nn.Module, std: float = 0.02) -> None:
     for m in model.modules():
         if isinstance(m, nn.Linear | nn.Embedding):
             nn.init.normal_(m.weight, std=std)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+            bias = m.bias if isinstance(m, nn.Linear) else None  # Embedding has none; Linear(bias=False) holds None
+            if bias is not None:
+                nn.init.zeros_(bias)
         elif isinstance(m, nn.LayerNorm | RMSNorm | nn.Conv2d):
             m.reset_parameters()
 
@@ -91,7 +94,8 @@ class VisionTransformer(nn.Module):
         # zero head.
         fan_in = self.conv_proj.in_channels * self.patch * self.patch
         nn.init.trunc_normal_(self.conv_proj.weight, std=math.sqrt(1 / fan_in))
-        nn.init.zeros_(self.conv_proj.bias)
+        if self.conv_proj.bias is not None:  # built with one (Conv2d's default)
+            nn.init.zeros_(self.conv_proj.bias)
         nn.init.zeros_(self.class_token)
         nn.init.normal_(self.pos_embedding, std=0.02)
         for m in self.layers.modules():
@@ -187,7 +191,8 @@ class GPT2(nn.Module):
     def init_weights(self) -> None:
         _normal_init(self)
         # GPT-2 paper: residual projections scaled by 1/sqrt(number of residual layers).
-        for block in self.h:
+        # nn.ModuleList is not generic: to mypy its items are plain Modules.
+        for block in cast("Iterable[_Gpt2Block]", self.h):
             for proj in (block.attn.out, block.c_proj):
                 nn.init.normal_(proj.weight, std=0.02 / math.sqrt(2 * len(self.h)))
 

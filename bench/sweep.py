@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -70,8 +72,15 @@ class Sweep:
     def __init__(self, args, cfg: dict):
         self.args, self.cfg = args, cfg
         self.progress = Progress(quiet=args.quiet, json_mode=args.progress_json)
-        self.path = None
-        self.data: dict | None = None
+        self.path: Path | None = None
+        self.data: dict[str, Any] | None = None  # the result document; prepare() makes it
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The result document, for the steps after prepare() (calling them before it is a bug here)."""
+        if self.data is None:
+            raise RuntimeError("Sweep.prepare() must run first")
+        return self.data
 
     # -------------------------------------------------------------- setup
     def prepare(self) -> None:
@@ -83,7 +92,7 @@ class Sweep:
         if facts["device"] == "cuda":
             if not 0 <= args.gpu_index < len(facts["gpus"]):
                 raise InputError("--gpu-index", None, args.gpu_index, f"0..{len(facts['gpus']) - 1}")
-            self.device = harness.CudaDevice(args.gpu_index)
+            self.device: harness.Device = harness.CudaDevice(args.gpu_index)
             gpu = facts["gpus"][args.gpu_index]
             self.profile = facts["_profiles"].get(gpu["profile_id"]) if gpu["profile_id"] else None
             device_dir = gpu["device_dir"]
@@ -193,7 +202,7 @@ class Sweep:
             peak = self.profile.peak_tflops_for(precision)
             if peak is None:
                 why = f"profile {self.profile.id} lists no {precision} peak (unsupported there)"
-        return harness.RecordContext(self.data["model"]["flops_per_sample"], peak, precision if peak else None,
+        return harness.RecordContext(self.doc["model"]["flops_per_sample"], peak, precision if peak else None,
                                      why, self.device.kind)
 
     def _reset_weights(self) -> None:
@@ -212,7 +221,7 @@ class Sweep:
         status, reason, raw = self._run(precision, batch, config, self.sampler)
         row = harness.to_record(precision, batch, status, reason, raw, self._context(precision), a.steps,
                                 self.device.has_memory_stats, note=self.plans[precision].note)
-        self.data["measurements"].append(row)
+        self.doc["measurements"].append(row)
         self.save(partial=True)
         median = row["step_time_s"]["median"] if row.get("step_time_s") else None
         if status in ("oom", "error"):
@@ -221,7 +230,7 @@ class Sweep:
         return row
 
     def max_batch(self, precision: str) -> dict:
-        entry = {"precision": precision, "max_batch": None, "trials": []}
+        entry: dict[str, Any] = {"precision": precision, "max_batch": None, "trials": []}
         plan = self.plans[precision]
         if self.device.kind != "cuda":
             entry["reason"] = "CPU: no device-memory limit to search (host memory is swapped, not exhausted)"
@@ -229,7 +238,7 @@ class Sweep:
             entry["reason"] = plan.skip_reason
         else:
             known = []
-            for m in self.data["measurements"]:
+            for m in self.doc["measurements"]:
                 if m["precision"] == precision and m["status"] == "ok" and m.get("peak_reserved_bytes"):
                     known.append(maxbatch.Trial(m["batch_size"], "ok", m["peak_reserved_bytes"]))
                 elif m["precision"] == precision and m["status"] == "oom":
@@ -245,12 +254,14 @@ class Sweep:
 
             harness.release(self.workload.model, self.device)
             capacity = self.device.capacity_bytes()
+            if capacity is None:  # only a CPU device has no limit, and the first branch took it
+                raise RuntimeError(f"the {self.device.kind} device reports no memory capacity to search")
             result = maxbatch.find_max_batch(trial, capacity, known=known, max_trials=self.args.max_batch_trials)
             entry.update(max_batch=result.max_batch, trials=result.trials_json(), converged=result.converged,
                          reason=result.reason, capacity_bytes=capacity, known_sizes=[t.batch_size for t in known])
             if result.fit:
                 entry["fit"] = {"intercept_bytes": result.fit[0], "bytes_per_sample": result.fit[1]}
-        self.data["max_batch"].append(entry)
+        self.doc["max_batch"].append(entry)
         self.save(partial=True)
         return entry
 
@@ -289,7 +300,7 @@ class Sweep:
         self.progress.notice("measuring the input pipeline (--dataloader)")
 
         def on_row(row: dict) -> None:
-            self.data["dataloader"].append(row)
+            self.doc["dataloader"].append(row)
             self.save(partial=True)
             rate = row["samples_per_s"]
             self.progress.notice(f"  workers {row['num_workers']}, pin_memory {row['pin_memory']}: "
@@ -311,12 +322,12 @@ class Sweep:
 
     def finish(self) -> None:
         self.progress.close()
-        table = summary_table(self.data["measurements"], self.data["max_batch"])
+        table = summary_table(self.doc["measurements"], self.doc["max_batch"])
         if not self.args.quiet:
             stream = sys.stderr if self.args.progress_json else sys.stdout
             print(table, file=stream)
         self.progress.warn(f"results: {self.path}")
-        self.progress.emit("done", path=str(self.path), partial=False, measurements=len(self.data["measurements"]))
+        self.progress.emit("done", path=str(self.path), partial=False, measurements=len(self.doc["measurements"]))
 
 
 def _utc_now() -> str:

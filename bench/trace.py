@@ -12,6 +12,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from typing import TypedDict
 
 from planner.inputs.errors import InputError
 from planner.inputs.resultfile import parse_result, result_path, write_result_atomic
@@ -106,6 +107,15 @@ def _model_options(args) -> dict:
 
 
 # --- building workloads ------------------------------------------------------------------------------------------
+class ModelMeta(TypedDict):
+    """What the result file's `model` block says about the traced model besides counts and FLOPs."""
+
+    name: str
+    family: str
+    input_desc: str
+    transformer: dict | None  # zoo transformers' shape (ZooEntry.transformer)
+
+
 def _workload_builder(model: str, options: dict):
     """(metadata dict, build() -> (module, make_batch, loss_fn)); zoo models are built on the meta device."""
     from bench import zoo
@@ -130,7 +140,8 @@ def _workload_builder(model: str, options: dict):
             build_custom()  # fail early on a bad spec
         except ValueError as exc:
             raise InputError(SOURCE, "--model", model, f"a loadable package.module:callable ({exc})") from None
-        meta = {"name": model, "family": "custom", "input_desc": f"custom workload {model}", "transformer": None}
+        meta: ModelMeta = {"name": model, "family": "custom", "input_desc": f"custom workload {model}",
+                           "transformer": None}
         return meta, build_custom
     try:
         entry = zoo.describe(model, **options)
@@ -203,7 +214,11 @@ def run_traces(args) -> tuple[dict | None, int]:
     meta, build = _workload_builder(args.model, _model_options(args))
     emulate_cuda = args.emulate == "cuda"
     dtypes = {"fp32": None, "tf32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-    measurements, flops, counts, notes, failed = [], None, None, [], 0
+    measurements: list[dict] = []
+    flops: float | None = None
+    counts: tuple[int, int] | None = None
+    notes: list[str] = []
+    failed = 0
     for precision in precisions:
         prepare = make_preparer(frozen_fraction=args.frozen_fraction, adapter=adapter, precision=precision,
                                 checkpointing=args.checkpointing)

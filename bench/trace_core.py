@@ -202,17 +202,23 @@ class StepTrace:
 def to_fake(model: nn.Module, dtype_for: Callable[[nn.Parameter], torch.dtype] | None = None) -> nn.Module:
     """Swap every parameter and buffer for an empty CPU tensor (a FakeTensor: call inside FakeTensorMode).
     Shared parameters stay shared."""
-    memo: dict[int, torch.Tensor] = {}
+    fake_params: dict[int, nn.Parameter] = {}
+    fake_buffers: dict[int, torch.Tensor] = {}
     for module in model.modules():
-        for group, make in ((module._parameters, True), (module._buffers, False)):
-            for name, t in list(group.items()):
-                if t is None:
-                    continue
-                if id(t) not in memo:
-                    dtype = dtype_for(t) if (make and dtype_for) else t.dtype
-                    new = torch.empty(t.shape, dtype=dtype, device="cpu")
-                    memo[id(t)] = nn.Parameter(new, requires_grad=t.requires_grad) if make else new
-                group[name] = memo[id(t)]
+        params, buffers = module._parameters, module._buffers
+        for name, p in list(params.items()):
+            if p is None:
+                continue
+            if id(p) not in fake_params:
+                new = torch.empty(p.shape, dtype=dtype_for(p) if dtype_for else p.dtype, device="cpu")
+                fake_params[id(p)] = nn.Parameter(new, requires_grad=p.requires_grad)
+            params[name] = fake_params[id(p)]
+        for name, t in list(buffers.items()):
+            if t is None:
+                continue
+            if id(t) not in fake_buffers:
+                fake_buffers[id(t)] = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+            buffers[name] = fake_buffers[id(t)]
     return model
 
 

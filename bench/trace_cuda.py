@@ -96,7 +96,7 @@ class CudaAutocast:
     def __init__(self) -> None:
         self.cache_enabled = True  # the tracer turns it off outside forward (CUDA clears it at autocast exit)
         self._cache: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
-        self._lib = None
+        self._lib: torch.library.Library | None = None
         self.unclassified: list[str] = []
 
     # --- casting rules (autocast_mode.h: cached_cast, prioritize, set_opt_dtype) ---------------------------
@@ -161,14 +161,14 @@ class CudaAutocast:
         cuda_ops, cpu_ops = registered_autocast_ops()
         table = cuda_policy_table()
         self.unclassified = sorted(cuda_ops - set(table))
-        self._lib = torch.library.Library("aten", "IMPL")
+        lib = self._lib = torch.library.Library("aten", "IMPL")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": intended, and undone
             for name, policy in table.items():
                 if name in cuda_ops:
-                    self._lib.impl(name, self._kernel(name, policy), _KEY)
+                    lib.impl(name, self._kernel(name, policy), _KEY)
             for name in sorted(cpu_ops - cuda_ops):
-                self._lib.impl(name, torch.library.fallthrough_kernel, _KEY)
+                lib.impl(name, torch.library.fallthrough_kernel, _KEY)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -17,14 +18,30 @@ from planner.vocab import TRACEABLE_OPTIMIZERS
 SOURCE = "bench trace"
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 ATTENTION_WORDS = ("attn", "attention")
+
+
+class SgdOptions(TypedDict, total=False):
+    lr: float
+    momentum: float
+    weight_decay: float
+
+
+class AdamOptions(TypedDict, total=False):  # Adam, AdamW and Adafactor
+    lr: float
+    weight_decay: float
+
+
 # Hyper-parameters only matter where they change allocations (weight decay adds a foreach temporary for SGD).
-OPTIMIZER_OPTIONS = {
+SGD_OPTIONS: dict[str, SgdOptions] = {
     "sgd": {"lr": 0.1},
     "sgd_momentum": {"lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4},  # torchvision's ResNet recipe
+}
+ADAM_OPTIONS: dict[str, AdamOptions] = {
     "adam": {"lr": 1e-3},
     "adamw": {"lr": 1e-3, "weight_decay": 0.01},
     "adafactor": {"lr": 1e-2},
 }
+OPTIMIZER_OPTIONS: dict[str, SgdOptions | AdamOptions] = {**SGD_OPTIONS, **ADAM_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -161,18 +178,19 @@ def make_optimizer_factory(name: str, impl: str) -> Callable[[list], torch.optim
         raise InputError(SOURCE, "--optimizer", name, "one of " + ", ".join(TRACEABLE_OPTIMIZERS) + hint)
     if impl not in ("foreach", "fused") or (impl == "fused" and name == "adafactor"):
         raise InputError(SOURCE, "--optimizer-impl", impl, "foreach, or fused for sgd/sgd_momentum/adam/adamw")
-    options = dict(OPTIMIZER_OPTIONS[name])
     # CUDA's default is foreach; on CPU torch would pick the per-tensor loop, so ask for it explicitly.
-    flag = {"fused": True} if impl == "fused" else {"foreach": True}
+    # None is torch's own default for the flag not asked for.
+    foreach, fused = (None, True) if impl == "fused" else (True, None)
 
     def make(params: list) -> torch.optim.Optimizer:
-        if name in ("sgd", "sgd_momentum"):
-            return torch.optim.SGD(params, **options, **flag)
+        if name in SGD_OPTIONS:
+            return torch.optim.SGD(params, **SGD_OPTIONS[name], foreach=foreach, fused=fused)
+        options = ADAM_OPTIONS[name]
         if name == "adam":
-            return torch.optim.Adam(params, **options, **flag)
+            return torch.optim.Adam(params, **options, foreach=foreach, fused=fused)
         if name == "adamw":
-            return torch.optim.AdamW(params, **options, **flag)
-        return torch.optim.Adafactor(params, **options, **flag)
+            return torch.optim.AdamW(params, **options, foreach=foreach, fused=fused)
+        return torch.optim.Adafactor(params, **options, foreach=foreach)  # fused Adafactor was refused above
 
     return make
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -70,6 +71,18 @@ class _Built:
 
 
 # --- construction helpers ------------------------------------------------------------------------------------
+@runtime_checkable
+class _SelfInitialising(Protocol):
+    """A zoo model with its own initialisation (the papers' schemes); others get each layer's default."""
+
+    def init_weights(self) -> None: ...
+
+
+@runtime_checkable
+class _Resettable(Protocol):
+    def reset_parameters(self) -> None: ...
+
+
 def _materialize(factory: Callable[[], nn.Module], device) -> nn.Module:
     """Build on the meta device, then allocate on `device` and initialise once (no double init, and "meta"
     stays free: describing LLaMA-7B allocates nothing)."""
@@ -80,11 +93,11 @@ def _materialize(factory: Callable[[], nn.Module], device) -> nn.Module:
         return model
     model = model.to_empty(device=device)
     with torch.no_grad():
-        if hasattr(model, "init_weights"):
+        if isinstance(model, _SelfInitialising):
             model.init_weights()
         else:
             for m in model.modules():
-                if hasattr(m, "reset_parameters"):
+                if isinstance(m, _Resettable):
                     m.reset_parameters()
     return model
 
@@ -381,6 +394,8 @@ def describe(model_id: str, **options) -> ZooEntry:
     params = sum(p.numel() for p in model.parameters())
     if built.palm_flops:
         t, s = built.transformer, built.seq_len
+        if t is None or s is None:
+            raise ValueError(f"{model_id}: the PaLM FLOPs formula needs the transformer shape and sequence length")
         flops = float((6 * params + 12 * t["layers"] * t["hidden"] * s) * s)
         convention = PALM_CONVENTION.format(seq_len=s)
     else:

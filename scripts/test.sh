@@ -20,4 +20,6 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&
   fi
 fi
 .venv/bin/ruff check .
+# Types: planner/, bench/ and ui/ with zero errors; the engine with --strict's flags (pyproject.toml [tool.mypy]).
+.venv/bin/mypy
 exec .venv/bin/python -m pytest -q "$@"

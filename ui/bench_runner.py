@@ -273,18 +273,19 @@ class BenchRun:
     # -------------------------------------------------------------- control
     def cancel(self, grace_s: float = 30.0) -> None:
         """SIGINT (bench saves a partial file); SIGTERM, then SIGKILL, if it is still running after grace_s."""
-        if self.proc is None or self.proc.poll() is not None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
             return
         self.cancelled = True
-        self.proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
 
         def escalate() -> None:
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 try:
-                    self.proc.wait(timeout=grace_s)
+                    proc.wait(timeout=grace_s)
                     return
                 except subprocess.TimeoutExpired:
-                    self.proc.send_signal(sig)
+                    proc.send_signal(sig)
 
         threading.Thread(target=escalate, daemon=True).start()
 
@@ -436,18 +437,22 @@ def _trace_outcome(python: str, code: int, stdout: str, stderr: str, elapsed_s: 
     # exit 2 with "No module named 'nope'" is a custom model that does not import, not a missing torch
     no_module = _NO_MODULE.search(stderr)
     missing = no_module.group(1) if no_module else (_missing_module(stderr) if code not in (0, 2) else None)
-    common = {"python": python, "code": code, "path": path, "summary": summary, "elapsed_s": elapsed_s}
+
+    def outcome(status: str, message: str, missing: str | None = None) -> TraceOutcome:
+        return TraceOutcome(status, python=python, code=code, path=path, message=message, summary=summary,
+                            missing=missing, elapsed_s=elapsed_s)
+
     if code == 0 and path:
-        return TraceOutcome("ok", message=message, **common)
+        return outcome("ok", message)
     if missing in _BENCH_NEEDS:
-        return TraceOutcome("no_torch", message=plain, missing=missing, **common)
+        return outcome("no_torch", plain, missing=missing)
     if code == 124:
-        return TraceOutcome("timeout", message=plain, **common)
+        return outcome("timeout", plain)
     if code == 2:
-        return TraceOutcome("bad_input", message=(said[-1] if said else "").removeprefix("error: "), **common)
+        return outcome("bad_input", (said[-1] if said else "").removeprefix("error: "))
     if code == 1 and path:
-        return TraceOutcome("some_failed", message=message, **common)
-    return TraceOutcome("failed", message=plain or f"exit status {code}, nothing said", **common)
+        return outcome("some_failed", message)
+    return outcome("failed", plain or f"exit status {code}, nothing said")
 
 
 def _run_trace_with(python: str, argv: list[str], timeout_s: float) -> tuple[int, str, str]:

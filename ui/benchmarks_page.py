@@ -30,8 +30,7 @@ REFRESH_S = 1.0
 
 def _results() -> tuple[list[ResultFile], list[str]]:
     inputs = page_data.inputs()
-    folders = [str(d) for d in inputs.result_dirs]
-    return list(inputs.results), [p for p in inputs.problems if any(p.startswith(d) for d in folders)]
+    return list(inputs.results), list(inputs.result_problems)
 
 
 def _browse(results: list[ResultFile], problems: list[str]) -> None:
@@ -88,8 +87,9 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
     if r.partial:
         st.warning(tr("pages.bench.partial_note"))
     rows = result_views.measurement_rows(r)
-    cols = ("precision", "batch", "status", "step_ms", "p10_ms", "p90_ms", "samples_per_s", "peak_gib", "reserved_gib",
-            "tflops", "mfu_pct", "gpu_util_pct", "power_w", "energy_j", "reason")
+    cols: tuple[str, ...] = ("precision", "batch", "status", "step_ms", "p10_ms", "p90_ms", "samples_per_s",
+                             "peak_gib", "reserved_gib", "tflops", "mfu_pct", "gpu_util_pct", "power_w", "energy_j",
+                             "reason")
     if r.is_traced:  # a trace has memory and FLOPs, no timing or telemetry: leave those columns out
         cols = ("precision", "batch", "status", "peak_gib", "reason")
     frame = pd.DataFrame([{tr(f"pages.bench.col.{c}"): row[c] for c in cols} for row in rows])
@@ -136,7 +136,7 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
 def _why(r: ResultFile, field: str) -> str:
     key = {"samples_per_s": "samples_per_s", "peak_gib": "peak_allocated_bytes", "mfu_pct": "mfu",
            "energy_j": "energy_j_per_step"}[field]
-    reasons = {m.unmeasured.get(key) for m in r.measurements if m.unmeasured.get(key)}
+    reasons = {str(m.unmeasured[key]) for m in r.measurements if m.unmeasured.get(key)}
     return "; ".join(sorted(reasons)) or tr("pages.bench.no_reason")
 
 
@@ -170,13 +170,14 @@ def _detect_panel() -> bench_runner.Detection:
     elif found.status != "ok":
         st.error(tr("pages.bench.detect_failed", python=_code(python), status=found.status, message=md(found.message)))
     elif found.device == "cuda":
+        facts = found.facts or {}  # not empty: it named the device
         rows = [{tr("pages.bench.col.index"): g.get("index"), tr("pages.bench.col.gpu"): g.get("name"),
                  tr("pages.bench.col.memory_gib"): round((g.get("total_memory_bytes") or 0) / 2**30, 1),
                  tr("pages.bench.col.capability"): g.get("capability"),
                  tr("pages.bench.col.profile"): g.get("profile_id") or tr("pages.bench.no_profile")}
                 for g in found.gpus]
-        st.success(trm("pages.bench.gpu_found", n=len(rows), torch=found.facts.get("torch"),
-                       cuda=found.facts.get("cuda") or "?"))
+        st.success(trm("pages.bench.gpu_found", n=len(rows), torch=facts.get("torch"),
+                       cuda=facts.get("cuda") or "?"))
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="bench_gpus")
         if any(not g.get("profile_id") for g in found.gpus):
             st.info(tr("pages.bench.unknown_gpu"))

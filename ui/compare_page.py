@@ -7,6 +7,7 @@ import re
 import pandas as pd
 import streamlit as st
 
+from planner.engine.estimates import cost_of
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import load_scenario_file
 from planner.present import compare, fmt
@@ -124,8 +125,8 @@ def _check(value: bool | None) -> str:
 
 def frontier_frame(points) -> pd.DataFrame:
     return pd.DataFrame([{tr("pages.compare.col.scenario"): p.label, tr("pages.compare.col.option"): option_label(p.option),
-                          tr("pages.compare.col.hours"): round(p.option.cost.hours, 2),
-                          tr("pages.compare.col.cost_usd"): round(p.option.cost.usd, 2),
+                          tr("pages.compare.col.hours"): round(cost_of(p.option).hours, 2),
+                          tr("pages.compare.col.cost_usd"): round(cost_of(p.option).usd, 2),
                           tr("pages.compare.col.recommended"): p.recommended,
                           tr("pages.compare.col.option_id"): p.option.id} for p in compare.frontier(points)])
 

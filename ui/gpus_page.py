@@ -96,6 +96,10 @@ def _on_override(known: list[str]) -> None:
     ss["_override_ok"] = (gpu, quote.provider, quote.instance, quote.usd_per_gpu_hour)
 
 
+def _on_remove_override(gpu_id: str, provider: str, instance: str, tier: str) -> None:
+    remove_price_override(gpu_id, provider, instance, tier)  # False (nothing removed) needs no message
+
+
 def _overrides(inputs, current, today: dt.date) -> None:
     ss = st.session_state
     loc = locale()
@@ -172,7 +176,7 @@ def _overrides(inputs, current, today: dt.date) -> None:
                        price=fmt.money(usd, "USD", loc, 2)))
     for i, q in enumerate(inputs.price_overrides.get(gpu.id, [])):
         st.button(tr("pages.gpus.ov_remove", provider=q.provider, instance=q.instance, tier=tr(f"common.tier.{q.tier}")),
-                  key=f"ov_remove_{gpu.id}_{i}", on_click=remove_price_override,
+                  key=f"ov_remove_{gpu.id}_{i}", on_click=_on_remove_override,
                   args=(gpu.id, q.provider, q.instance, q.tier))
     if plan is not None:
         _effect(plan, current, gpu)
@@ -316,9 +320,8 @@ def main() -> None:
     current, _ = page_data.current_scenario(list(inputs.profiles))
     st.title(tr("pages.gpus.title"))
     st.caption(tr("pages.gpus.tagline"))
-    for problem in inputs.problems:
-        if "gpu_profiles" in problem or "price_overrides" in problem:
-            st.warning(md(problem))
+    for problem in inputs.profile_problems + inputs.override_problems:  # the files this page shows
+        st.warning(md(problem))
     _table(inputs, today)
     _overrides(inputs, current, today)
     _add_profile(inputs)

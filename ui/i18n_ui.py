@@ -6,6 +6,7 @@ import threading
 
 import streamlit as st
 
+from planner.engine.notes import Note
 from planner.present.i18n import language_of, t
 from planner.present.notes import render_note
 from ui.state import LOCALE_KEY
@@ -41,7 +42,7 @@ def tr(key: str, **params: object) -> str:
     return t(key, locale(), **params)
 
 
-def note(text: str) -> str:
+def note(text: Note | str) -> str:
     """A planner note in the session's language (Note objects translate; plain text stays as it is)."""
     return render_note(text, locale())
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from planner.engine.estimates import Source
 from planner.present import fmt
 from planner.vocab import GIB
 from ui.i18n_ui import locale, tr, tr_or
@@ -25,7 +26,7 @@ def gib(x_bytes: float | None, digits: int = 1) -> str:
     return "—" if x_bytes is None else fmt.number(x_bytes / GIB, locale(), digits) + " GiB"
 
 
-def source_text(source) -> str:
+def source_text(source: Source | None) -> str:
     """'measured (file, date)' in the session's language; the detail stays as the planner wrote it."""
     if source is None:
         return "—"

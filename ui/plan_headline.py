@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
@@ -16,7 +16,7 @@ from ui.markup import gib, md, trm
 def closest_to_fitting(plan: Plan) -> PlanOption | None:
     """The option that misses by the least (required / usable smallest): what to show when nothing fits."""
     with_mem = [o for o in plan.options if o.memory is not None]
-    return min(with_mem, key=lambda o: o.memory.total / o.memory.usable, default=None)
+    return min(with_mem, key=lambda o: memory_of(o).total / memory_of(o).usable, default=None)
 
 
 def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
@@ -26,7 +26,7 @@ def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
     primary = plan.option(r.primary)
     if primary is None:
         return _no_recommendation(plan)
-    c, m = primary.cost, primary.memory
+    c, m = cost_of(primary), memory_of(primary)  # the primary is costed: it fits, has a cost and a price
     view = plan_view(plan, scenario, loc)
     st.subheader(md(view.headline))
     st.markdown(md(view.setting))
@@ -61,7 +61,7 @@ def _no_recommendation(plan: Plan) -> PlanOption | None:
         if o is None:
             st.error(tr("app.main.nothing_fits"))
             return None
-        m = o.memory
+        m = memory_of(o)
         st.error(trm("app.main.does_not_fit", option=option_label(o), needed=gib(m.total), usable=gib(m.usable),
                      capacity=gib(m.capacity), micro=o.micro_batch))
         cols = st.columns(3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, memory_of
 from planner.present.charts import memory_spec
 from ui.i18n_ui import locale, tr
 
@@ -17,7 +17,7 @@ def chart_settings(plan: Plan) -> list[tuple[str, int]]:
 def memory_options(plan: Plan, precision: str, n_gpus: int) -> list[PlanOption]:
     """The options drawn for one setting: one bar per GPU with a memory estimate, largest capacity first."""
     shown = [o for o in plan.options if o.precision == precision and o.n_gpus == n_gpus and o.memory is not None]
-    return sorted(shown, key=lambda o: -o.memory.capacity)
+    return sorted(shown, key=lambda o: -memory_of(o).capacity)
 
 
 def _gpu_and_batch(o: PlanOption) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import CostEstimate, Plan, PlanOption, cost_of
 from planner.engine.recommend import costed
 from planner.present import fmt
 from planner.vocab import GIB
@@ -20,24 +22,27 @@ COLUMNS = ("role", "gpu", "n_gpus", "precision", "fits", "micro_batch", "grad_ac
            "hours_low", "hours_high", "gpu_hours", "cost_usd", "cost_local", "price", "price_source", "energy_kwh",
            "notes", "option")
 
+_T = TypeVar("_T")
+
 
 def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
     """One row per option, numbers kept numeric (so columns sort), units in the headers, a source per figure."""
     r = plan.recommendation
-    currency = next((o.cost.currency for o in costed(plan.options)), "USD")
+    currency = next((cost_of(o).currency for o in costed(plan.options)), "USD")
     roles = {r.primary: tr("app.role.recommended"), r.runner_up: tr("app.role.runner_up")}
     texts: dict[object, str] = {}  # many options share a source or a note: translate each once
 
-    def once(key: object, make) -> str:
+    def once(key: object, make: Callable[[_T], str], arg: _T) -> str:
         if key not in texts:
-            texts[key] = make()
+            texts[key] = make(arg)
         return texts[key]
 
     def rank(o: PlanOption) -> tuple:
         # The picks first, then what can run from cheapest, then what has no price, then what does not fit.
         pick = 0 if o.id == r.primary else 1 if o.id == r.runner_up else 2
-        priced = o.cost is not None and o.cost.price is not None
-        return (pick, not o.fits, not priced, o.cost.usd if priced else 0.0, o.cost.hours if o.cost else 0.0)
+        c = o.cost
+        priced = c is not None and c.price is not None
+        return (pick, not o.fits, not priced, c.usd if c is not None and priced else 0.0, c.hours if c else 0.0)
 
     data: dict[str, list] = {c: [] for c in COLUMNS}
     for o in sorted(plan.options, key=rank):
@@ -50,12 +55,12 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
             "memory_gib": _round(m.total / GIB, 2) if m else None,
             "capacity_gib": _round(m.capacity / GIB, 1) if m else None,
             "headroom_pct": _round(100 * m.headroom, 1) if m else None,
-            "memory_source": once(m.source, lambda m=m: source_text(m.source)) if m else "—",
+            "memory_source": once(m.source, source_text, m.source) if m else "—",
             "step_s": _round(s.step_time_s, 4) if s else None,
             "samples_per_s": _round(s.samples_per_s, 1) if s else None,
-            "step_source": once(s.source, lambda s=s: source_text(s.source)) if s else "—",
+            "step_source": once(s.source, source_text, s.source) if s else "—",
             "steps": _round(conv.steps, 0) if conv else None,
-            "steps_source": once(conv.source, lambda conv=conv: source_text(conv.source)) if conv else "—",
+            "steps_source": once(conv.source, source_text, conv.source) if conv else "—",
             "hours": _round(c.hours, 2) if c else None,
             "hours_low": _round(c.hours_range[0], 2) if c else None,
             "hours_high": _round(c.hours_range[1], 2) if c else None,
@@ -63,9 +68,9 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
             "cost_usd": _round(c.usd, 2) if c else None,
             "cost_local": _round(c.amount_in_currency, 0) if c else None,
             "price": _round(c.price.usd_per_gpu_hour, 3) if c and c.price else None,
-            "price_source": once(c.price, lambda c=c: price_text(c)) if c else "—",
+            "price_source": once(c.price, price_text, c) if c else "—",
             "energy_kwh": _round(c.energy_kwh, 1) if c and c.energy_kwh is not None else None,
-            "notes": " · ".join(once(("note", n), lambda n=n: note(n)) for n in o.notes),
+            "notes": " · ".join(once(("note", n), note, n) for n in o.notes),
             "option": o.id,
         }
         for k, v in values.items():
@@ -77,7 +82,7 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
     return pd.DataFrame({headers[k]: v for k, v in data.items()})
 
 
-def price_text(c) -> str:
+def price_text(c: CostEstimate | None) -> str:
     if c is None or c.price is None:
         return "—"
     p = c.price
@@ -123,7 +128,7 @@ def render_table(plan: Plan) -> pd.DataFrame:
     for key, digits in TABLE_DIGITS:
         config[tr(f"app.col.{key}")] = st.column_config.NumberColumn(help=tr(f"app.col_help.{key}"))
         formats[tr(f"app.col.{key}")] = number_formatter(digits)
-    currency = next((o.cost.currency for o in costed(plan.options)), "USD")
+    currency = next((cost_of(o).currency for o in costed(plan.options)), "USD")
     formats[tr("app.col.cost_local", currency=currency)] = number_formatter(0)
     styled = df.style.format({c: f for c, f in formats.items() if c in df.columns}, na_rep="—")
     st.dataframe(styled, hide_index=True, column_config=config, height=min(420, 38 + 35 * max(1, len(df))),

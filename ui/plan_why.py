@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.engine.estimates import Plan, PlanOption
+from planner.engine.notes import Note
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
@@ -115,6 +116,6 @@ def render_why(plan: Plan, o: PlanOption | None, scenario: Scenario) -> None:
             st.markdown(tr("app.why.no_result_files"))
 
 
-def _bullets(items: Sequence[str]) -> None:
+def _bullets(items: Sequence[Note | str]) -> None:
     if items:
         st.markdown("\n".join(f"- {md(note(x))}" for x in items))

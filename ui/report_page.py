@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 
 import streamlit as st
@@ -11,6 +12,7 @@ from planner.inputs.errors import InputError
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from ui import page_data
 from ui.i18n_ui import LOCALES, locale, tr
+from ui.markup import md
 
 log = logging.getLogger("trainplan.app")
 PAPERS = ("A4", "Letter")
@@ -55,9 +57,12 @@ def file_stem(s: Scenario) -> str:
 def main() -> None:
     ss = st.session_state
     fingerprint = page_data.inputs_fingerprint()
-    known = list(page_data.inputs().profiles)
+    inputs = page_data.inputs()
+    known = list(inputs.profiles)
     st.title(tr("report.page.title"))
     st.caption(tr("report.page.intro"))
+    for problem in inputs.problems:  # a skipped profile, result file or price changes the report's numbers
+        st.warning(md(problem))
     try:
         scenario, _origin = page_data.current_scenario(known)
         today = dt.date.today().isoformat()
@@ -91,7 +96,7 @@ def main() -> None:
     for col, (kind, mime, name) in zip(cols, buttons, strict=False):
         with col:
             # Deferred: the file is made when clicked (a PDF takes about a second), then cached.
-            st.download_button(tr(f"report.page.{kind}"), data=lambda kind=kind: _render(kind, *args),
+            st.download_button(tr(f"report.page.{kind}"), data=functools.partial(_render, kind, *args),
                                file_name=name, mime=mime, key=f"report_dl_{kind}", on_click="ignore",
                                width="stretch")
     with cols[-1]:

@@ -41,11 +41,14 @@ def _with_current(options: Sequence, key: str) -> list:
 def _num(label_key: str, key: str, *, optional: bool = False, step: float | None = None, fmt: str | None = None,
          disabled: bool = False, help_key: str | None = None) -> None:
     lo, hi = state.BOUNDS[key]
-    kwargs = {"value": None} if optional else {}
-    st.number_input(tr(label_key), min_value=lo, max_value=hi, step=step if step is not None else (
-        1 if isinstance(lo, int) else None), format=fmt, key=key, disabled=disabled,
-        placeholder=tr("app.sidebar.placeholder_auto") if optional else None,
-        help=tr(help_key) if help_key else None, **kwargs)
+    step_by: float | None = step if step is not None else (1 if isinstance(lo, int) else None)
+    help_text = tr(help_key) if help_key else None
+    if optional:  # value=None: the field may be left empty ("auto")
+        st.number_input(tr(label_key), min_value=lo, max_value=hi, value=None, step=step_by, format=fmt, key=key,
+                        disabled=disabled, placeholder=tr("app.sidebar.placeholder_auto"), help=help_text)
+    else:
+        st.number_input(tr(label_key), min_value=lo, max_value=hi, step=step_by, format=fmt, key=key,
+                        disabled=disabled, help=help_text)
 
 
 # ---------------------------------------------------------------- callbacks (run before the script)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping, MutableMapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, overload
 
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import (
@@ -245,7 +245,7 @@ def format_ref_points(points: Iterable[Mapping[str, Any]]) -> str:
 
 def parse_ref_points(text: str) -> list[dict[str, Any]]:
     """'1024: 36 epochs' / '16384: 4000 steps', one point a line (Spanish 'épocas'/'pasos' too)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for i, line in enumerate((text or "").splitlines()):
         if not line.strip():
             continue
@@ -270,7 +270,25 @@ def parse_ref_points(text: str) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------- session state
 
-def seed_missing(session: MutableMapping[str, Any], values: Mapping[str, Any]) -> None:
+class Session(Protocol):
+    """The mapping operations used on the session: a dict[str, Any] (tests) and st.session_state both have them.
+
+    Not MutableMapping[str, Any]: Streamlit's SessionStateProxy is a MutableMapping[str | int, Any], and a mapping's
+    key type is invariant, so neither it nor a dict[str, Any] would be the other's kind of mapping.
+    """
+
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __setitem__(self, key: str, value: Any, /) -> None: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    @overload
+    def get(self, key: str, /) -> Any: ...
+    @overload
+    def get(self, key: str, default: Any, /) -> Any: ...
+    def setdefault(self, key: str, default: Any, /) -> Any: ...
+    def update(self, items: Iterable[tuple[str, Any]], /) -> None: ...
+
+
+def seed_missing(session: Session, values: Mapping[str, Any]) -> None:
     """Give every widget without a value its value from the scenario (first run, page switch, hidden widget)."""
     for key, value in values.items():
         if key not in session:
@@ -280,7 +298,7 @@ def seed_missing(session: MutableMapping[str, Any], values: Mapping[str, Any]) -
 MEMORY_KEY = "_widget_memory"  # last values of widgets that are now hidden (spot settings while on demand...)
 
 
-def hidden_keys(session: Mapping[str, Any]) -> set[str]:
+def hidden_keys(session: Session) -> set[str]:
     """Widgets the sidebar does not draw in this run, given the choices that show or hide them."""
     hidden: set[str] = set()
     if session.get("tier") != "spot":
@@ -299,7 +317,7 @@ def hidden_keys(session: Mapping[str, Any]) -> set[str]:
     return hidden
 
 
-def prepare_widgets(session: MutableMapping[str, Any]) -> None:
+def prepare_widgets(session: Session) -> None:
     """Before the widgets are drawn: fill missing values from the scenario, and give hidden widgets their last
     value (Streamlit forgets or reverts the value of a widget it did not draw in the previous run)."""
     values = to_widgets(session[BASE_KEY])
@@ -309,22 +327,22 @@ def prepare_widgets(session: MutableMapping[str, Any]) -> None:
     seed_missing(session, values)
 
 
-def remember_widgets(session: MutableMapping[str, Any]) -> None:
+def remember_widgets(session: Session) -> None:
     """After a run: keep the values of the widgets drawn, for when they are hidden later."""
     hidden = hidden_keys(session)
     session.setdefault(MEMORY_KEY, {}).update({k: session[k] for k in WIDGET_KEYS if k not in hidden and k in session})
 
 
-def apply_scenario(session: MutableMapping[str, Any], s: Scenario) -> None:
+def apply_scenario(session: Session, s: Scenario) -> None:
     """Make `s` the current scenario: base and every widget (uploads, examples, links)."""
     d = scenario_to_dict(s)
     session[BASE_KEY] = d
-    session.update(to_widgets(d))
+    session.update(to_widgets(d).items())
     session[LOCALE_KEY] = s.locale
     session[MEMORY_KEY] = {}
 
 
-def scenario_from_session(session: Mapping[str, Any], known_gpu_ids: Iterable[str]) -> Scenario:
+def scenario_from_session(session: Session, known_gpu_ids: Iterable[str]) -> Scenario:
     """Validate the widgets' scenario exactly as a scenario file would be; InputError names the field."""
     values = {k: session[k] for k in WIDGET_KEYS}
     d = from_widgets(session[BASE_KEY], values)

@@ -228,3 +228,18 @@ class ActivationLine:
     precision: str
     source: Source
     max_batch_measured: int | None = None
+
+
+def cost_of(option: PlanOption) -> CostEstimate:
+    """The cost of an option that has one (a costed or timed option); an option without one is a caller's bug."""
+    if option.cost is None:
+        raise ValueError(f"option {option.id} has no cost estimate")
+    return option.cost
+
+
+def memory_of(option: PlanOption) -> MemoryEstimate:
+    """The memory estimate of an option that has one (every option whose precision the GPU supports)."""
+    if option.memory is None:
+        raise ValueError(f"option {option.id} has no memory estimate")
+    return option.memory
+

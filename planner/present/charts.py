@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import MemoryEstimate, Plan, PlanOption
+from planner.engine.estimates import MemoryEstimate, Plan, PlanOption, cost_of, memory_of
 from planner.engine.recommend import costed, pareto_frontier
 from planner.present.fmt import babel_locale
 from planner.present.i18n import t
@@ -40,7 +40,7 @@ def top_options(plan: Plan, n: int | None = 10) -> list[PlanOption]:
     r = plan.recommendation
     picks = [oid for oid in (r.primary, r.runner_up, r.cheapest_within_deadline, r.fastest_within_budget) if oid]
     frontier = [o.id for o in pareto_frontier(pool)]
-    ranked = sorted(pool, key=lambda o: (o.cost.usd, o.cost.hours))
+    ranked = sorted(pool, key=lambda o: (cost_of(o).usd, cost_of(o).hours))
     ranked += [o for o in plan.options if o.fits and (o.cost is None or o.cost.price is None)]
     ranked += [o for o in plan.options if not o.fits]
     if n is None:
@@ -100,7 +100,7 @@ def _role(plan: Plan, o: PlanOption, locale: str | None) -> str:
 
 def plan_currency(plan: Plan) -> str:
     pool = costed(plan.options)
-    return pool[0].cost.currency if pool else "USD"
+    return cost_of(pool[0]).currency if pool else "USD"
 
 
 # ---------------------------------------------------------------- cost vs time
@@ -112,7 +112,7 @@ def cost_time_spec(plan: Plan, locale: str | None = "en", deadline_hours: float 
     currency = plan_currency(plan)
     frontier = {o.id for o in pareto_frontier(plan.options)}
     yes, no = t("report.chart.on_frontier", locale), t("report.chart.off_frontier", locale)
-    rows = [{"option": option_label(o), "hours": o.cost.hours, "cost": o.cost.amount_in_currency,
+    rows = [{"option": option_label(o), "hours": cost_of(o).hours, "cost": cost_of(o).amount_in_currency,
              "frontier": yes if o.id in frontier else no, "role": _role(plan, o, locale)}
             for o in costed(plan.options)]
     x_title = t("report.chart.hours_axis", locale)
@@ -143,8 +143,9 @@ def cost_time_spec(plan: Plan, locale: str | None = "en", deadline_hours: float 
                        "mark": {"type": "rule", "color": ACCENT, "strokeDash": [5, 4]},
                        "encoding": {"x": {"field": "hours", "type": "quantitative"}}})
     pool = costed(plan.options)
-    if budget_usd and pool and pool[0].cost.usd:
-        rate = pool[0].cost.amount_in_currency / pool[0].cost.usd
+    first = cost_of(pool[0]) if pool else None
+    if budget_usd and first is not None and first.usd:
+        rate = first.amount_in_currency / first.usd
         layers.append({"data": {"values": [{"cost": budget_usd * rate}]},
                        "mark": {"type": "rule", "color": ACCENT, "strokeDash": [2, 3]},
                        "encoding": {"y": {"field": "cost", "type": "quantitative"}}})
@@ -162,7 +163,7 @@ def memory_rows(options: Sequence[PlanOption], locale: str | None = "en",
     fits, no_fit = t("app.chart.fits", locale), t("app.chart.no_fit", locale)
     rows = []
     for rank, o in enumerate(o for o in options if o.memory is not None):
-        m = o.memory
+        m = memory_of(o)
         common = {"gpu": label(o), "rank": rank, "capacity": round(m.capacity / GIB, 2),
                   "usable": round(m.usable / GIB, 2), "total": round(m.total / GIB, 2),
                   "status": fits if o.fits else no_fit, "fits": bool(o.fits)}
@@ -230,11 +231,11 @@ def gpu_count_spec(plan: Plan, locale: str | None = "en") -> dict:
     primary = plan.option(plan.recommendation.primary)
     precision = primary.precision if primary else (pool[0].precision if pool else None)
     gpus: list[str] = [primary.gpu_id] if primary else []
-    for o in sorted(pool, key=lambda o: (o.cost.usd, o.cost.hours)):
+    for o in sorted(pool, key=lambda o: (cost_of(o).usd, cost_of(o).hours)):
         if o.gpu_id not in gpus and o.precision == precision:
             gpus.append(o.gpu_id)
     gpus = gpus[:MAX_GPUS_IN_COUNT_CHART]
-    rows = [{"gpu": o.gpu_name, "n": o.n_gpus, "hours": o.cost.hours, "cost": o.cost.amount_in_currency}
+    rows = [{"gpu": o.gpu_name, "n": o.n_gpus, "hours": cost_of(o).hours, "cost": cost_of(o).amount_in_currency}
             for o in pool if o.gpu_id in gpus and o.precision == precision]
     x = {"field": "n", "type": "ordinal", "title": t("report.chart.gpus_axis", locale), "axis": {"labelAngle": 0}}
     colour = {"field": "gpu", "type": "nominal", "title": None, "sort": [

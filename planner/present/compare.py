@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.engine.recommend import costed, pareto_frontier
+from planner.inputs.atomic import atomic_write
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import Scenario, dump_scenario_yaml, load_scenario_file
 from planner.inputs.userdata import user_scenarios_dir
@@ -52,15 +51,7 @@ def save_scenario(scenario: Scenario, name: str | None = None, folder: str | Pat
     scenario = replace(scenario, name=name)
     root = Path(folder) if folder is not None else user_scenarios_dir()
     root.mkdir(parents=True, exist_ok=True)
-    target = root / scenario_file_name(name)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".yaml", dir=root)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dump_scenario_yaml(scenario))
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return target
+    return atomic_write(root / scenario_file_name(name), dump_scenario_yaml(scenario))
 
 
 def list_saved(folder: str | Path | None = None,
@@ -143,7 +134,7 @@ def summarize(item: Compared) -> Summary:
         label=item.label, model=s.model.name or "custom",
         n_options=len(plan.options), n_fit=sum(1 for o in plan.options if o.fits),
         primary=primary, runner_up=runner,
-        hours=c.hours if c else None, hours_range=tuple(c.hours_range) if c else None,
+        hours=c.hours if c else None, hours_range=c.hours_range if c else None,
         cost_usd=c.usd if c else None, cost_local=c.amount_in_currency if c else None,
         currency=c.currency if c else s.pricing.currency, gpu_hours=c.gpu_hours if c else None,
         within_deadline=None if c is None or deadline is None else c.hours <= deadline,
@@ -168,20 +159,24 @@ def cost_time_points(items: Sequence[Compared]) -> list[Point]:
     """Every costed option of every scenario; on_frontier = no option of any compared scenario dominates it (USD)."""
     pool: list[tuple[Compared, PlanOption]] = [(it, o) for it in items for o in costed(it.plan.options)]
     # pareto_frontier keeps one option of an exact tie; every option at a frontier point is just as good.
-    best = {(o.cost.hours, o.cost.usd) for o in pareto_frontier([o for _, o in pool])}
-    return [Point(it.label, o, (o.cost.hours, o.cost.usd) in best, o.id == it.plan.recommendation.primary)
-            for it, o in pool]
+    best = {_hours_usd(o) for o in pareto_frontier([o for _, o in pool])}
+    return [Point(it.label, o, _hours_usd(o) in best, o.id == it.plan.recommendation.primary) for it, o in pool]
 
 
 def frontier(points: Sequence[Point]) -> list[Point]:
     """The frontier points, fastest first."""
-    return sorted((p for p in points if p.on_frontier), key=lambda p: (p.option.cost.hours, p.option.cost.usd))
+    return sorted((p for p in points if p.on_frontier), key=lambda p: _hours_usd(p.option))
 
 
 def dominated(a: PlanOption, b: PlanOption) -> bool:
     """True when b is at least as fast and as cheap as a, and strictly better in one."""
-    return (b.cost.hours <= a.cost.hours and b.cost.usd <= a.cost.usd
-            and (b.cost.hours < a.cost.hours or b.cost.usd < a.cost.usd))
+    (ha, ua), (hb, ub) = _hours_usd(a), _hours_usd(b)
+    return hb <= ha and ub <= ua and (hb < ha or ub < ua)
+
+
+def _hours_usd(o: PlanOption) -> tuple[float, float]:
+    c = cost_of(o)
+    return c.hours, c.usd
 
 
 # ---------------------------------------------------------------- scaling: time and cost vs GPU count
@@ -233,16 +228,18 @@ def scaling_rows(items: Sequence[Compared], gpu_id: str, precision: str) -> list
         opts = sorted((o for o in it.plan.options if o.gpu_id == gpu_id and o.precision == precision),
                       key=lambda o: o.n_gpus)
         base = next((o for o in opts if o.fits and o.cost is not None and o.cost.price is not None), None)
+        base_cost = cost_of(base) if base is not None else None
         for o in opts:
             c = o.cost if o.fits else None
-            speedup = base.cost.hours / c.hours if base is not None and c is not None and c.hours else None
+            speedup = (base_cost.hours / c.hours if base is not None and base_cost is not None and c is not None
+                       and c.hours else None)
             rows.append(ScalingRow(
                 label=it.label, gpu_name=o.gpu_name, precision=o.precision, n_gpus=o.n_gpus, fits=o.fits,
                 hours=c.hours if c else None, cost_usd=c.usd if c else None, gpu_hours=c.gpu_hours if c else None,
                 speedup=speedup,
-                efficiency=speedup * base.n_gpus / o.n_gpus if speedup is not None else None,
+                efficiency=speedup * base.n_gpus / o.n_gpus if speedup is not None and base is not None else None,
                 comm_efficiency=o.scaling.efficiency if o.scaling is not None and o.fits else None,
-                cost_ratio=c.usd / base.cost.usd if c is not None and base is not None and base.cost.usd else None,
+                cost_ratio=c.usd / base_cost.usd if c is not None and base_cost is not None and base_cost.usd else None,
             ))
     return rows
 
@@ -267,6 +264,8 @@ def verdicts(rows: Sequence[ScalingRow]) -> list[Verdict]:
         if len(mine) < 2:
             continue
         small, large = mine[0], mine[-1]
+        if large.speedup is None or large.efficiency is None:  # kept out by the filter above; says so to mypy
+            continue
         out.append(Verdict(label, large.gpu_name, small.n_gpus, large.n_gpus, large.speedup,
                            large.cost_ratio if large.cost_ratio is not None else math.nan, large.efficiency))
     return out
@@ -291,7 +290,7 @@ def cost_time_chart(points: Sequence[Point], locale: str | None = "en",
 
     yes, no = t("pages.compare.chart.on_frontier", locale), t("pages.compare.chart.off_frontier", locale)
     rows = [{"scenario": p.label, "option": option_label(p.option), "option_id": p.option.id,
-             "hours": p.option.cost.hours, "usd": p.option.cost.usd, "frontier": yes if p.on_frontier else no,
+             "hours": cost_of(p.option).hours, "usd": cost_of(p.option).usd, "frontier": yes if p.on_frontier else no,
              "recommended": p.recommended} for p in points]
     x_title = t("pages.compare.chart.hours_axis", locale)
     y_title = t("pages.compare.chart.cost_axis", locale)

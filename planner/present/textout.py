@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.present.notes import english
 from planner.present.viewmodel import trade_off
 from planner.vocab import GIB
@@ -83,7 +83,7 @@ def recommendation_lines(plan: Plan) -> list[str]:
     primary = plan.option(r.primary)
     if primary is None:
         return [f"Recommendation: none ({r.reason})"]
-    c = primary.cost
+    c = cost_of(primary)
     out = [f"Recommendation: {primary.id} (micro-batch {primary.micro_batch} x {primary.grad_accum} accumulation): "
            f"{_fmt(c.hours)} h [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}], {_money(c.usd)} USD "
            f"({_money(c.amount_in_currency)} {c.currency}) — {r.reason}"]

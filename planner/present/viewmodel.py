@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.engine.recommend import costed
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
@@ -84,13 +84,13 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
 
 
 def time_range(o: PlanOption, locale: str) -> str:
-    lo, hi = o.cost.hours_range
+    lo, hi = cost_of(o).hours_range
     return t("report.range", locale, low=fmt.hours(lo, locale), high=fmt.hours(hi, locale))
 
 
 def cost_text(o: PlanOption, locale: str) -> str:
     """'€1.234 (US$1.345)' in a foreign currency; '$1,234' in USD."""
-    c = o.cost
+    c = cost_of(o)
     usd = fmt.money(c.usd, "USD", locale)
     if c.currency == "USD":
         return usd
@@ -98,7 +98,7 @@ def cost_text(o: PlanOption, locale: str) -> str:
 
 
 def cost_range_text(o: PlanOption, locale: str) -> str:
-    c = o.cost
+    c = cost_of(o)
     lo, hi = c.amount_range_in_currency
     return t("report.range", locale, low=fmt.money(lo, c.currency, locale), high=fmt.money(hi, c.currency, locale))
 
@@ -108,7 +108,7 @@ def deadline_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str
     if deadline is None:
         return t("summary.no_deadline", locale)
     d = fmt.hours(deadline, locale)
-    hours, high = o.cost.hours, o.cost.hours_range[1]
+    hours, high = cost_of(o).hours, cost_of(o).hours_range[1]
     if high <= deadline:
         return t("summary.deadline_safe", locale, deadline=d)
     if hours <= deadline:
@@ -122,7 +122,7 @@ def budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
     if budget is None:
         return t("summary.no_budget", locale)
     b = fmt.money(budget, "USD", locale)
-    usd, high = o.cost.usd, o.cost.usd_range[1]
+    usd, high = cost_of(o).usd, cost_of(o).usd_range[1]
     if high <= budget:
         return t("summary.budget_safe", locale, budget=b)
     if usd <= budget:
@@ -140,8 +140,8 @@ def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) 
 
 def trade_off(a: PlanOption, b: PlanOption, locale: str) -> str:
     """How b compares with a: '2.1× faster for 1.4× the cost', '2,1× más rápida por 1,4× el costo'."""
-    speed = a.cost.hours / b.cost.hours if b.cost.hours else float("inf")
-    price = b.cost.usd / a.cost.usd if a.cost.usd else float("inf")
+    speed = cost_of(a).hours / cost_of(b).hours if cost_of(b).hours else float("inf")
+    price = cost_of(b).usd / cost_of(a).usd if cost_of(a).usd else float("inf")
     if speed >= 1:
         return t("summary.trade.faster", locale, speed=fmt.number(speed, locale, 1),
                  price=fmt.number(price, locale, 1))
@@ -153,11 +153,11 @@ def runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str)
     if runner is None:
         return t("summary.no_runner_up", locale)
     return t("summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
-             hours=fmt.hours(runner.cost.hours, locale), cost=cost_text(runner, locale))
+             hours=fmt.hours(cost_of(runner).hours, locale), cost=cost_text(runner, locale))
 
 
 def _fastest_sentence(scenario: Scenario, primary: PlanOption, fastest: PlanOption | None, locale: str) -> str:
     if scenario.constraints.budget_usd is None or fastest is None or fastest.id == primary.id:
         return ""
     return t("summary.fastest_in_budget", locale, option=option_label(fastest),
-             hours=fmt.hours(fastest.cost.hours, locale))
+             hours=fmt.hours(cost_of(fastest).hours, locale))

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from planner import __version__
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
 from planner.engine.recommend import costed, pareto_frontier
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
@@ -107,7 +107,7 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
 def _key_figures(scenario: Scenario, o: PlanOption | None, locale: str) -> list[tuple[str, str]]:
     if o is None:
         return [(t("report.kf.recommendation", locale), t("report.kf.none", locale))]
-    c = o.cost
+    c = cost_of(o)
     out = [
         (t("report.kf.recommendation", locale), option_label(o)),
         (t("report.kf.time", locale), f"{fmt.hours(c.hours, locale)} ({time_range(o, locale)})"),
@@ -200,7 +200,7 @@ def _charts(plan: Plan, scenario: Scenario, shown: list[PlanOption], locale: str
 
     out = []
     if costed(plan.options):
-        pts = "; ".join(f"{option_label(o)}: {fmt.hours(o.cost.hours, locale)}, {cost_text(o, locale)}"
+        pts = "; ".join(f"{option_label(o)}: {fmt.hours(cost_of(o).hours, locale)}, {cost_text(o, locale)}"
                         for o in pareto_frontier(plan.options))
         out.append(ChartItem("cost_time", t("report.chart.cost_time_title", locale),
                              t("report.chart.cost_time_alt", locale, points=pts),
@@ -208,8 +208,8 @@ def _charts(plan: Plan, scenario: Scenario, shown: list[PlanOption], locale: str
                                   scenario.constraints.budget_usd)))
     with_memory = [o for o in shown if o.memory is not None][:charts.MAX_OPTIONS_IN_MEMORY_CHART]
     if with_memory:
-        parts = "; ".join(f"{option_label(o)}: {fmt.number(o.memory.total / GIB, locale)} / "
-                          f"{fmt.number(o.memory.capacity / GIB, locale)} GiB" for o in with_memory)
+        parts = "; ".join(f"{option_label(o)}: {fmt.number(memory_of(o).total / GIB, locale)} / "
+                          f"{fmt.number(memory_of(o).capacity / GIB, locale)} GiB" for o in with_memory)
         out.append(ChartItem("memory", t("report.chart.memory_title", locale),
                              t("report.chart.memory_alt", locale, parts=parts),
                              spec(charts.memory_spec, with_memory)))

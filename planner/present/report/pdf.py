@@ -82,11 +82,15 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
         pngs = chart_pngs or {}
         images = []
         for c in model.charts:
-            png = pngs.get(c.key) or to_png(c.spec)
+            png = pngs.get(c.key)
+            if png is None:
+                if c.spec is None:
+                    continue  # a words-only chart (built for Markdown): nothing to draw
+                png = to_png(c.spec)
             px_w, px_h = png_size(png)
             width = min(pdf.epw, px_w / PNG_SCALE * PX_TO_MM)
             images.append((c, png, width, width * px_h / px_w))
-        if pdf.get_y() + 14 + images[0][3] > pdf.page_break_trigger:
+        if images and pdf.get_y() + 14 + images[0][3] > pdf.page_break_trigger:
             pdf.add_page()  # keep the heading with its first chart
         w.heading(h["charts"])
         for c, png, width, height in images:
