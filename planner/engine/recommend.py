@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.engine.estimates import CostEstimate, PlanOption, Recommendation
+from planner.engine.estimates import PlanOption, Recommendation, cost_of
 from planner.inputs.scenario import Constraints
 from planner.vocab import PRECISION_PREFERENCE
 
@@ -14,32 +14,16 @@ def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
     return [o for o in options if o.fits and o.cost is not None and o.cost.price is not None]
 
 
-def _cost(o: PlanOption) -> CostEstimate:
-    """The cost of an option `costed` kept; the functions below compare only those."""
-    if o.cost is None:
-        raise ValueError(f"option {o.id} has no cost estimate to compare")
-    return o.cost
-
-
 def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
     """Options no other option beats on both hours and cost (ties keep the first), fastest first."""
-    pts = sorted(costed(options), key=lambda o: (_cost(o).hours, _cost(o).usd, PRECISION_PREFERENCE.get(o.precision, 9)))
+    pts = sorted(costed(options), key=lambda o: (cost_of(o).hours, cost_of(o).usd, PRECISION_PREFERENCE.get(o.precision, 9)))
     frontier: list[PlanOption] = []
     best_usd = float("inf")
     for o in pts:
-        if _cost(o).usd < best_usd:
+        if cost_of(o).usd < best_usd:
             frontier.append(o)
-            best_usd = _cost(o).usd
+            best_usd = cost_of(o).usd
     return frontier
-
-
-def trade_off_text(a: PlanOption, b: PlanOption) -> str:
-    """How b compares with a, in words: '2.1x faster for 1.4x the cost'."""
-    speed = _cost(a).hours / _cost(b).hours if _cost(b).hours else float("inf")
-    price = _cost(b).usd / _cost(a).usd if _cost(a).usd else float("inf")
-    if speed >= 1:
-        return f"{speed:.1f}x faster for {price:.1f}x the cost"
-    return f"{1 / speed:.1f}x slower for {price:.2f}x the cost"
 
 
 def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recommendation:
@@ -50,8 +34,8 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
         return Recommendation(None, None, None, None, reason)
     deadline = constraints.deadline_hours
     budget = constraints.budget_usd
-    in_deadline = [o for o in pool if deadline is None or _cost(o).hours <= deadline]
-    in_budget = [o for o in pool if budget is None or _cost(o).usd <= budget]
+    in_deadline = [o for o in pool if deadline is None or cost_of(o).hours <= deadline]
+    in_budget = [o for o in pool if budget is None or cost_of(o).usd <= budget]
     cheapest_in_deadline = min(in_deadline, key=_cheapest_key, default=None)
     fastest_in_budget = _fastest(in_budget)
     if cheapest_in_deadline is not None:
@@ -61,13 +45,11 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
     else:
         primary = min(pool, key=_cheapest_key)
         reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
-    if budget is not None and _cost(primary).usd > budget:
+    if budget is not None and cost_of(primary).usd > budget:
         reason += f"; over the {budget:,.0f} USD budget"
-    if deadline is not None and _cost(primary).hours <= deadline < _cost(primary).hours_range[1]:
-        reason += f"; at the high end of its range ({_cost(primary).hours_range[1]:,.1f} h) it misses the deadline"
+    if deadline is not None and cost_of(primary).hours <= deadline < cost_of(primary).hours_range[1]:
+        reason += f"; at the high end of its range ({cost_of(primary).hours_range[1]:,.1f} h) it misses the deadline"
     runner = _runner_up(primary, pareto_frontier(pool))
-    if runner is not None:
-        reason += f"; runner-up {runner.id} is {trade_off_text(primary, runner)}"
     return Recommendation(
         primary=primary.id,
         runner_up=runner.id if runner else None,
@@ -87,19 +69,19 @@ FASTEST_TIE_FRACTION = 0.02
 def _fastest(pool: list[PlanOption]) -> PlanOption | None:
     if not pool:
         return None
-    best_hours = min(_cost(o).hours for o in pool)
-    near = [o for o in pool if _cost(o).hours <= best_hours * (1 + FASTEST_TIE_FRACTION)]
+    best_hours = min(cost_of(o).hours for o in pool)
+    near = [o for o in pool if cost_of(o).hours <= best_hours * (1 + FASTEST_TIE_FRACTION)]
     return min(near, key=_cheapest_key)
 
 
 def _cheapest_key(o: PlanOption) -> tuple[float, float, int]:
-    return (round(_cost(o).usd, 6), round(_cost(o).hours, 6), PRECISION_PREFERENCE.get(o.precision, 9))
+    return (round(cost_of(o).usd, 6), round(cost_of(o).hours, 6), PRECISION_PREFERENCE.get(o.precision, 9))
 
 
 def _runner_up(primary: PlanOption, frontier: list[PlanOption]) -> PlanOption | None:
     """The next frontier point: the closest faster one, else the closest cheaper one."""
-    faster = [o for o in frontier if _cost(o).hours < _cost(primary).hours and o.id != primary.id]
+    faster = [o for o in frontier if cost_of(o).hours < cost_of(primary).hours and o.id != primary.id]
     if faster:
-        return max(faster, key=lambda o: _cost(o).hours)
+        return max(faster, key=lambda o: cost_of(o).hours)
     slower = [o for o in frontier if o.id != primary.id]
-    return min(slower, key=lambda o: _cost(o).hours, default=None)
+    return min(slower, key=lambda o: cost_of(o).hours, default=None)
