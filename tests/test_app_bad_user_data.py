@@ -77,3 +77,27 @@ def test_the_plan_page_still_plans_when_the_broken_file_is_not_needed(home, kind
     at = _open("plan")
     assert not at.exception, [e.value for e in at.exception]
     assert any(s.value.replace("\\", "").startswith("Recommended: ") for s in at.subheader)
+
+
+def test_train_for_tokens_with_a_model_without_a_sequence_length_names_the_field(home):
+    """Issue 13: 'Train for: tokens' with a CNN was an internal error; now the page names the field to fix."""
+    at = _open("plan")
+    at.radio(key="work_kind").set_value("tokens").run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "workload.tokens" in errors and "sequence length" in errors
+    assert "internal" not in errors.lower()
+
+
+def test_tokens_with_a_cnn_is_bad_input_in_the_cli(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("TRAINPLAN_HOME", str(tmp_path / "home"))
+    text = (ROOT / "scenarios" / "resnet50-imagenet.yaml").read_text(encoding="utf-8")
+    scenario = tmp_path / "cnn-tokens.yaml"
+    scenario.write_text(text.replace("epochs: 90", "tokens: 1.0e9"), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "planner", str(scenario), "--no-user-data"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "workload.tokens" in done.stderr and "Traceback" not in done.stderr

@@ -128,7 +128,7 @@ def test_a_link_to_an_impossible_plan_says_does_not_fit(app_url, browser):
     from dataclasses import replace
 
     from planner.inputs.scenario import load_scenario_file
-    from ui.state import URL_PARAM, encode_scenario
+    from ui.url_codec import URL_PARAM, encode_scenario
 
     base = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
     impossible = replace(base, name="ResNet-50, micro-batch 256 in fp32 on a T4",

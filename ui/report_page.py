@@ -10,7 +10,7 @@ import streamlit as st
 
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
-from ui import page_data
+from ui import page_data, scenario_files
 from ui.i18n_ui import LOCALES, locale, tr
 from ui.markup import md
 
@@ -45,11 +45,6 @@ def locale_name(loc: str) -> str:
     from planner.present.fmt import babel_locale
 
     return f"{Locale.parse(babel_locale(loc)).get_display_name()} · {loc}"
-
-
-def file_stem(s: Scenario) -> str:
-    stem = "".join(ch if ch.isalnum() else "-" for ch in s.name.lower()).strip("-")
-    return ("-".join(filter(None, stem.split("-"))) or "plan")[:60]
 
 
 # ---------------------------------------------------------------- the page
@@ -87,11 +82,11 @@ def main() -> None:
         st.radio(tr("report.page.paper"), PAPERS, key="report_paper", horizontal=True)
     loc, all_options, paper = ss["report_locale"], bool(ss["report_all_options"]), ss["report_paper"]
     args = (scenario_yaml, fingerprint, today, loc, all_options, paper, scenario)
-    stem = f"{file_stem(scenario)}-{loc}"
+    stem = f"{scenario_files.file_stem(scenario)}-{loc}"
 
     st.subheader(tr("report.page.downloads"))
     buttons = (("html", "text/html", f"{stem}.html"), ("pdf", "application/pdf", f"{stem}.pdf"),
-               ("markdown", "text/markdown", f"{stem}.md"), ("csv", "text/csv", f"{file_stem(scenario)}-options.csv"))
+               ("markdown", "text/markdown", f"{stem}.md"), ("csv", "text/csv", f"{scenario_files.file_stem(scenario)}-options.csv"))
     cols = st.columns(len(buttons) + 1)
     for col, (kind, mime, name) in zip(cols, buttons, strict=False):
         with col:
@@ -100,7 +95,7 @@ def main() -> None:
                                file_name=name, mime=mime, key=f"report_dl_{kind}", on_click="ignore",
                                width="stretch")
     with cols[-1]:
-        st.download_button(tr("report.page.yaml"), data=scenario_yaml, file_name=f"{file_stem(scenario)}.yaml",
+        st.download_button(tr("report.page.yaml"), data=scenario_yaml, file_name=f"{scenario_files.file_stem(scenario)}.yaml",
                            mime="application/x-yaml", key="report_dl_yaml", on_click="ignore", width="stretch")
 
     st.subheader(tr("report.page.preview"))

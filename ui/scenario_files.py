@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from planner.inputs.errors import InputError
+from planner.inputs.filenames import slug
 from planner.inputs.scenario import (
     Scenario,
     dump_scenario_yaml,
@@ -21,10 +22,14 @@ def scenario_from_upload(name: str, data: bytes, known_gpu_ids: Iterable[str]) -
     return load_scenario_bytes(data, name, known_gpu_ids)
 
 
+def file_stem(s: Scenario) -> str:
+    """The stem of a report or options download: 'resnet-50-on-imagenet-1k-90-epochs'."""
+    return slug(s.name, max_chars=60, default="plan")
+
+
 def scenario_file_name(s: Scenario) -> str:
     """'ResNet-50 on ImageNet-1k (90 epochs)' -> 'resnet-50-on-imagenet-1k-90-epochs.yaml'."""
-    stem = "-".join(filter(None, "".join(ch if ch.isalnum() else "-" for ch in s.name.lower()).split("-")))
-    return (stem or "scenario")[:60] + ".yaml"
+    return slug(s.name, max_chars=60, default="scenario") + ".yaml"
 
 
 def download_yaml(s: Scenario) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +13,7 @@ from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.engine.recommend import costed, pareto_frontier
 from planner.inputs.atomic import atomic_write
 from planner.inputs.errors import InputError
+from planner.inputs.filenames import slug
 from planner.inputs.scenario import Scenario, dump_scenario_yaml, load_scenario_file
 from planner.inputs.userdata import user_scenarios_dir
 from planner.present.i18n import t
@@ -37,8 +37,7 @@ class SavedScenario:
 
 def scenario_file_name(name: str) -> str:
     """'ResNet-50 on ImageNet (90 ep)' -> 'resnet-50-on-imagenet-90-ep.yaml' (the same name saves to the same file)."""
-    stem = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60].strip("-")
-    return (stem or "scenario") + ".yaml"
+    return slug(name, max_chars=60, default="scenario") + ".yaml"
 
 
 def save_scenario(scenario: Scenario, name: str | None = None, folder: str | Path | None = None) -> Path:
