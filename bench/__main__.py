@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=commands[name][1])
         module.add_arguments(parser)
         args = parser.parse_args(argv[1:])
+        args.argv = [sys.executable, "-m", "bench", *argv]  # result files record it (settings.command)
         return int(module.main(args) or 0)
     except ModuleNotFoundError as exc:
         if exc.name not in ("torch", "yaml"):

@@ -83,13 +83,17 @@ def summary_table(measurements: list[dict], max_batch: list[dict] | None = None)
             _gib(m.get("peak_allocated_bytes")),
             f"{m['achieved_tflops']:.2f}" if m.get("achieved_tflops") is not None else "-",
             f"{m['mfu']:.1%}" if m.get("mfu") is not None else "-",
-            (m.get("reason") or "")[:60],
+            (("noisy; " if m.get("noisy") else "") + (m.get("reason") or ""))[:60],
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for mb in max_batch or []:
         value = mb.get("max_batch")
+        safe = mb.get("safe_batch")
+        safe_text = (f", safe {safe} ({'confirmed' if mb.get('safe_confirmed') else 'not confirmed'})"
+                     if safe is not None else "")
         lines.append(f"max batch {mb['precision']}: {value if value is not None else '-'} "
-                     f"({len(mb.get('trials', []))} trials){' - ' + mb['reason'] if mb.get('reason') else ''}")
+                     f"({len(mb.get('trials', []))} trials){safe_text}"
+                     f"{' - ' + mb['reason'] if mb.get('reason') else ''}")
     return "\n".join(lines)

@@ -150,12 +150,15 @@ def main(args) -> int:
         try:
             sweep.run()
         except KeyboardInterrupt:
+            sweep.stop_reason = "interrupted (Ctrl-C or SIGTERM) before this point was measured"
             sweep.save(partial=True)
             sweep.progress.warn(f"interrupted: {sweep.ok_count()} measurement(s) kept, marked partial, in "
                                 f"{sweep.path}")
             sweep.progress.emit("interrupted", path=str(sweep.path), partial=True)
             return EXIT_INTERRUPTED
-        except Exception:  # noqa: BLE001 - keep what was measured, then report the crash
+        except Exception as exc:  # noqa: BLE001 - keep what was measured, then report the crash
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            sweep.stop_reason = f"the run failed before this point ({exc.__class__.__name__}: {first_line})"[:500]
             sweep.save(partial=True)
             traceback.print_exc()
             sweep.progress.warn(f"bench run failed; what was measured is in {sweep.path} (partial)")

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from bench.cli_run import parse_model_options
+from bench.runinfo import command_line
 from bench.testing import FAULTS
 from planner.inputs.errors import InputError
 from planner.vocab import OPTIMIZERS, PRECISIONS
@@ -407,18 +408,26 @@ def explain_failure(run_dir: Path, rc: int | None, elapsed_s: float, timeout_s: 
 
 # ------------------------------------------------------------------ the result file
 
-def build_result(report: dict, created_utc: str) -> dict:
+def build_result(report: dict, created_utc: str, command: list[str]) -> dict:
+    """The result file (schema /2) from rank 0's report; written only for a complete run, so nothing is missing."""
+    from bench.runinfo import requested
+    from bench.stats import noise_warning
     from planner.inputs.resultfile import SCHEMA
 
+    m, d, s = report["measurement"], report["ddp"], report["settings"]
+    settings = {**s, "command": command,
+                "requested": requested([d["precision"]], [d["batch_per_process"]], s["steps"], s["warmup"])}
+    warnings = [noise_warning(f"DDP step on {d['world_size']} processes, batch {d['batch_per_process']}",
+                              m["step_time_s"])] if m.get("noisy") else []
     return {"schema": SCHEMA, "created_utc": created_utc, "partial": False, "environment": report["environment"],
-            "model": report["model"], "settings": report["settings"], "measurements": [report["measurement"]],
-            "max_batch": [], "dataloader": [], "ddp": report["ddp"]}
+            "model": report["model"], "settings": settings, "missing": [], "warnings": warnings,
+            "measurements": [m], "max_batch": [], "dataloader": [], "ddp": d}
 
 
-def write_result(report: dict, root: Path, created_utc: str) -> Path:
+def write_result(report: dict, root: Path, created_utc: str, command: list[str]) -> Path:
     from planner.inputs.resultfile import parse_result, result_path, write_result_atomic
 
-    data = build_result(report, created_utc)
+    data = build_result(report, created_utc, command)
     target = result_path(root, report["device_dir"], data["model"]["name"], created_utc)
     parse_result(data, str(target))  # a report that would not read back is an error, never a file
     return write_result_atomic(data, target)
@@ -484,7 +493,7 @@ def main(args) -> int:
         return 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
     try:
-        path = write_result(report, cfg["root"], created)
+        path = write_result(report, cfg["root"], created, command_line(args))
     except InputError as exc:
         _say(f"the workers' report does not make a valid result file ({exc}); nothing written; logs: {run_dir}")
         return 1

@@ -30,8 +30,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from bench import ddp as launcher
 from bench import detect, harness, zoo
 from bench.precision import plan_for, set_fp32_mode
-from bench.stats import summarize
+from bench.stats import step_time_block, summarize
 from bench.testing import inject_fault
+from planner.inputs.atomic import atomic_write
 
 EXPOSED_METHOD = ("step time with DDP minus step time under DDP.no_sync() on the same ranks (per step the "
                   "slowest rank, median over steps), clamped at 0")
@@ -133,7 +134,7 @@ def _model_block(cfg: dict, model) -> dict:
             "flop_convention": entry.flop_convention, "options": cfg["options"]}
 
 
-def _measurement_row(ctx: Context, stats: dict, peaks: tuple, finite: bool) -> dict:
+def _measurement_row(ctx: Context, stats: dict, noisy: bool, peaks: tuple, finite: bool) -> dict:
     cfg, on_gpu = ctx.cfg, ctx.on_gpu
     cpu_mem = harness.CPU_MEMORY_REASON
     nodes = ctx.world // ctx.local_world
@@ -154,7 +155,7 @@ def _measurement_row(ctx: Context, stats: dict, peaks: tuple, finite: bool) -> d
         "reason": (f"bench ddp: DDP step on {ctx.world} processes ({nodes} node(s) x {ctx.local_world}, "
                    f"{cfg['backend']}), per step the slowest rank, median over {cfg['steps']} steps; "
                    "samples_per_s is per process"),
-        "step_time_s": stats, "phases_s": {}, "samples_per_s": cfg["batch"] / stats["median"],
+        "step_time_s": stats, "noisy": noisy, "phases_s": {}, "samples_per_s": cfg["batch"] / stats["median"],
         "peak_allocated_bytes": peaks[0], "peak_reserved_bytes": peaks[1], "static_bytes": None,
         "first_step_peak_bytes": None, "device_used_bytes": None, "memory_breakdown_bytes": {},
         "achieved_tflops": None, "mfu": None, "mfu_peak_key": None, "gpu_util_pct": None, "power_w": None,
@@ -173,9 +174,8 @@ def _check_same_config(ctx: Context) -> None:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
+    """The one atomic writer (a unique temp name, fsync, rename): the launcher never reads half a report."""
+    atomic_write(path, json.dumps(data, indent=1, allow_nan=False))
 
 
 def run(cfg: dict) -> None:
@@ -224,7 +224,7 @@ def run(cfg: dict) -> None:
     with ddp.no_sync():
         step()  # one untimed no_sync step: the reducer switches mode
     nosync_times = timed_steps(step, cfg["steps"], dev, wrap=ddp.no_sync)
-    step_n = summarize(slowest_per_step(ctx.gather(ddp_times)))
+    step_n, noisy = step_time_block(slowest_per_step(ctx.gather(ddp_times)))  # the file's measurement row
     step_nosync = summarize(slowest_per_step(ctx.gather(nosync_times)))
     all_finite = all(ctx.gather(bool(finite.item())))
 
@@ -269,7 +269,8 @@ def run(cfg: dict) -> None:
         params = model_block["params"] or 0
         settings["frozen_fraction"] = 1 - model_block["trainable_params"] / params if params else 0.0
         report = {"environment": env, "model": model_block, "settings": settings, "device_dir": device_dir,
-                  "measurement": _measurement_row(ctx, step_n, peaks if ctx.on_gpu else (None, None), all_finite),
+                  "measurement": _measurement_row(ctx, step_n, noisy, peaks if ctx.on_gpu else (None, None),
+                                                  all_finite),
                   "ddp": section}
         _write_json(run_dir / "report.json", report)
     elif ctx.local_rank == 0:

@@ -83,13 +83,42 @@ def _torch_facts(torch_mod) -> dict:
     return facts
 
 
+def _call(fn) -> tuple[object, str | None]:
+    """(value, None), or (None, why) when the call fails."""
+    try:
+        return fn(), None
+    except Exception as exc:  # noqa: BLE001 - a broken library install must not stop detection
+        return None, f"{exc.__class__.__name__}: {exc}"
+
+
+def software(torch_mod) -> dict:
+    """The result file's software facts (schema /2): trainplan version, CPU threads, cuDNN; nulls with reasons."""
+    from planner import __version__
+
+    unmeasured: dict[str, str] = {}
+    torch_threads, why = _call(lambda: int(torch_mod.get_num_threads()))
+    if torch_threads is None:
+        unmeasured["cpu_threads.torch_num_threads"] = f"torch.get_num_threads() failed ({why})"
+    cpu_count = os.cpu_count()
+    if cpu_count is None:
+        unmeasured["cpu_threads.os_cpu_count"] = "os.cpu_count() cannot tell on this system"
+    cudnn, why = _call(lambda: torch_mod.backends.cudnn.version())
+    if cudnn is None:
+        unmeasured["cudnn"] = (f"torch.backends.cudnn.version() failed ({why})" if why else
+                               "torch.backends.cudnn.version() is None: this torch build has no cuDNN"
+                               + ("" if getattr(torch_mod.version, "cuda", None) else " (a CPU build)"))
+    return {"trainplan_version": __version__,
+            "cpu_threads": {"torch_num_threads": torch_threads, "os_cpu_count": cpu_count},
+            "cudnn": cudnn, "unmeasured": unmeasured}
+
+
 def gather(nvml=None, torch_mod=None, profiles_dirs: list[str] | None = None, cpu_only: bool = False) -> dict:
     """Everything `detect` reports. `nvml` and `torch_mod` are injectable for tests."""
     if torch_mod is None:
         import torch as torch_mod
     facts = {
         "hostname": socket.gethostname(), "python": platform.python_version(), "cpu": cpu_name(),
-        "cpu_count": os.cpu_count(), **_torch_facts(torch_mod),
+        "cpu_count": os.cpu_count(), **_torch_facts(torch_mod), "software": software(torch_mod),
     }
     nvml_mod, nvml_reason = load_nvml(nvml)
     facts["nvml_available"] = nvml_mod is not None
@@ -143,7 +172,8 @@ def cpu_reason(facts: dict) -> str:
 
 
 def environment_block(facts: dict, fp32_flags: dict, cudnn_benchmark: bool, gpu_index: int = 0) -> dict:
-    """The result file's `environment` (DESIGN.md): every key present, None where it does not apply."""
+    """The result file's `environment` (DESIGN.md, schema /2): every key present, None where it does not apply
+    (software facts that could not be read are null with a reason in `unmeasured`)."""
     on_gpu = facts["device"] == "cuda"
     gpu = facts["gpus"][gpu_index] if on_gpu else {}
     nvml_info = gpu.get("nvml") or {}
@@ -166,6 +196,7 @@ def environment_block(facts: dict, fp32_flags: dict, cudnn_benchmark: bool, gpu_
         "power_limit_w": nvml_info.get("power_limit_w"),
         "clocks": nvml_info.get("clocks"),
         "mig": nvml_info.get("mig"),
+        **facts["software"],
     }
 
 
@@ -174,8 +205,10 @@ def public(facts: dict) -> dict:
 
 
 def render_text(facts: dict) -> str:
-    lines = [f"torch {facts['torch']} (CUDA build: {facts['cuda'] or 'none'}), Python {facts['python']}, "
-             f"host {facts['hostname']}, CPU {facts['cpu']} x{facts['cpu_count']}"]
+    soft = facts["software"]
+    lines = [f"torch {facts['torch']} (CUDA build: {facts['cuda'] or 'none'}, cuDNN {soft['cudnn'] or 'none'}), "
+             f"Python {facts['python']}, host {facts['hostname']}, CPU {facts['cpu']} x{facts['cpu_count']} "
+             f"({soft['cpu_threads']['torch_num_threads']} torch threads), trainplan {soft['trainplan_version']}"]
     if facts["nvml_available"]:
         lines.append(f"NVML: driver {facts['driver']}, {len(facts['nvml_gpus'])} GPU(s)")
     else:

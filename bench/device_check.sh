@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One short GPU check of `python -m bench` (about 3-5 minutes on an H200), every file written under OUTDIR:
 #   detect.json; results/<gpu-id>/*.json (resnet50 + gpt2, 4 precisions x 3 batch sizes; resnet50 bf16 max batch);
-#   harness_vs_timer.{txt,json}; *.jsonl progress; device_check.log (what ran, how long, exit codes).
+#   harness_vs_timer.{txt,json}; *.jsonl progress; device_check.log (what ran, how long, exit codes);
+#   checks.json: the schema-/2 facts only a GPU gives, checked in the files (bench/check_results.py): the cuDNN
+#   version, CUDA-event raw step times with a noise flag that matches them, and a safe batch below the max batch
+#   confirmed by a repeat run on the device.
 # --smoke runs the same stages on the CPU with tiny models, so the script itself is tested without a GPU.
 #
 #   bash bench/device_check.sh OUTDIR [--smoke]
@@ -56,6 +59,8 @@ stage "max batch $CNN bf16" 180 bash -c "$(printf '%q ' "$PY" -m bench run --out
   --max-batch) > '$OUT/maxbatch-$CNN.jsonl'"
 stage "harness vs Timer" 180 bash -c "$(printf '%q ' "$PY" perf/harness_vs_timer.py --device "$DEV" \
   "${TIMER[@]}" --json "$OUT/harness_vs_timer.json") | tee '$OUT/harness_vs_timer.txt'"
+
+stage "check /2 fields" 60 "$PY" -m bench.check_results "$OUT/results" --device "$DEV" --json "$OUT/checks.json"
 
 echo "== files:" | tee -a "$LOG"
 find "$OUT" -type f | sort | tee -a "$LOG"

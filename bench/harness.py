@@ -12,7 +12,7 @@ from typing import TypeAlias
 import torch
 
 from bench.precision import PrecisionPlan, set_fp32_mode
-from bench.stats import summarize
+from bench.stats import step_time_block, summarize
 from bench.telemetry import NullSampler, WindowReading
 
 CPU_MEMORY_REASON = "CPU: torch keeps allocator peak statistics for CUDA only"
@@ -352,15 +352,17 @@ def memory_breakdown(raw: RawMeasurement, has_memory_stats: bool) -> tuple[dict,
 
 def to_record(precision: str, batch_size: int, status: str, reason: str | None, raw: RawMeasurement | None,
               ctx: RecordContext, steps: int, has_memory_stats: bool, note: str | None = None) -> dict:
-    """One `measurements[]` row per DESIGN.md; every null numeric field has its reason in `unmeasured`."""
+    """One `measurements[]` row (schema /2): every null numeric field has its reason in `unmeasured`; the step
+    times are kept raw, and `noisy` says their IQR is over 10% of the median."""
     row = {"source": "measured", "precision": precision, "batch_size": batch_size, "status": status,
            "reason": reason or note}
     if raw is None:
         return row
-    stats = summarize(raw.step_times_s)
+    stats, noisy = step_time_block(raw.step_times_s)
     median = stats["median"]
     unmeasured: dict[str, str] = {}
-    row.update({"step_time_s": stats, "phases_s": raw.phases_s, "samples_per_s": batch_size / median})
+    row.update({"step_time_s": stats, "noisy": noisy, "phases_s": raw.phases_s,
+                "samples_per_s": batch_size / median})
     if not raw.phases_s:
         unmeasured["phases_s"] = "no phase pass (--phase-steps 0)"
     for key in ("peak_allocated_bytes", "peak_reserved_bytes", "static_bytes", "first_step_peak_bytes"):

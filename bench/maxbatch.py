@@ -1,4 +1,5 @@
-"""Largest batch that fits: fit peak(b) on >= 3 sizes, predict, confirm in a few trials (pure logic).
+"""Largest batch that fits: fit peak(b) on >= 3 sizes, predict, confirm in a few trials; then a safe batch a
+margin below it, confirmed by a repeat run (pure logic).
 
 peak(b) = max(M_step, M0 + b * m_act) (ESTIMATION.md §1): the line is fitted on the largest sizes that ran, and
 only once they are in the activation-dominated regime (the peak visibly grows with b); until then the probe size
@@ -137,7 +138,61 @@ def find_max_batch(try_batch: Callable[[int], Trial], capacity_bytes: float, pro
     return MaxBatchResult(lo, tuple(trials), converged, reason, _activation_fit(points) or line)
 
 
+# ---------------------------------------------------------------- the safe batch
+
+# Why the safe batch sits below the largest that ran: that size passed one short trial. A long run at it can still
+# run out of memory: the caching allocator fragments as tensors of different sizes come and go (reserved creeps
+# above allocated), and the peak varies from run to run (cuDNN/cuBLAS algorithm and workspace choices, kernels
+# loaded lazily, other processes on the GPU). 90% leaves room for that; multiples of 8 are the shapes tensor cores
+# and training recipes use.
+SAFE_FRACTION = 0.9
+SAFE_MULTIPLE = 8
+SAFE_ATTEMPTS = 3  # after an OOM on the repeat run, step down by the margin again, at most this many runs
+
+
+@dataclass(frozen=True)
+class SafeBatch:
+    batch_size: int | None      # None: no size passed its repeat run
+    confirmed: bool
+    trials: tuple[Trial, ...]   # the repeat runs, in order
+    reason: str | None = None
+
+    def trials_json(self) -> list[dict]:
+        return [{"batch_size": t.batch_size, "status": t.status} for t in self.trials]
+
+
+def safe_batch_size(largest: int, fraction: float = SAFE_FRACTION) -> int:
+    """`fraction` of the largest batch that ran, rounded down to a multiple of 8 when that is >= 8 (at least 1)."""
+    if largest < 1:
+        return 0
+    size = math.floor(largest * fraction)
+    if size >= SAFE_MULTIPLE:
+        size -= size % SAFE_MULTIPLE
+    return max(1, size)
+
+
+def confirm_safe_batch(try_batch: Callable[[int], Trial], largest: int, attempts: int = SAFE_ATTEMPTS,
+                       fraction: float = SAFE_FRACTION) -> SafeBatch:
+    """Run the safe size once more (a repeat run after the search); after an OOM, step down by the margin again."""
+    if largest < 1:
+        return SafeBatch(None, False, (), "no batch size fits")
+    trials: list[Trial] = []
+    size = safe_batch_size(largest, fraction)
+    for _ in range(attempts):
+        trial = try_batch(size)
+        trials.append(trial)
+        if trial.status == OK:
+            failed = [t.batch_size for t in trials if t.status != OK]
+            why = f"batch {', '.join(map(str, failed))} failed its repeat run (oom)" if failed else None
+            return SafeBatch(size, True, tuple(trials), why)
+        if trial.status != "oom" or size == 1:
+            break
+        size = safe_batch_size(size, fraction)
+    tried = ", ".join(f"{t.batch_size} ({t.status})" for t in trials)
+    return SafeBatch(None, False, tuple(trials), f"no size passed its repeat run: {tried}")
+
+
 def auto_batches(max_batch: int, count: int = 4) -> list[int]:
-    """Sizes for `--batch auto`: the maximum and its halvings (max, max/2, max/4, ...), ascending."""
+    """Sizes for `--batch auto`: the (safe) maximum and its halvings (max, max/2, max/4, ...), ascending."""
     sizes = sorted({max(1, max_batch >> k) for k in range(count)})
     return [s for s in sizes if s >= 1] if max_batch >= 1 else []

@@ -1,22 +1,14 @@
-"""Summary statistics of a list of step times: median, p10, p90, mean, std (sample), n."""
+"""Summary statistics of a list of step times: median, p10, p90, mean, std (sample), n; raw times and noise."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+# The result-file schema owns the definitions a reader recomputes (percentile method, noise threshold).
+from planner.inputs.resultfile import NOISY_IQR_OVER_MEDIAN, iqr_over_median, is_noisy, percentile
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default method), q in [0, 100]."""
-    if not values:
-        raise ValueError("percentile of an empty sequence")
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile q must be in [0, 100], got {q}")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+__all__ = ["NOISY_IQR_OVER_MEDIAN", "noise_warning", "percentile", "step_time_block", "summarize"]
 
 
 def summarize(values: Sequence[float]) -> dict:
@@ -34,3 +26,19 @@ def summarize(values: Sequence[float]) -> dict:
         "std": math.sqrt(var),
         "n": n,
     }
+
+
+def step_time_block(values: Sequence[float]) -> tuple[dict, bool]:
+    """(the /2 `step_time_s` block, noisy): the summary plus every raw time and IQR/median."""
+    block = summarize(values)
+    ratio = iqr_over_median(values)
+    block.update(raw=[float(v) for v in values], iqr_over_median=ratio)
+    return block, is_noisy(ratio)
+
+
+def noise_warning(what: str, block: dict) -> str:
+    """The file's `warnings` line for a noisy measurement."""
+    return (f"{what}: noisy step times: IQR/median {100 * block['iqr_over_median']:.1f}% > "
+            f"{100 * NOISY_IQR_OVER_MEDIAN:.0f}% over {block['n']} steps (another process on the device, clock or "
+            "thermal changes, or too few steps); the median is kept, re-measure on an idle machine with more "
+            "--steps to trust it")

@@ -12,6 +12,8 @@ import torch
 from bench import detect, harness, maxbatch, zoo
 from bench.cli_progress import Progress, summary_table
 from bench.precision import plan_for, set_fp32_mode
+from bench.runinfo import command_line, requested
+from bench.stats import noise_warning
 from bench.telemetry import NullSampler, Sampler, device_handle, load_nvml
 from planner.inputs.errors import InputError
 from planner.inputs.resultfile import SCHEMA, replace_result_atomic, result_path, write_result_atomic
@@ -22,6 +24,11 @@ MEMORY_METHOD = (
 )
 LR = {"sgd": 1e-3, "sgd_momentum": 1e-3}
 CPU_AUTO_BATCHES = (8, 16, 32)
+# The safe batch's repeat run: a few more steps than a search trial (warm-up 2, 2 steps), since fragmentation
+# grows as steps go by.
+SAFE_CONFIRM = harness.HarnessConfig(warmup=2, steps=5, phase_steps=0)
+IN_PROGRESS = ("not measured yet: the run was still going when this file was last written (if it has ended, it "
+               "stopped before this point: killed, out of host memory, or crashed)")
 
 
 def optimizer_factory(name: str, impl: str, lr: float | None, device: torch.device):
@@ -74,6 +81,12 @@ class Sweep:
         self.progress = Progress(quiet=args.quiet, json_mode=args.progress_json)
         self.path: Path | None = None
         self.data: dict[str, Any] | None = None  # the result document; prepare() makes it
+        # The requested points per precision (None: --batch auto has not chosen them yet), and why the run
+        # stopped early (None while it runs): together they give a partial file's `missing` list.
+        batches = cfg["batches"]
+        self.planned: dict[str, list[int] | None] = {
+            p: (None if batches == "auto" else list(batches)) for p in cfg["precisions"]}
+        self.stop_reason: str | None = None
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -120,8 +133,9 @@ class Sweep:
             "environment": detect.environment_block(facts, flags, bool(args.cudnn_benchmark), args.gpu_index),
             "model": model_block,
             "settings": self._settings(lr, model_block),
-            "measurements": [], "max_batch": [], "dataloader": [],
+            "missing": [], "warnings": [], "measurements": [], "max_batch": [], "dataloader": [],
         }
+        self.data["missing"] = self.missing()
         target = result_path(self.cfg["root"], device_dir, model_block["name"], created)
         try:
             self.path = write_result_atomic(self.data, target)
@@ -176,7 +190,9 @@ class Sweep:
             "frozen_fraction": 1 - model_block["trainable_params"] / params if params else 0.0,
             "adapter": None, "sharding": "none", "state_layout": "torch_amp",
             "sync_method": self.device.sync_method, "seed": a.seed, "weights_reset_between_configs": True,
-            "memory_breakdown": MEMORY_METHOD,
+            "memory_breakdown": MEMORY_METHOD, "command": command_line(a),
+            "requested": {**requested(self.cfg["precisions"], self.cfg["batches"], a.steps, a.warmup),
+                          "max_batch": bool(a.max_batch), "dataloader": bool(a.dataloader)},
         }
 
     def _sampler(self):
@@ -222,6 +238,10 @@ class Sweep:
         row = harness.to_record(precision, batch, status, reason, raw, self._context(precision), a.steps,
                                 self.device.has_memory_stats, note=self.plans[precision].note)
         self.doc["measurements"].append(row)
+        if row.get("noisy"):
+            warning = noise_warning(f"{precision} batch {batch}", row["step_time_s"])
+            self.doc["warnings"].append(warning)
+            self.progress.warn(warning)
         self.save(partial=True)
         median = row["step_time_s"]["median"] if row.get("step_time_s") else None
         if status in ("oom", "error"):
@@ -230,7 +250,8 @@ class Sweep:
         return row
 
     def max_batch(self, precision: str) -> dict:
-        entry: dict[str, Any] = {"precision": precision, "max_batch": None, "trials": []}
+        entry: dict[str, Any] = {"precision": precision, "max_batch": None, "safe_batch": None,
+                                 "safe_confirmed": False, "trials": []}
         plan = self.plans[precision]
         if self.device.kind != "cuda":
             entry["reason"] = "CPU: no device-memory limit to search (host memory is swapped, not exhausted)"
@@ -246,10 +267,10 @@ class Sweep:
             trial_cfg = harness.HarnessConfig(warmup=2, steps=2, phase_steps=0)
             null = NullSampler("max-batch trial")
 
-            def trial(b: int) -> maxbatch.Trial:
-                status, _reason, raw = self._run(precision, b, trial_cfg, null)
-                self.progress.emit("max_batch", precision=precision, batch=b, status=status)
-                self.progress.notice(f"max batch {precision}: trial {b}: {status}")
+            def trial(b: int, config: harness.HarnessConfig = trial_cfg, what: str = "trial") -> maxbatch.Trial:
+                status, _reason, raw = self._run(precision, b, config, null)
+                self.progress.emit("max_batch", precision=precision, batch=b, status=status, stage=what)
+                self.progress.notice(f"max batch {precision}: {what} {b}: {status}")
                 return maxbatch.Trial(b, status, raw.peak_reserved_bytes if raw else None)
 
             harness.release(self.workload.model, self.device)
@@ -261,6 +282,14 @@ class Sweep:
                          reason=result.reason, capacity_bytes=capacity, known_sizes=[t.batch_size for t in known])
             if result.fit:
                 entry["fit"] = {"intercept_bytes": result.fit[0], "bytes_per_sample": result.fit[1]}
+            safe = maxbatch.confirm_safe_batch(lambda b: trial(b, SAFE_CONFIRM, "safe-batch repeat run"),
+                                               result.max_batch)
+            entry.update(safe_batch=safe.batch_size, safe_confirmed=safe.confirmed, safe_trials=safe.trials_json(),
+                         safe_reason=safe.reason,
+                         safe_method=(f"{maxbatch.SAFE_FRACTION:.0%} of max_batch, rounded down to a multiple of "
+                                      f"{maxbatch.SAFE_MULTIPLE} when >= {maxbatch.SAFE_MULTIPLE}, confirmed by a "
+                                      f"repeat run ({SAFE_CONFIRM.warmup} warm-up + {SAFE_CONFIRM.steps} steps); "
+                                      "stepped down by the same margin after an OOM"))
         self.doc["max_batch"].append(entry)
         self.save(partial=True)
         return entry
@@ -275,12 +304,17 @@ class Sweep:
                 self.progress.notice("--batch auto needs a GPU's memory limit; on CPU measuring "
                                      + ",".join(map(str, CPU_AUTO_BATCHES)))
                 plan_sizes = {p: list(CPU_AUTO_BATCHES) for p in precisions}
+                self.planned.update(plan_sizes)
             else:
                 for p in precisions:
-                    found = self.max_batch(p).get("max_batch")
-                    plan_sizes[p] = maxbatch.auto_batches(found) if found else []
-                    if not found:
-                        self.progress.warn(f"--batch auto: no batch size fits at {p}; nothing to sweep there")
+                    entry = self.max_batch(p)
+                    safe = entry.get("safe_batch")  # the sweep stays a margin below the largest that ran
+                    plan_sizes[p] = self.planned[p] = maxbatch.auto_batches(safe) if safe else []
+                    if not safe:
+                        why = "no batch size fits" if not entry.get("max_batch") else entry.get("safe_reason")
+                        self.progress.warn(f"--batch auto: no safe batch size at {p} ({why}); nothing to sweep "
+                                           "there")
+                    self.save(partial=True)
         else:
             plan_sizes = {p: list(batches) for p in precisions}
         self.progress.total = sum(len(v) for v in plan_sizes.values())
@@ -314,9 +348,25 @@ class Sweep:
     def ok_count(self) -> int:
         return sum(1 for m in (self.data or {}).get("measurements", []) if m["status"] == "ok")
 
+    def missing(self) -> list[dict]:
+        """The requested points with no row yet, each with why (`missing` of a partial file)."""
+        why = self.stop_reason or IN_PROGRESS
+        done = {(m["precision"], m["batch_size"]) for m in self.doc["measurements"]}
+        out: list[dict] = []
+        for precision, sizes in self.planned.items():
+            if sizes is None:
+                out.append({"precision": precision, "batch_size": None,
+                            "reason": f"batch sizes not chosen yet (--batch auto searches the safe maximum "
+                                      f"first); {why}"})
+                continue
+            out.extend({"precision": precision, "batch_size": b, "reason": why}
+                       for b in sizes if (precision, b) not in done)
+        return out
+
     def save(self, partial: bool) -> None:
         if self.path is None or self.data is None:
             return
+        self.data["missing"] = self.missing() if partial else []
         self.data["partial"] = partial
         replace_result_atomic(self.data, self.path)
 

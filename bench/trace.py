@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from planner.inputs.errors import InputError
-from planner.inputs.resultfile import parse_result, result_path, write_result_atomic
+from planner.inputs.resultfile import SCHEMA, parse_result, result_path, write_result_atomic
 from planner.vocab import GIB, PRECISIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -186,11 +186,13 @@ def _measurement(precision: str, batch: int, trace=None, error: str | None = Non
 def _environment() -> dict:
     import torch
 
+    from bench.detect import software
+
     return {"device": "cpu", "hostname": socket.gethostname(), "gpu_name": None, "gpu_profile_id": None,
             "gpu_count": 0, "total_memory_bytes": None, "driver": None, "cuda": None, "torch": torch.__version__,
             "python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
             "nvml_available": False, "fp32_precision": None, "cudnn_benchmark": None, "allocator_config": None,
-            "power_limit_w": None, "clocks": None, "mig": None}
+            "power_limit_w": None, "clocks": None, "mig": None, **software(torch)}
 
 
 def run_traces(args) -> tuple[dict | None, int]:
@@ -265,6 +267,7 @@ def _adapter_setting(adapter, precisions: list[str]) -> dict | None:
 def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
     import torch
 
+    from bench.runinfo import command_line, requested
     from bench.trace_model import OPTIMIZER_OPTIONS
 
     created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -295,9 +298,13 @@ def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
             ["plain CPU semantics (--emulate cpu): a check of the tracer, not a CUDA prediction"],
             "notes": notes,
         },
+        "command": command_line(args),
+        "requested": requested(_split(args.precision, "--precision", str, PRECISIONS),
+                               _split(args.batch, "--batch", _positive_int), steps=1, warmup=0),
     }
-    return {"schema": "trainplan.bench/1", "created_utc": created, "partial": False, "environment": _environment(),
-            "model": model, "settings": settings, "measurements": measurements}
+    # Written once, at the end: every requested point has a row (a failed trace is a row with status error).
+    return {"schema": SCHEMA, "created_utc": created, "partial": False, "environment": _environment(),
+            "model": model, "settings": settings, "missing": [], "warnings": [], "measurements": measurements}
 
 
 def _summary(doc: dict) -> str:
@@ -354,7 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cli(argv: list[str] | None = None) -> int:
     """`python -m bench.trace ARGS` (the same as `python -m bench trace ARGS`)."""
-    return main(build_parser().parse_args(argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.argv = [sys.executable, "-m", "bench.trace", *argv]  # result files record it (settings.command)
+    return main(args)
 
 
 # --- for callers that must survive a tracer crash (the app) -------------------------------------------------------

@@ -45,6 +45,33 @@ SOURCE_KINDS: tuple[SourceKind, ...] = ("measured", "interpolated", "extrapolate
 # Kinds that rest on a real run of this model (memory from such a file is a measurement, not a formula).
 MEASURED_KINDS: tuple[SourceKind, ...] = ("measured", "interpolated", "extrapolated", "transferred")
 
+# Result files (schema trainplan.bench/2, planner/inputs/resultfile.py): where a measurement came from and, for a
+# published figure, what it means. A measurement's `source` is one of PROVENANCE_KINDS.
+ProvenanceKind = Literal["measured", "traced", "published"]
+PROVENANCE_KINDS: tuple[ProvenanceKind, ...] = ("measured", "traced", "published")
+# The software that produced a published figure: plain PyTorch (what bench measures), PyTorch with fused or
+# hand-tuned kernels (Apex, FlashAttention, torch.compile recipes, vendor containers), or another framework.
+Stack = Literal["vanilla_pytorch", "optimized_pytorch", "other_framework"]
+STACKS: tuple[Stack, ...] = ("vanilla_pytorch", "optimized_pytorch", "other_framework")
+# The arithmetic a published run really used ("AMP" or "mixed precision" as published is fp16 or bf16).
+EffectivePrecision = Literal["fp32", "tf32", "fp16", "bf16", "unknown"]
+EFFECTIVE_PRECISIONS: tuple[EffectivePrecision, ...] = (*PRECISIONS, "unknown")
+# Which counter a memory figure is: torch.cuda.max_memory_allocated / max_memory_reserved, or the device's used
+# memory (nvidia-smi / NVML: context, NCCL and fragmentation included).
+MemoryMeaning = Literal["max_memory_allocated", "max_memory_reserved", "device_used"]
+MEMORY_MEANINGS: tuple[MemoryMeaning, ...] = ("max_memory_allocated", "max_memory_reserved", "device_used")
+# Units a throughput or time is published in (kept as published; the planner converts once, when it reads it).
+PUBLISHED_UNITS: tuple[str, ...] = (
+    "samples_per_s", "samples_per_s_per_gpu", "tokens_per_s", "tokens_per_s_per_gpu", "s_per_iteration",
+    "ms_per_iteration", "iterations_per_s", "tflops_per_s_per_gpu",
+)
+DataParallelism = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
+DATA_PARALLELISMS: tuple[DataParallelism, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
+AttentionKind = Literal["eager", "sdpa", "flash", "unknown"]
+ATTENTION_KINDS: tuple[AttentionKind, ...] = ("eager", "sdpa", "flash", "unknown")
+BatchUnit = Literal["samples", "tokens"]
+BATCH_UNITS: tuple[BatchUnit, ...] = ("samples", "tokens")
+
 LOCALES: tuple[str, ...] = ("en", "es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES", "es-US", "es-UY",
                             "en-US", "en-GB")
 

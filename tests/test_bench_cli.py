@@ -18,6 +18,8 @@ from torch import nn
 
 from bench import cli_run
 from bench.__main__ import main as bench_main
+from bench.cli_progress import summary_table
+from bench.maxbatch import safe_batch_size
 from bench.sweep import Sweep
 from bench.testing import FakeMemory
 from planner.inputs.resultfile import read_result_file, scan_results
@@ -99,6 +101,19 @@ def test_tiny_sweep_end_to_end_writes_a_valid_file(tmp_path):
                                                                              (2, True)]
     assert rf.dataloader[0]["samples_per_s"] > 0 and rf.dataloader[1]["samples_per_s"] is None
     assert rf.environment["fp32_precision"]["fp32"]
+    # schema /2: the software, the command and the requested sweep; nothing missing in a complete file
+    assert rf.schema == "trainplan.bench/2" and rf.missing == ()
+    assert all("noisy step times" in w for w in rf.warnings)  # 3 CPU steps may well be noisy; nothing else warns
+    assert len(rf.warnings) == sum(m.noisy for m in rf.measurements)
+    env = rf.environment
+    assert env["trainplan_version"] and env["cpu_threads"]["torch_num_threads"] >= 1
+    assert env["cudnn"] is not None or "cudnn" in env["unmeasured"]
+    command = rf.settings["command"]
+    assert command[1:6] == ["-m", "bench", "run", "--model", "mlp"] and command[-1] == "--progress-json"
+    assert rf.settings["requested"] == {"precisions": ["fp32", "bf16", "fp16"], "batch_sizes": [4, 8], "steps": 3,
+                                        "warmup": 1, "max_batch": True, "dataloader": True}
+    assert len(m.step_time_s.raw) == 3 and all(isinstance(x.noisy, bool) for x in rf.measurements)
+    assert rf.max_batch[0]["safe_batch"] is None and rf.max_batch[0]["safe_confirmed"] is False
     good, problems = scan_results(tmp_path)
     assert len(good) == 1 and not problems
     assert "No GPU used" in r.stderr and "results:" in r.stderr
@@ -160,6 +175,11 @@ def test_sigint_keeps_a_partial_valid_file(tmp_path):
     rf = read_result_file(only_file(tmp_path))
     assert rf.partial
     assert 1 <= len(rf.measurements) < 80 and all(m.status == "ok" for m in rf.measurements)
+    # The file names every requested point it has no row for, and why.
+    done = {(m.precision, m.batch_size) for m in rf.measurements}
+    assert {(x.precision, x.batch_size) for x in rf.missing} == {
+        (p, b) for p in ("fp32", "bf16") for b in range(1, 41)} - done
+    assert all(x.reason.startswith("interrupted") for x in rf.missing)
 
 
 # ------------------------------------------------------------------ in-process runs
@@ -224,9 +244,54 @@ def test_max_batch_through_the_sweep_uses_the_sweep_points(tmp_path):
     assert [m.peak_allocated_bytes for m in rf.measurements] == [mem.peak(b) for b in (64, 128, 256)]
 
 
-def test_batch_auto_sweeps_up_to_the_maximum(tmp_path):
-    sweep, mem = fake_gpu_sweep(tmp_path, "auto", max_batch=False)
+def test_max_batch_reports_a_safe_batch_below_the_largest_confirmed_by_a_repeat_run(tmp_path):
+    sweep, mem = fake_gpu_sweep(tmp_path, "64,128", max_batch=True)
     sweep.run()
-    found = sweep.data["max_batch"][0]["max_batch"]
-    assert [m["batch_size"] for m in sweep.data["measurements"]] == [found // 8, found // 4, found // 2, found]
+    sweep.save(partial=False)
+    entry = read_result_file(sweep.path).max_batch[0]
+    largest, safe = entry["max_batch"], entry["safe_batch"]
+    assert safe == safe_batch_size(largest) < largest and safe % 8 == 0 and entry["safe_confirmed"] is True
+    assert entry["safe_trials"] == [{"batch_size": safe, "status": "ok"}] and "repeat run" in entry["safe_method"]
+    assert "safe" in summary_table(sweep.doc["measurements"], sweep.doc["max_batch"])
+
+
+def test_batch_auto_sweeps_up_to_the_safe_batch(tmp_path):
+    sweep, mem = fake_gpu_sweep(tmp_path, "auto", max_batch=False)
+    assert sweep.missing() == [{"precision": "fp32", "batch_size": None, "reason": sweep.missing()[0]["reason"]}]
+    assert "--batch auto" in sweep.missing()[0]["reason"]
+    sweep.run()
+    entry = sweep.data["max_batch"][0]
+    safe = entry["safe_batch"]
+    assert entry["safe_confirmed"] and safe < entry["max_batch"]
+    assert [m["batch_size"] for m in sweep.data["measurements"]] == [safe // 8, safe // 4, safe // 2, safe]
     assert all(m["status"] == "ok" for m in sweep.data["measurements"])
+    assert sweep.data["settings"]["requested"]["batch_sizes"] == "auto" and sweep.missing() == []
+
+
+def test_a_partial_file_says_what_is_missing_while_running_and_after_a_crash(tmp_path, monkeypatch):
+    sweep, _ = fake_gpu_sweep(tmp_path, "16,32,64", max_batch=False)
+    rf = read_result_file(sweep.path)  # as written by prepare(): nothing measured yet
+    assert rf.partial and [(x.precision, x.batch_size) for x in rf.missing] == [("fp32", 16), ("fp32", 32),
+                                                                                   ("fp32", 64)]
+    assert "still going" in rf.missing[0].reason
+    measure = Sweep.measure
+
+    def crash_after_one(self, precision, batch):
+        if self.doc["measurements"]:
+            raise RuntimeError("device lost")
+        return measure(self, precision, batch)
+
+    monkeypatch.setattr(Sweep, "measure", crash_after_one)
+    monkeypatch.setattr(cli_run, "validate", lambda args: sweep.cfg)
+    monkeypatch.setattr("bench.sweep.Sweep.prepare", lambda self: _adopt(self, sweep))
+    assert cli_run.main(sweep.args) == 1
+    rf = read_result_file(sweep.path)
+    assert rf.partial and [m.batch_size for m in rf.measurements] == [16]
+    assert [(x.batch_size, x.reason) for x in rf.missing] == [
+        (32, "the run failed before this point (RuntimeError: device lost)"),
+        (64, "the run failed before this point (RuntimeError: device lost)")]
+
+
+def _adopt(new: Sweep, prepared: Sweep) -> None:
+    """Give the Sweep that cli_run.main builds the fake GPU and the file of one prepared by fake_gpu_sweep."""
+    new.__dict__.update({k: v for k, v in prepared.__dict__.items() if k not in ("args", "cfg")})

@@ -11,7 +11,7 @@ from bench.precision import plan_for, read_fp32_flags, set_fp32_mode, uses_new_f
 from bench.telemetry import WindowReading
 from bench.testing import FakeMemory
 from bench.zoo import Workload
-from planner.inputs.resultfile import parse_result
+from planner.inputs.resultfile import SCHEMA, parse_result
 
 MiB = 2**20
 
@@ -151,8 +151,9 @@ def test_skipped_precision_is_not_run():
 
 
 def _file(rows):
-    return {"schema": "trainplan.bench/1", "created_utc": "2026-11-29T19:40:00Z", "partial": False,
-            "environment": {"device": "cuda"}, "model": {"name": "tiny"}, "measurements": rows}
+    return {"schema": SCHEMA, "created_utc": "2026-11-29T19:40:00Z", "partial": False,
+            "environment": {"device": "cuda", "trainplan_version": "0.1.0", "cudnn": 91002},
+            "model": {"name": "tiny"}, "measurements": rows}
 
 
 def test_records_from_a_fake_gpu_are_valid_and_null_only_with_reasons():
@@ -192,6 +193,23 @@ def test_cpu_record_nulls_have_reasons_never_zero():
         assert row[key] is None and row["unmeasured"][key]
     assert row["memory_breakdown_bytes"]["activations"] is None
     assert row["memory_breakdown_bytes"]["weights"] > 0
+
+
+@pytest.mark.parametrize("costs, noisy", [
+    ([0.9, 0.94, 1.0, 1.06, 1.1], True),  # IQR/median 0.12
+    ([0.9, 0.975, 1.0, 1.025, 1.1], False),  # 0.05
+])
+def test_raw_step_times_and_the_noise_flag_reach_the_record(costs, noisy):
+    clock = FakeClock()
+    times = iter([0.01] * 2 + [c / 100 for c in costs] + [0.0] * 100)  # 2 warm-up, 5 timed, rest phases
+    w = fake_workload(clock, step_s=lambda b: next(times))
+    _, _, raw = harness.run_config(w, plan_for("fp32", "cpu"), 2, sgd, harness.HarnessConfig(2, 5, 1),
+                                   harness.CpuDevice(clock))
+    ctx = harness.RecordContext(None, None, None, "no GPU profile on CPU", "cpu")
+    row = harness.to_record("fp32", 2, "ok", None, raw, ctx, steps=5, has_memory_stats=False)
+    assert row["step_time_s"]["raw"] == pytest.approx([c / 100 for c in costs]) and row["noisy"] is noisy
+    m = parse_result(_file([row]), "noise").measurements[0]  # the reader recomputes the flag and agrees
+    assert m.noisy is noisy and m.step_time_s.n == 5 and m.iqr_pct == pytest.approx(12.0 if noisy else 5.0)
 
 
 def test_grad_scaler_skips_from_scale_before_and_after():

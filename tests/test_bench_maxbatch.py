@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from bench.maxbatch import Trial, auto_batches, find_max_batch, fit_line
+from bench.maxbatch import (
+    SAFE_FRACTION,
+    Trial,
+    auto_batches,
+    confirm_safe_batch,
+    find_max_batch,
+    fit_line,
+    safe_batch_size,
+)
 from bench.testing import FakeMemory
 from perf.harness_vs_timer import doubling_bisection  # the baseline lives with the script comparing
 
@@ -82,3 +90,56 @@ def test_auto_batches():
     assert auto_batches(1000) == [125, 250, 500, 1000]
     assert auto_batches(3) == [1, 3]
     assert auto_batches(0) == []
+
+
+# ---------------------------------------------------------------- the safe batch
+
+@pytest.mark.parametrize("largest, safe", [(1000, 896), (395, 352), (100, 88), (9, 8), (8, 7), (5, 4), (1, 1),
+                                           (0, 0)])
+def test_safe_batch_is_90_percent_rounded_down_to_a_multiple_of_8(largest, safe):
+    assert safe_batch_size(largest) == safe
+    assert safe <= largest * SAFE_FRACTION or largest <= 1
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_safe_batch_is_below_the_largest_and_confirmed_by_a_repeat_run(name):
+    base, per_sample, capacity, step = CASES[name]
+    mem = FakeMemory(base, per_sample, capacity, step_bytes=step)
+    largest = find_max_batch(mem, capacity).max_batch
+    searched = len(mem.calls)
+    safe = confirm_safe_batch(mem, largest)
+    assert safe.confirmed and safe.batch_size == safe_batch_size(largest) < largest
+    assert mem.calls[searched:] == [safe.batch_size]  # the repeat run, after the search
+    assert safe.trials_json() == [{"batch_size": safe.batch_size, "status": "ok"}] and safe.reason is None
+
+
+class Flaky(FakeMemory):
+    """Memory that varies run to run: the first run of each listed size fails."""
+
+    def __init__(self, *args, fail_once=(), **kw):
+        super().__init__(*args, **kw)
+        self.fail_once = set(fail_once)
+
+    def __call__(self, b: int) -> Trial:
+        if b in self.fail_once:
+            self.fail_once.discard(b)
+            self.calls.append(b)
+            return Trial(b, "oom")
+        return super().__call__(b)
+
+
+def test_a_safe_batch_that_fails_its_repeat_run_steps_down_by_the_margin():
+    mem = Flaky(1 * GiB, 20 * MiB, 24 * GiB, fail_once={safe_batch_size(1177)})
+    safe = confirm_safe_batch(mem, 1177)
+    first = safe_batch_size(1177)
+    assert safe.confirmed and safe.batch_size == safe_batch_size(first) < first
+    assert [t["status"] for t in safe.trials_json()] == ["oom", "ok"] and str(first) in safe.reason
+
+
+def test_no_safe_batch_when_every_repeat_run_fails_or_nothing_fits():
+    always = Flaky(1 * GiB, 20 * MiB, 24 * GiB, fail_once={1056, 944, 848, 760})
+    safe = confirm_safe_batch(always, 1177, attempts=3)
+    assert safe.batch_size is None and not safe.confirmed and len(safe.trials) == 3
+    assert "no size passed" in safe.reason
+    nothing = confirm_safe_batch(FakeMemory(200 * GiB, GiB, 139 * GiB), 0)
+    assert nothing.batch_size is None and nothing.trials == () and nothing.reason == "no batch size fits"

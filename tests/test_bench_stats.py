@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from bench.stats import percentile, summarize
+from bench.stats import noise_warning, percentile, step_time_block, summarize
 
 
 def test_summary_of_known_values():
@@ -33,3 +33,16 @@ def test_empty_is_an_error(bad):
 def test_percentile_range_checked():
     with pytest.raises(ValueError):
         percentile([1.0], 101)
+
+
+@pytest.mark.parametrize("times, ratio, noisy", [
+    ([0.9, 0.94, 1.0, 1.06, 1.1], 0.12, True),    # p25 0.94, p75 1.06: IQR/median 0.12
+    ([0.9, 0.975, 1.0, 1.025, 1.1], 0.05, False),
+    ([0.25], 0.0, False),
+])
+def test_step_time_block_keeps_the_raw_times_and_flags_noise(times, ratio, noisy):
+    block, flag = step_time_block(times)
+    assert block["raw"] == times and block["n"] == len(times) and block["median"] == percentile(times, 50)
+    assert block["iqr_over_median"] == pytest.approx(ratio) and flag is noisy
+    if noisy:
+        assert "IQR/median 12.0% > 10%" in noise_warning("bf16 batch 8", block)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import types
+
+import pytest
 
 from bench import detect
 from bench.telemetry import NullSampler, Sampler, load_nvml, static_info
+from planner import __version__
 
 
 class NVMLError(Exception):
@@ -126,12 +130,14 @@ def test_real_pynvml_without_a_gpu_reports_unavailable():
     assert (mod is None) == bool(reason)
 
 
-def fake_torch(name="NVIDIA H200"):
+def fake_torch(name="NVIDIA H200", cudnn=lambda: 91002):
     props = types.SimpleNamespace(name=name, total_memory=150_754_820_096, major=9, minor=0, uuid="abc",
                                   multi_processor_count=132)
     cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
                                  get_device_properties=lambda i: props)
-    return types.SimpleNamespace(__version__="2.11.0", version=types.SimpleNamespace(cuda="12.8"), cuda=cuda)
+    backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=cudnn))
+    return types.SimpleNamespace(__version__="2.11.0", version=types.SimpleNamespace(cuda="12.8"), cuda=cuda,
+                                 backends=backends, get_num_threads=lambda: 16)
 
 
 def test_detect_matches_the_h200_profile_and_fills_the_environment():
@@ -141,8 +147,17 @@ def test_detect_matches_the_h200_profile_and_fills_the_environment():
     env = detect.environment_block(facts, {"fp32": {"api": "fp32_precision"}}, False)
     assert set(env) == {"device", "hostname", "gpu_name", "gpu_profile_id", "gpu_count", "total_memory_bytes",
                         "driver", "cuda", "torch", "python", "cpu", "nvml_available", "fp32_precision",
-                        "cudnn_benchmark", "allocator_config", "power_limit_w", "clocks", "mig"}
+                        "cudnn_benchmark", "allocator_config", "power_limit_w", "clocks", "mig",
+                        "trainplan_version", "cpu_threads", "cudnn", "unmeasured"}
     assert env["gpu_profile_id"] == "h200-sxm-141gb" and env["power_limit_w"] == 700.0 and env["cuda"] == "12.8"
+    assert env["cudnn"] == 91002 and env["cpu_threads"]["torch_num_threads"] == 16 and env["unmeasured"] == {}
+    assert env["cpu_threads"]["os_cpu_count"] == os.cpu_count() and env["trainplan_version"] == __version__
+
+
+@pytest.mark.parametrize("cudnn, words", [(lambda: None, "has no cuDNN"), (lambda: 1 / 0, "ZeroDivisionError")])
+def test_cudnn_that_cannot_be_read_is_null_with_a_reason(cudnn, words):
+    env = detect.environment_block(detect.gather(nvml=FakeNVML(), torch_mod=fake_torch(cudnn=cudnn)), {}, False)
+    assert env["cudnn"] is None and words in env["unmeasured"]["cudnn"]
 
 
 def test_unknown_gpu_is_labelled_and_the_user_is_told_how_to_add_a_profile():

@@ -21,6 +21,7 @@ from bench.__main__ import main as bench_main
 from bench.ddp_worker import slowest_per_step
 from planner.engine import scaling
 from planner.engine.plan import build_plan
+from planner.inputs.atomic import atomic_write
 from planner.inputs.folders import load_inputs
 from planner.inputs.resultfile import parse_result, read_result_file
 from planner.inputs.scenario import load_scenario_text
@@ -117,6 +118,27 @@ def test_gloo_run_writes_one_complete_valid_file(gloo_run):
     (m,) = rf.measurements
     assert m.ok and m.batch_size == 8 and m.precision == "fp32"
     assert m.step_time_s.median == pytest.approx(d["step_time_n_s"]) and m.step_time_s.n == 4
+    # schema /2: the slowest rank's per-step times, the noise flag, the command, the requested point
+    assert rf.schema == "trainplan.bench/2" and len(m.step_time_s.raw) == 4 and isinstance(m.noisy, bool)
+    assert len(rf.warnings) == int(m.noisy) and rf.missing == ()
+    assert rf.settings["command"][1:4] == ["-m", "bench", "ddp"] and "--nproc" in rf.settings["command"]
+    assert rf.settings["requested"] == {"precisions": ["fp32"], "batch_sizes": [8], "steps": 4, "warmup": 2}
+    assert rf.environment["trainplan_version"] and "cpu_threads" in rf.environment
+
+
+def test_worker_files_are_written_atomically(tmp_path, monkeypatch):
+    from bench import ddp_worker
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    seen = []
+    monkeypatch.setattr(ddp_worker, "atomic_write", lambda path, data: seen.append((path, json.loads(data))))
+    ddp_worker._write_json(run_dir / "report.json", {"a": 1})
+    assert seen == [(run_dir / "report.json", {"a": 1})]  # the project's one atomic writer (fsync, unique temp)
+    monkeypatch.setattr(ddp_worker, "atomic_write", atomic_write)
+    ddp_worker._write_json(run_dir / "report.json", {"b": 2})
+    assert json.loads((run_dir / "report.json").read_text()) == {"b": 2}
+    assert [p.name for p in run_dir.iterdir()] == ["report.json"]  # no fixed-name .tmp left behind
 
 
 def test_cpu_gloo_result_never_applies_to_a_gpu_plan(gloo_run):

@@ -60,13 +60,17 @@ def data_dependent_workload():
 
 # --- the result file ------------------------------------------------------------------------------------------
 def test_traced_file_is_valid_and_says_what_it_is(tmp_path, capsys):
-    args = trace.build_parser().parse_args(
-        ["--model", "mlp", "--precision", "fp32,bf16", "--batch", "2,64", "--out", str(tmp_path)])
-    assert trace.main(args) == 0
+    argv = ["--model", "mlp", "--precision", "fp32,bf16", "--batch", "2,64", "--out", str(tmp_path)]
+    assert trace.cli(argv) == 0
     files = list((tmp_path / "traced").glob("mlp-*.json"))
     assert len(files) == 1 and "wrote" in capsys.readouterr().out
     result = read_result_file(files[0])  # the planner's validating reader
     assert result.is_traced and result.device == "cpu" and result.settings["emulates"] == "cuda"
+    assert result.schema == "trainplan.bench/2" and not result.partial and result.missing == ()
+    assert result.settings["requested"] == {"precisions": ["fp32", "bf16"], "batch_sizes": [2, 64], "steps": 1,
+                                            "warmup": 0}
+    assert result.settings["command"][1:] == ["-m", "bench.trace", *argv] and result.environment["trainplan_version"]
+    assert result.environment["cudnn"] is not None or result.environment["unmeasured"]["cudnn"]
     assert result.model["params"] == MLP_PARAMS
     # FLOPs by hand: forward 2*(784*512 + 512*512 + 512*10) = 1,337,344; backward = weight grads (same) + input
     # grads of layers 2 and 3, 2*(512*512 + 512*10) = 534,528 (the first layer's input needs no gradient).

@@ -32,6 +32,9 @@ class MeasurementIndex:
     dataloader: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     files_used: set[str] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
+    # Step times whose per-step spread was large (result file `noisy: true`): IQR as % of the median, by
+    # (file label, precision, batch); the label is a TimePoint's, so a plan can tell which points it used.
+    noisy_pct: dict[tuple[str, str, int], float] = field(default_factory=dict)
 
     def gpus_with_times(self, precision: str) -> list[str]:
         return sorted({g for (g, p), pts in self.times.items() if p == precision and pts})
@@ -91,6 +94,8 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
                 idx.times[(gpu, m.precision)].append(
                     TimePoint(m.batch_size, m.step_time_s.median, rf.label, opt_s))
+                if m.noisy and m.iqr_pct is not None:
+                    idx.noisy_pct[(rf.label, m.precision, m.batch_size)] = m.iqr_pct
                 if m.power_w:
                     idx.power_w[(gpu, m.precision)] = m.power_w
                 idx.files_used.add(rf.path)

@@ -20,6 +20,7 @@ from planner.engine.estimates import (
     ScalingEstimate,
     Source,
     StepEstimate,
+    TimePoint,
 )
 from planner.engine.measurements import MeasurementIndex, index_measurements
 from planner.engine.models import resolve_model
@@ -212,6 +213,7 @@ class _Micro:
     band: tuple[float, float]
     optimizer_s: float | None
     includes_optimizer: bool
+    used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
 
 
 def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
@@ -221,7 +223,7 @@ def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     got = steptime.measured_micro_step(own, micro) if own else None
     if got:
         opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
-        return _Micro(got[0], got[1], got[2], opt_measured, True)
+        return _Micro(got[0], got[1], got[2], opt_measured, True, steptime.points_used(own, micro))
     flops = steptime.flops_per_step(model.flops_per_sample or 0.0, micro) * steptime.compute_factor(
         ctx.scenario.training.activation_checkpointing, _trainable_fraction(model, ctx.scenario))
     transferred = _transferred(ctx, option, flops)
@@ -300,7 +302,8 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float) -> _Micro | No
         opt_a = next((p.optimizer_s for p in pts if p.optimizer_s), None)
         opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
-        return _Micro(t_b, Source("transferred", detail), band, opt_b, True)
+        return _Micro(t_b, Source("transferred", detail), band, opt_b, True,
+                      steptime.points_used(pts, option.micro_batch))
     return None
 
 
@@ -330,8 +333,19 @@ def _step(ctx: _Context, option: OptionPlan) -> tuple[StepEstimate, ScalingEstim
     step = steptime.assemble_step(m.seconds, m.band, m.source, grad_accum=option.grad_accum, optimizer_s=opt_s,
                                   samples_per_step=scenario.training.global_batch, input_s=input_s,
                                   exposed_comm_s=exposed, optimizer_included=m.includes_optimizer,
-                                  input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0)
+                                  input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0,
+                                  notes=_noise_notes(ctx.idx, option.precision, m.used))
     return step, scale
+
+
+def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint]) -> list[Note]:
+    """One note per noisy measurement the step time rests on (its per-step times varied by more than 10%)."""
+    out = []
+    for point in used:
+        pct = idx.noisy_pct.get((point.label, precision, point.batch_size))
+        if pct is not None:
+            out.append(Note("noisy_measurement", file=point.label, iqr_pct=round(pct, 1)))
+    return out
 
 
 def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,

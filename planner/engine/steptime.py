@@ -149,6 +149,12 @@ def _batches(points: Sequence[TimePoint]) -> str:
     return ", ".join(str(b) for b in sorted({p.batch_size for p in points}))
 
 
+def points_used(points: Sequence[TimePoint], micro_batch: int) -> tuple[TimePoint, ...]:
+    """The points measured_micro_step rests on at `micro_batch`: that batch's own, else all (fit or scaling)."""
+    exact = tuple(p for p in points if p.batch_size == micro_batch)
+    return exact or tuple(points)
+
+
 def measured_micro_step(
     points: Sequence[TimePoint], micro_batch: int
 ) -> tuple[float, Source, tuple[float, float]] | None:

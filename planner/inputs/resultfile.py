@@ -1,26 +1,43 @@
-"""The benchmark result file (schema trainplan.bench/1): validated reader, atomic writer, folder scan.
+"""The benchmark result file (schemas trainplan.bench/1 and /2): validated reader, atomic writer, folder scan.
 
-Importable with the standard library alone (bench runs on GPU machines without the app's packages): the loader
-imports yaml only when a YAML file is read.
+Writers write /2; a /1 file is read as before (/2's fields take their defaults). Importable with the standard
+library alone (bench runs on GPU machines without the app's packages): the loader imports yaml only when a YAML
+file is read.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from planner.inputs import loader
 from planner.inputs.atomic import atomic_write
 from planner.inputs.check import Reader, parse_date
 from planner.inputs.errors import InputError, skipped
-from planner.vocab import PRECISIONS
+from planner.vocab import (
+    ATTENTION_KINDS,
+    BATCH_UNITS,
+    DATA_PARALLELISMS,
+    EFFECTIVE_PRECISIONS,
+    MEMORY_MEANINGS,
+    PRECISIONS,
+    PROVENANCE_KINDS,
+    PUBLISHED_UNITS,
+    STACKS,
+)
 
-SCHEMA = "trainplan.bench/1"
-SOURCES = ("measured", "traced")
+SCHEMA_V1 = "trainplan.bench/1"
+SCHEMA = "trainplan.bench/2"  # what every writer writes
+SCHEMAS = (SCHEMA_V1, SCHEMA)
+SOURCES = ("measured", "traced")  # /1
+SOURCES_V2 = PROVENANCE_KINDS  # /2 adds published (cited public figures)
 STATUSES = ("ok", "oom", "error", "skipped")
 PHASES = ("data", "forward", "backward", "optimizer")
 BREAKDOWN_PARTS = ("weights", "grads", "optimizer", "activations", "transients")
@@ -36,6 +53,46 @@ MAX_FILE_BYTES = loader.RESULT.max_bytes
 # is a corrupted file, and it would print as a 300-digit figure downstream.
 MAX_NUMBER = 1e18
 MAX_BATCH = 10**9
+MAX_COUNT = 10**7  # GPUs, threads, sequence length, lines of a cited file
+# A measurement is noisy when the interquartile range of its per-step times is more than this fraction of their
+# median: the median still stands, but the machine was not quiet (another process, clocks, thermals).
+NOISY_IQR_OVER_MEDIAN = 0.1
+# Where a published figure was read: repository@commit:path#Lstart-Lend, or a URL followed by its table and row.
+REPO_SOURCE = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)@(?P<commit>[0-9a-f]{7,40}):(?P<path>[^#\s]+)"
+                         r"#L(?P<start>\d+)(?:-L(?P<end>\d+))?$")
+URL_SOURCE = re.compile(r"^https?://\S+\s+\S")
+SOURCE_EXPECTED = ("where the figure was published: repository@commit:path#Lstart-Lend (e.g. "
+                   "org/repo@0a1b2c3:docs/results.md#L40-L52), or a URL followed by the table and row (e.g. "
+                   "https://arxiv.org/abs/2104.04473 Table 1, row 3)")
+_MEMORY_FIELD = {"max_memory_allocated": "peak_allocated_bytes", "max_memory_reserved": "peak_reserved_bytes",
+                 "device_used": "device_used_bytes"}
+
+
+# ---------------------------------------------------------------- the schema's statistics (bench uses these too)
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default method), q in [0, 100]."""
+    if not values:
+        raise ValueError("percentile of an empty sequence")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be in [0, 100], got {q}")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def iqr_over_median(values: Sequence[float]) -> float:
+    """(p75 - p25) / median of per-step times: the spread a reader recomputes from `step_time_s.raw`."""
+    median = percentile(values, 50)
+    if median <= 0:
+        raise ValueError("step times must be positive")
+    return (percentile(values, 75) - percentile(values, 25)) / median
+
+
+def is_noisy(ratio: float) -> bool:
+    return ratio > NOISY_IQR_OVER_MEDIAN
 
 
 def _frozen(d: Mapping | None) -> Mapping:
@@ -50,6 +107,52 @@ class StepTimeStats:
     mean: float
     std: float
     n: int
+    raw: tuple[float, ...] = ()  # /2: every timed step, so anyone can recompute the statistics
+    iqr_over_median: float | None = None  # /2: recomputed from raw when the file has it
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How a (published) run split its work: data-parallel kind, tensor- and pipeline-parallel degrees."""
+
+    data: str = "none"
+    tensor: int = 1
+    pipeline: int = 1
+
+
+@dataclass(frozen=True)
+class PublishedFigure:
+    """A value exactly as its source published it (unit one of vocab.PUBLISHED_UNITS)."""
+
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a /2 measurement came from; a published one names its source precisely enough to check it."""
+
+    kind: str
+    source: str | None = None
+    sha256: str | None = None  # of the upstream file, when read from a repository
+    lines: int | None = None  # the upstream file's line count
+    retrieved: dt.date | None = None
+    stack: str | None = None
+    framework: str | None = None
+    precision_as_published: str | None = None
+    precision_effective: str | None = None
+    precision_reason: str | None = None
+    memory_meaning: str | None = None
+    published: PublishedFigure | None = None
+
+
+@dataclass(frozen=True)
+class MissingPoint:
+    """A requested (precision, batch) the file has no row for, and why; batch_size None = not chosen yet."""
+
+    precision: str
+    batch_size: int | None
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -77,10 +180,26 @@ class Measurement:
     loss_finite: bool | None = None
     grad_scaler_skips: float | None = None
     unmeasured: Mapping = field(default_factory=dict)
+    # /2 (defaults for a /1 file)
+    noisy: bool = False
+    provenance: Provenance | None = None
+    seq_len: int | None = None
+    gpu_count: int | None = None
+    parallelism: Parallelism | None = None
+    attention: str | None = None
+    global_batch: int | None = None
+    micro_batch: int | None = None
+    batch_unit: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def iqr_pct(self) -> float | None:
+        """The step times' IQR as a percentage of their median (None without timing)."""
+        ratio = self.step_time_s.iqr_over_median if self.step_time_s else None
+        return None if ratio is None else 100.0 * ratio
 
 
 @dataclass(frozen=True)
@@ -96,6 +215,9 @@ class ResultFile:
     dataloader: tuple[Mapping, ...] = ()
     ddp: Mapping | None = None
     raw: Mapping = field(default_factory=dict, repr=False, compare=False)
+    schema: str = SCHEMA_V1
+    missing: tuple[MissingPoint, ...] = ()  # /2: requested points a partial file has no row for
+    warnings: tuple[str, ...] = ()  # /2: what the writer wants a reader to know (noisy timings, ...)
 
     @property
     def model_name(self) -> str:
@@ -133,8 +255,10 @@ def parse_result_text(text: str, source: str) -> ResultFile:
 def parse_result(data: object, source: str) -> ResultFile:
     if not isinstance(data, Mapping):
         raise InputError(source, None, type(data).__name__, "a JSON object")
-    if data.get("schema") != SCHEMA:
-        raise InputError(source, "schema", data.get("schema"), SCHEMA)
+    schema = data.get("schema")
+    if schema not in SCHEMAS:
+        raise InputError(source, "schema", schema, " or ".join(SCHEMAS))
+    v2 = schema == SCHEMA
     created = data.get("created_utc")
     if not isinstance(created, str) or not re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", created) \
             or len(created) > 40:
@@ -156,12 +280,10 @@ def parse_result(data: object, source: str) -> ResultFile:
     raw_meas = data.get("measurements", [])
     if not isinstance(raw_meas, list):
         raise InputError(source, "measurements", raw_meas, "a list")
-    measurements = tuple(_measurement(m, source, f"measurements[{i}]") for i, m in enumerate(raw_meas))
+    measurements = tuple(_measurement(m, source, f"measurements[{i}]", v2) for i, m in enumerate(raw_meas))
     max_batch = _list_of_mappings(data, "max_batch", source)
     for i, mb in enumerate(max_batch):
-        r = Reader(mb, source, f"max_batch[{i}]")
-        r.choice("precision", PRECISIONS)
-        r.integer("max_batch", None, minimum=0, maximum=MAX_BATCH)
+        _max_batch_entry(Reader(mb, source, f"max_batch[{i}]"), v2)
     dataloader = _list_of_mappings(data, "dataloader", source)
     for i, row in enumerate(dataloader):
         _optional_number(Reader(row, source, f"dataloader[{i}]"), "samples_per_s")
@@ -171,10 +293,19 @@ def parse_result(data: object, source: str) -> ResultFile:
         for key in ("step_time_1_s", "step_time_n_s", "efficiency", "exposed_comm_s"):
             _optional_number(r, key)
         ddp = _frozen(ddp)
+    missing: tuple[MissingPoint, ...] = ()
+    warnings: tuple[str, ...] = ()
+    if v2:
+        top = Reader(data, source)
+        _environment_v2(Reader(env, source, "environment"))
+        requested = _settings_v2(Reader(settings, source, "settings"))
+        missing = _missing(top, partial, requested)
+        warnings = top.string_list("warnings", ())
     return ResultFile(
         path=source, created_utc=created, partial=partial, environment=_frozen(env), model=_frozen(model),
         settings=_frozen(settings), measurements=measurements, max_batch=tuple(_frozen(m) for m in max_batch),
-        dataloader=tuple(_frozen(d) for d in dataloader), ddp=ddp, raw=_frozen(data),
+        dataloader=tuple(_frozen(d) for d in dataloader), ddp=ddp, raw=_frozen(data), schema=schema,
+        missing=missing, warnings=warnings,
     )
 
 
@@ -199,11 +330,18 @@ def _optional_number(r: Reader, key: str) -> float | None:
     return r.number(key, None, minimum=0, maximum=MAX_NUMBER)
 
 
-def _measurement(m: object, source: str, path: str) -> Measurement:
+def _reasons(r: Reader, key: str = "unmeasured") -> Mapping:
+    value = r.data.get(key) or {}
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise r.fail(key, value, "an object {field: reason}")
+    return value
+
+
+def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measurement:
     if not isinstance(m, Mapping):
         raise InputError(source, path, m, "a JSON object")
     r = Reader(m, source, path)
-    src = r.choice("source", SOURCES, "measured")
+    src = r.choice("source", SOURCES_V2 if v2 else SOURCES, "measured")
     precision = r.choice("precision", PRECISIONS)
     batch = r.integer("batch_size", minimum=1, maximum=MAX_BATCH)
     status = r.choice("status", STATUSES)
@@ -217,22 +355,24 @@ def _measurement(m: object, source: str, path: str) -> Measurement:
         values["n"] = int(values["n"])
         if values["median"] <= 0:
             raise st.fail("median", values["median"], "a positive time in seconds")
-        stats = StepTimeStats(**values)
+        stats = _step_time_v2(st, values) if v2 else StepTimeStats(**values)
     if status == "ok" and src == "measured" and stats is None:
         raise InputError(source, f"{path}.step_time_s", None, "step-time statistics for an ok measurement")
-    numbers = {k: _optional_number(r, k) for k in NUMERIC_FIELDS}
+    numbers: dict[str, Any] = {k: _optional_number(r, k) for k in NUMERIC_FIELDS}
     phases = _number_map(r, "phases_s", PHASES)
     breakdown = _number_map(r, "memory_breakdown_bytes", BREAKDOWN_PARTS)
-    unmeasured = m.get("unmeasured") or {}
-    if not isinstance(unmeasured, Mapping) or not all(isinstance(v, str) for v in unmeasured.values()):
-        raise InputError(source, f"{path}.unmeasured", unmeasured, "an object {field: reason}")
+    unmeasured = _reasons(r)
     loss_finite = m.get("loss_finite")
     if loss_finite is not None and not isinstance(loss_finite, bool):
         raise InputError(source, f"{path}.loss_finite", loss_finite, "true, false or null")
+    extra: dict[str, Any] = {}
+    if v2:
+        extra = {"noisy": _noisy(r, stats), "provenance": _provenance(r, src, precision, numbers),
+                 **_configuration(r, src)}
     return Measurement(
         source=src, precision=precision, batch_size=batch, status=status, reason=reason, step_time_s=stats,
         phases_s=_frozen(phases), memory_breakdown_bytes=_frozen(breakdown), mfu_peak_key=m.get("mfu_peak_key"),
-        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), **numbers,
+        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), **numbers, **extra,
     )
 
 
@@ -244,6 +384,178 @@ def _number_map(r: Reader, key: str, keys: tuple[str, ...]) -> dict:
         raise r.fail(key, value, "an object of numbers: " + ", ".join(keys))
     sub = Reader(value, r.source, r.field(key))
     return {k: _optional_number(sub, k) for k in value}
+
+
+# ---------------------------------------------------------------- /2 fields
+
+def _environment_v2(r: Reader) -> None:
+    r.string("trainplan_version")
+    unmeasured = _reasons(r)
+    threads = r.sub("cpu_threads")
+    if threads is not None:
+        for key in ("torch_num_threads", "os_cpu_count"):
+            threads.integer(key, None, minimum=1, maximum=MAX_COUNT)
+    if r.integer("cudnn", None, minimum=0, maximum=MAX_COUNT) is None and "cudnn" not in unmeasured:
+        raise r.fail("cudnn", r.data.get("cudnn"), "the cuDNN version (torch.backends.cudnn.version()), or null "
+                     "with the reason in environment.unmeasured.cudnn")
+
+
+def _settings_v2(r: Reader) -> tuple[str, ...] | None:
+    """Checks settings.command and settings.requested; returns the requested precisions (None: not given)."""
+    r.string_list("command", None)
+    req = r.sub("requested")
+    if req is None:
+        return None
+    precisions = req.list_of("precisions", max_items=len(PRECISIONS))
+    for i, name in enumerate(precisions):
+        if name not in PRECISIONS:
+            raise InputError(r.source, f"{req.field('precisions')}[{i}]", name, "one of " + ", ".join(PRECISIONS))
+    if req.raw("batch_sizes") != "auto":
+        req.integer_list("batch_sizes", minimum=1, maximum=MAX_BATCH, max_items=10_000)
+    req.integer("steps", minimum=0, maximum=MAX_COUNT)
+    req.integer("warmup", minimum=0, maximum=MAX_COUNT)
+    return tuple(precisions)
+
+
+def _missing(r: Reader, partial: bool, requested: tuple[str, ...] | None) -> tuple[MissingPoint, ...]:
+    rows = r.raw("missing", [])
+    if not isinstance(rows, list):
+        raise r.fail("missing", rows, "a list of {precision, batch_size, reason}")
+    if rows and not partial:
+        raise r.fail("missing", rows, "an empty list in a complete file (partial: false)")
+    out = []
+    for i, row in enumerate(rows):
+        m = Reader(row, r.source, f"missing[{i}]")
+        precision = m.choice("precision", requested or PRECISIONS)
+        batch = m.integer("batch_size", None, minimum=1, maximum=MAX_BATCH)
+        out.append(MissingPoint(precision, batch, m.string("reason")))
+    return tuple(out)
+
+
+def _max_batch_entry(r: Reader, v2: bool) -> None:
+    r.choice("precision", PRECISIONS)
+    largest = r.integer("max_batch", None, minimum=0, maximum=MAX_BATCH)
+    if not v2:
+        return
+    safe = r.integer("safe_batch", None, minimum=0, maximum=MAX_BATCH)
+    confirmed = r.boolean("safe_confirmed", False)
+    if safe is not None and (largest is None or safe > largest):
+        raise r.fail("safe_batch", safe, f"a batch size <= max_batch ({largest})")
+    if confirmed and not safe:
+        raise r.fail("safe_confirmed", confirmed, "false when there is no safe_batch")
+
+
+def _step_time_v2(st: Reader, values: dict) -> StepTimeStats:
+    """/2 step times: `raw` (every timed step) must agree with n and the median; the IQR is recomputed from it."""
+    ratio = st.number("iqr_over_median", None, minimum=0, maximum=MAX_NUMBER)
+    raw: tuple[float, ...] = ()
+    if st.has("raw"):
+        items = st.list_of("raw", max_items=1_000_000)
+        for i, t in enumerate(items):
+            if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t <= MAX_NUMBER:
+                raise InputError(st.source, f"{st.field('raw')}[{i}]", t, "a positive time in seconds")
+        raw = tuple(float(t) for t in items)
+        if len(raw) != values["n"]:
+            raise st.fail("n", values["n"], f"the number of raw step times ({len(raw)})")
+        median = percentile(raw, 50)
+        if not math.isclose(median, values["median"], rel_tol=1e-9, abs_tol=1e-15):
+            raise st.fail("median", values["median"], f"the median of step_time_s.raw ({median!r})")
+        computed = iqr_over_median(raw)
+        if ratio is not None and not math.isclose(ratio, computed, rel_tol=1e-6, abs_tol=1e-12):
+            raise st.fail("iqr_over_median", ratio, f"the IQR/median of step_time_s.raw ({computed!r})")
+        ratio = computed
+    return StepTimeStats(**values, raw=raw, iqr_over_median=ratio)
+
+
+def _noisy(r: Reader, stats: StepTimeStats | None) -> bool:
+    noisy = r.boolean("noisy", False)
+    ratio = stats.iqr_over_median if stats else None
+    if stats and stats.raw and ratio is not None and noisy != is_noisy(ratio):
+        raise r.fail("noisy", noisy, f"{str(is_noisy(ratio)).lower()}: IQR/median of step_time_s.raw is "
+                     f"{ratio:.3f} (noisy means above {NOISY_IQR_OVER_MEDIAN})")
+    if noisy and ratio is None:
+        raise r.fail("noisy", noisy, "false, or step_time_s.raw or step_time_s.iqr_over_median to show the noise")
+    return noisy
+
+
+def _provenance(r: Reader, kind: str, precision: str, numbers: Mapping) -> Provenance | None:
+    p = r.sub("provenance")
+    if p is None:
+        if kind == "published":
+            raise r.fail("provenance.source", None, SOURCE_EXPECTED)
+        return None
+    if p.choice("kind", PROVENANCE_KINDS, kind) != kind:
+        raise p.fail("kind", p.data.get("kind"), f"{kind} (the measurement's source)")
+    published = kind == "published"
+    source = p.string("source", None)
+    if published and source is None:
+        raise p.fail("source", None, SOURCE_EXPECTED)
+    repo = REPO_SOURCE.match(source) if source else None
+    if source and not repo and not URL_SOURCE.match(source):
+        raise p.fail("source", source, SOURCE_EXPECTED)
+    sha256 = p.string("sha256", None)
+    if sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise p.fail("sha256", sha256, "the upstream file's SHA-256: 64 lowercase hex digits")
+    lines = p.integer("lines", None, minimum=1, maximum=MAX_COUNT)
+    if repo:
+        first, last = int(repo["start"]), int(repo["end"] or repo["start"])
+        if not 1 <= first <= last:
+            raise p.fail("source", source, "a line range #Lstart-Lend with 1 <= start <= end")
+        if published and (sha256 is None or lines is None):
+            raise p.fail("sha256" if sha256 is None else "lines", None, "the upstream file's SHA-256 and line "
+                         "count (a published figure read from a repository)")
+        if lines is not None and last > lines:
+            raise p.fail("source", source, f"a line range within the file's {lines} lines")
+    effective = p.choice("precision_effective", EFFECTIVE_PRECISIONS, None)
+    why = p.string("precision_reason", None)
+    if effective is not None and why is None:
+        raise p.fail("precision_reason", None, f"why the run's arithmetic was {effective} (e.g. 'AMP with bf16 "
+                     "on A100, per the launch script')")
+    if effective not in (None, "unknown") and effective != precision:
+        raise p.fail("precision_effective", effective, f"the measurement's precision ({precision}) or unknown")
+    meaning = p.choice("memory_meaning", MEMORY_MEANINGS, None)
+    if meaning is not None and numbers.get(_MEMORY_FIELD[meaning]) is None:
+        raise p.fail("memory_meaning", meaning, f"a memory figure in {r.field(_MEMORY_FIELD[meaning])}")
+    if published and meaning is None and any(numbers.get(f) is not None for f in _MEMORY_FIELD.values()):
+        raise p.fail("memory_meaning", None, "which counter the published memory figure is: "
+                     + ", ".join(MEMORY_MEANINGS))
+    figure = p.sub("published")
+    if figure is None and published:
+        raise p.fail("published", None, "the value and unit exactly as published: {value, unit}")
+    retrieved = p.date("retrieved", None)
+    if published and retrieved is None:
+        raise p.fail("retrieved", None, "the date the source was read (YYYY-MM-DD)")
+    return Provenance(
+        kind=kind, source=source, sha256=sha256, lines=lines, retrieved=retrieved,
+        stack=p.choice("stack", STACKS, None), framework=p.string("framework", None),
+        precision_as_published=p.string("precision_as_published", None), precision_effective=effective,
+        precision_reason=why, memory_meaning=meaning,
+        published=PublishedFigure(figure.number("value", minimum=0, maximum=MAX_NUMBER, exclusive_min=True),
+                                  figure.choice("unit", PUBLISHED_UNITS)) if figure else None,
+    )
+
+
+def _configuration(r: Reader, kind: str) -> dict:
+    """The run's shape, as a published row states it (optional for measured and traced rows)."""
+    out = {key: r.integer(key, None, minimum=1, maximum=MAX_COUNT if key in ("seq_len", "gpu_count") else
+                          MAX_BATCH)
+           for key in ("seq_len", "gpu_count", "global_batch", "micro_batch")}
+    if kind == "published" and out["gpu_count"] is None:
+        raise r.fail("gpu_count", None, "how many GPUs the published run used")
+    if out["global_batch"] is not None and out["micro_batch"] is not None \
+            and out["micro_batch"] > out["global_batch"]:
+        raise r.fail("micro_batch", out["micro_batch"], f"at most global_batch ({out['global_batch']})")
+    unit = r.choice("batch_unit", BATCH_UNITS, None)
+    if unit is None and (out["global_batch"] is not None or out["micro_batch"] is not None):
+        raise r.fail("batch_unit", None, "what global_batch and micro_batch count: " + ", ".join(BATCH_UNITS))
+    par = r.sub("parallelism")
+    parallelism = None
+    if par is not None:
+        parallelism = Parallelism(par.choice("data", DATA_PARALLELISMS, "none"),
+                                  par.integer("tensor", 1, minimum=1, maximum=MAX_COUNT),
+                                  par.integer("pipeline", 1, minimum=1, maximum=MAX_COUNT))
+    return {**out, "batch_unit": unit, "parallelism": parallelism,
+            "attention": r.choice("attention", ATTENTION_KINDS, None)}
 
 
 # ---------------------------------------------------------------- scanning
