@@ -4,7 +4,7 @@ Writes synthetic result files (tests/fixtures helpers: NOT real measurements, in
 then times load_inputs + build_plan on the shipped ResNet-50 scenario with that folder as --results.
 Prints size, measurements, load and plan seconds (median of --repeats) and the growth ratio per doubling.
 
-    python perf/large_result_file.py [--mib 8 16 32 60] [--repeats 3]
+    python perf/large_result_file.py [--mib 8 16 32 64] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ BYTES_PER_MEASUREMENT = 716  # one fixture measurement as json.dumps writes it
 
 def write_file(folder: Path, target_mib: float) -> tuple[Path, int]:
     """A valid resnet50-on-H100 result file of about target_mib: batches 1..n at bf16 with a linear t(b), peak(b)."""
-    n = max(8, int(target_mib * 2**20 / BYTES_PER_MEASUREMENT))
-    ms = [measurement("bf16", b, 0.004 + 0.00042 * b, 0.6 * 2**30 + 0.06 * 2**30 * b) for b in range(1, n + 1)]
     path = folder / "h100-sxm-80gb" / f"resnet50-{int(target_mib)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result("resnet50", "h100-sxm-80gb", ms)), encoding="utf-8")
-    return path, n
+    n = max(8, int(target_mib * 2**20 / BYTES_PER_MEASUREMENT))
+    for _ in range(2):  # the estimate, then once more scaled to the size it gave (rows grow with the batch)
+        ms = [measurement("bf16", b, 0.004 + 0.00042 * b, 0.6 * 2**30 + 0.06 * 2**30 * b) for b in range(1, n + 1)]
+        path.write_text(json.dumps(result("resnet50", "h100-sxm-80gb", ms)), encoding="utf-8")
+        n = int(n * target_mib * 2**20 / path.stat().st_size * 0.995)
+    return path, len(ms)
 
 
 def time_plan(results_dir: Path) -> tuple[float, float]:
@@ -50,7 +52,7 @@ def time_plan(results_dir: Path) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mib", type=float, nargs="+", default=[8, 16, 32, 60])
+    ap.add_argument("--mib", type=float, nargs="+", default=[8, 16, 32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     previous = None

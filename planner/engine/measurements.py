@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.engine.estimates import ResolvedModel, TimePoint
+from planner.engine.steptime import TimeSeries, time_series
 from planner.inputs.resultfile import ResultFile
 from planner.inputs.scenario import TrainingSetup
 
@@ -35,6 +36,9 @@ class MeasurementIndex:
     # Step times whose per-step spread was large (result file `noisy: true`): IQR as % of the median, by
     # (file label, precision, batch); the label is a TimePoint's, so a plan can tell which points it used.
     noisy_pct: dict[tuple[str, str, int], float] = field(default_factory=dict)
+
+    # The same times summarised once per (gpu id, precision), for every option that reads them.
+    series: dict[tuple[str, str], TimeSeries] = field(default_factory=dict)
 
     def gpus_with_times(self, precision: str) -> list[str]:
         return sorted({g for (g, p), pts in self.times.items() if p == precision and pts})
@@ -73,6 +77,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         if why_not:
             idx.skipped.append(f"{rf.label}: not used ({why_not})")
             continue
+        label = rf.label  # once per file: a large file has ~10^5 measurements
         gpu = rf.gpu_profile_id if rf.device == "cuda" else None
         # Memory lines are always taken without checkpointing (planner.engine.memory scales them when it is on);
         # step times only from runs with the scenario's own checkpointing (recompute changes the time).
@@ -82,9 +87,9 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         optimizer = str(rf.settings.get("optimizer") or "adamw")
         trainable = rf.model.get("trainable_params")
         if rf.ddp:
-            idx.ddp.append((rf.label, dict(rf.ddp)))
+            idx.ddp.append((label, dict(rf.ddp)))
         for row in rf.dataloader:
-            idx.dataloader.append((rf.label, dict(row)))
+            idx.dataloader.append((label, dict(row)))
         if rf.settings.get("sync_method") == "ddp":
             continue  # an N-process DDP step already holds communication: it is scaling data, not a 1-GPU time
         for m in rf.measurements:
@@ -93,20 +98,21 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
             if m.source == "measured" and gpu and m.step_time_s is not None and times_apply:
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
                 idx.times[(gpu, m.precision)].append(
-                    TimePoint(m.batch_size, m.step_time_s.median, rf.label, opt_s))
+                    TimePoint(m.batch_size, m.step_time_s.median, label, opt_s))
                 if m.noisy and m.iqr_pct is not None:
-                    idx.noisy_pct[(rf.label, m.precision, m.batch_size)] = m.iqr_pct
+                    idx.noisy_pct[(label, m.precision, m.batch_size)] = m.iqr_pct
                 if m.power_w:
                     idx.power_w[(gpu, m.precision)] = m.power_w
                 idx.files_used.add(rf.path)
             key = (gpu, m.precision) if m.source == "measured" and gpu else (
                 ("traced", m.precision) if m.source == "traced" else None)
             if key and m.peak_allocated_bytes and peaks_apply:
-                idx.peaks[key].append(PeakPoint(m.batch_size, m.peak_allocated_bytes, rf.label, optimizer,
+                idx.peaks[key].append(PeakPoint(m.batch_size, m.peak_allocated_bytes, label, optimizer,
                                                 int(trainable) if trainable else None))
                 idx.files_used.add(rf.path)
     for key in list(idx.times):
         idx.times[key] = _dedupe_latest(idx.times[key])
+        idx.series[key] = time_series(idx.times[key])
     return idx
 
 

@@ -219,11 +219,10 @@ class _Micro:
 def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
-    own = ctx.idx.times.get((gpu.id, precision), [])
+    own = ctx.idx.series.get((gpu.id, precision))
     got = steptime.measured_micro_step(own, micro) if own else None
-    if got:
-        opt_measured = next((p.optimizer_s for p in own if p.optimizer_s), None)
-        return _Micro(got[0], got[1], got[2], opt_measured, True, steptime.points_used(own, micro))
+    if own and got:
+        return _Micro(got[0], got[1], got[2], own.optimizer_s, True, steptime.points_used(own, micro))
     flops = steptime.flops_per_step(model.flops_per_sample or 0.0, micro) * steptime.compute_factor(
         ctx.scenario.training.activation_checkpointing, _trainable_fraction(model, ctx.scenario))
     transferred = _transferred(ctx, option, flops)
@@ -290,16 +289,16 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float) -> _Micro | No
         peak_a = other.peak_tflops_for(precision) if other is not None else None
         if other is None or other.id == gpu.id or not peak_a:
             continue
-        pts = idx.times[(other_id, precision)]
+        pts = idx.series[(other_id, precision)]
         src = steptime.measured_micro_step(pts, option.micro_batch)
         if not src:
             continue
         t_a, src_source, _band = src
-        t0 = steptime.fit_time_line([(p.batch_size, p.step_time_s) for p in pts])[0] if len(pts) >= 2 else 0.0
+        t0 = pts.line[0] if pts.line is not None else 0.0
         t_b, band = steptime.transfer_micro_step(
             t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
             bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
-        opt_a = next((p.optimizer_s for p in pts if p.optimizer_s), None)
+        opt_a = pts.optimizer_s
         opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
         return _Micro(t_b, Source("transferred", detail), band, opt_b, True,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from planner.engine.estimates import Source, StepEstimate, TimePoint
 from planner.engine.fit import least_squares_line
@@ -145,18 +146,54 @@ def _labels(points: Sequence[TimePoint]) -> str:
     return ", ".join(dict.fromkeys(p.label for p in points))
 
 
-def _batches(points: Sequence[TimePoint]) -> str:
-    return ", ".join(str(b) for b in sorted({p.batch_size for p in points}))
+@dataclass(frozen=True)
+class TimeSeries:
+    """One GPU and precision's measured step times, summarised once.
+
+    Building it is O(n); then every option that reads the series (its own GPU, or a transfer to another GPU) costs
+    O(1) instead of refitting all n points: a plan has ~200 options, a large result file ~10^5 points.
+    """
+
+    points: tuple[TimePoint, ...]
+    by_batch: Mapping[int, tuple[TimePoint, ...]]
+    batches: tuple[int, ...]  # distinct, ascending
+    line: tuple[float, float] | None  # (t0_s, c_s_per_sample) over two or more distinct batches
+    residual: float  # the line's largest relative residual
+    labels: str
+
+    @property
+    def optimizer_s(self) -> float | None:
+        """The first measured optimizer phase, if any point has one."""
+        return next((p.optimizer_s for p in self.points if p.optimizer_s), None)
 
 
-def points_used(points: Sequence[TimePoint], micro_batch: int) -> tuple[TimePoint, ...]:
+def time_series(points: Sequence[TimePoint]) -> TimeSeries:
+    by_batch: dict[int, list[TimePoint]] = {}
+    for p in points:
+        by_batch.setdefault(p.batch_size, []).append(p)
+    batches = tuple(sorted(by_batch))
+    line: tuple[float, float] | None = None
+    residual = 0.0
+    if len(batches) >= 2:
+        pairs = [(p.batch_size, p.step_time_s) for p in points]
+        line = fit_time_line(pairs)
+        residual = _max_relative_residual(pairs, *line)
+    return TimeSeries(tuple(points), {b: tuple(v) for b, v in by_batch.items()}, batches, line, residual,
+                      _labels(points))
+
+
+def _series(points: Sequence[TimePoint] | TimeSeries) -> TimeSeries:
+    return points if isinstance(points, TimeSeries) else time_series(points)
+
+
+def points_used(points: Sequence[TimePoint] | TimeSeries, micro_batch: int) -> tuple[TimePoint, ...]:
     """The points measured_micro_step rests on at `micro_batch`: that batch's own, else all (fit or scaling)."""
-    exact = tuple(p for p in points if p.batch_size == micro_batch)
-    return exact or tuple(points)
+    s = _series(points)
+    return s.by_batch.get(micro_batch) or s.points
 
 
 def measured_micro_step(
-    points: Sequence[TimePoint], micro_batch: int
+    points: Sequence[TimePoint] | TimeSeries, micro_batch: int
 ) -> tuple[float, Source, tuple[float, float]] | None:
     """Micro-step seconds at `micro_batch` from measured points on one GPU and precision, with source and band.
 
@@ -167,22 +204,22 @@ def measured_micro_step(
     """
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
-    if not points:
+    s = _series(points)
+    if not s.points:
         return None
-    exact = [p for p in points if p.batch_size == micro_batch]
+    exact = s.by_batch.get(micro_batch)
     if exact:
         t = statistics.median(p.step_time_s for p in exact)
         detail = f"batch {micro_batch}, median step time from {_labels(exact)}"
         return t, Source("measured", detail), _band(t, MEASURED_BAND)
-    batches = sorted({p.batch_size for p in points})
-    if len(batches) == 1:
-        return _single_point_scaling(points, micro_batch)
-    pairs = [(p.batch_size, p.step_time_s) for p in points]
-    t0, c = fit_time_line(pairs)
+    batches = s.batches
+    if s.line is None:  # one measured batch
+        return _single_point_scaling(s.points, micro_batch)
+    t0, c = s.line
     t = t0 + c * micro_batch
-    residual = _max_relative_residual(pairs, t0, c)
-    fit = (f"fit t(b) = {t0 * 1e3:.3g} ms + {c * 1e3:.3g} ms × b over batches {_batches(points)} "
-           f"from {_labels(points)}")
+    residual = s.residual
+    fit = (f"fit t(b) = {t0 * 1e3:.3g} ms + {c * 1e3:.3g} ms × b over batches {', '.join(map(str, batches))} "
+           f"from {s.labels}")
     low_limit, high_limit = batches[0] / INTERPOLATION_LIMIT, batches[-1] * INTERPOLATION_LIMIT
     if low_limit <= micro_batch <= high_limit:
         half = max(INTERPOLATED_BAND_MIN, residual)

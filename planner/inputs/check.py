@@ -122,6 +122,14 @@ class Reader:
 
     def number(self, key: str, default: Any = _MISSING, minimum: float | None = None,
                maximum: float | None = None, exclusive_min: bool = False, unit: str = "") -> Any:
+        value = self.data.get(key)
+        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+            # Fast path: a plain in-range number (never bool, nan or inf); anything else takes the checks below.
+            number = float(value) if isinstance(value, float) or abs(value) < 2**53 else math.inf
+            if (math.isfinite(number)
+                    and (minimum is None or (number > minimum if exclusive_min else number >= minimum))
+                    and (maximum is None or number <= maximum)):
+                return number
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
