@@ -159,7 +159,7 @@ def _nvml_for(nvml_mod, gpu: dict) -> dict | None:
 
 
 def _slug(text: str) -> str:
-    from planner.inputs.resultfile import slug
+    from planner.inputs.filenames import slug
 
     return slug(text)
 

@@ -415,3 +415,15 @@ def test_a_noisy_point_the_plan_does_not_use_adds_no_note(tmp_path):
     option = plan.option("h100-sxm-80gb-x1-bf16")
     assert option.step.source.kind == "measured" and option.micro_batch == 128
     assert not any(isinstance(n, Note) and n.key == "noisy_measurement" for n in option.notes)
+
+
+def test_the_benchmarks_page_rows_show_the_safe_batch_and_whether_a_repeat_run_confirmed_it():
+    from types import SimpleNamespace
+
+    from planner.present.result_views import max_batch_rows
+
+    r = SimpleNamespace(max_batch=({"precision": "bf16", "max_batch": 128, "safe_batch": 112, "safe_confirmed": True,
+                                    "trials": [{"batch_size": 128, "status": "ok"}]},
+                                   {"precision": "fp32", "max_batch": 64, "safe_batch": 56, "safe_confirmed": False},
+                                   {"precision": "fp16", "max_batch": 32}))
+    assert [row["safe_batch"] for row in max_batch_rows(r)] == ["112 ✓", "56 ?", "—"]

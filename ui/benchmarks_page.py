@@ -114,7 +114,7 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
     st.markdown("**" + tr("pages.bench.max_batch_title") + "**")
     if mb:
         st.dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in
-                                    ("precision", "max_batch", "trials", "reason")} for row in mb]),
+                                    ("precision", "max_batch", "safe_batch", "trials", "reason")} for row in mb]),
                      hide_index=True, width="stretch", key="bench_max_batch")
     else:
         st.caption(tr("pages.bench.no_max_batch"))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from planner.inputs import loader
 from planner.inputs.errors import InputError
-from planner.inputs.resultfile import ResultFile, parse_result, result_path, slug, write_result_atomic
+from planner.inputs.filenames import slug
+from planner.inputs.resultfile import ResultFile, parse_result, result_path, write_result_atomic
 from planner.inputs.userdata import user_results_dir
 
 MAX_IMPORT_BYTES = loader.RESULT.max_bytes  # the cap of any result file: what plans from a folder imports too

@@ -21,6 +21,7 @@ from planner.inputs import loader
 from planner.inputs.atomic import atomic_write
 from planner.inputs.check import Reader, parse_date
 from planner.inputs.errors import InputError, skipped
+from planner.inputs.filenames import slug
 from planner.vocab import (
     ATTENTION_KINDS,
     BATCH_UNITS,
@@ -590,10 +591,6 @@ def scan_results(*dirs: str | Path) -> tuple[list[ResultFile], list[str]]:
 
 
 # ---------------------------------------------------------------- writing
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
-
 
 def timestamp_for_filename(created_utc: str) -> str:
     """2026-11-29T19:40:00.123Z -> 20261129T194000Z (sortable, portable)."""

@@ -13,6 +13,7 @@ import yaml
 
 from planner.inputs.atomic import atomic_write
 from planner.inputs.errors import InputError
+from planner.inputs.filenames import slug
 from planner.inputs.profiles import (
     SCHEMA,
     GpuProfile,
@@ -22,7 +23,6 @@ from planner.inputs.profiles import (
     parse_profile,
     profile_to_dict,
 )
-from planner.inputs.resultfile import slug
 from planner.inputs.userdata import user_profiles_dir
 from planner.vocab import GIB, PEAK_KEYS
 

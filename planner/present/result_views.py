@@ -100,9 +100,18 @@ def max_batch_rows(r: ResultFile) -> list[dict]:
     for mb in r.max_batch:
         trials = mb.get("trials") or []
         out.append({"precision": mb.get("precision"), "max_batch": mb.get("max_batch"),
+                    "safe_batch": _safe_batch(mb),
                     "trials": ", ".join(f"{tr.get('batch_size')}: {tr.get('status')}" for tr in trials),
                     "n_trials": len(trials), "reason": mb.get("reason") or ""})
     return out
+
+
+def _safe_batch(mb: Mapping) -> str:
+    """'112 ✓' (confirmed by a repeat run), '112 ?' (not confirmed), '—' (a /1 file: no safe batch)."""
+    safe = mb.get("safe_batch")
+    if safe is None:
+        return "—"
+    return f"{safe} {'✓' if mb.get('safe_confirmed') else '?'}"
 
 
 def dataloader_rows(r: ResultFile) -> list[dict]:
