@@ -1,4 +1,4 @@
-"""`python -m bench list|detect|run|trace|ddp`: one subcommand per module, imported only when it is used.
+"""`python -m bench list|detect|run|trace|ddp|published`: one subcommand per module, imported only when it is used.
 
 Extension point: a subcommand is a module with `add_arguments(parser)` and `main(args) -> int` (exit status),
 registered in SUBCOMMANDS below. Modules that are not present (e.g. bench/trace.py before it is written) are
@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "run": ("bench.cli_run", "measure training steps: precisions x batch sizes, max batch, data loader"),
     "trace": ("bench.trace", "trace a training step without a GPU (memory and FLOPs)"),
     "ddp": ("bench.ddp", "measure data-parallel scaling across GPUs"),
+    "published": ("bench.corpus", "the cited corpus of published measurements: check it, list it (--summary)"),
 }
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130

@@ -1,0 +1,76 @@
+"""`python -m bench published check`: every transcribed number stands verbatim on the upstream line it cites.
+The fixture corpus is SYNTHETIC (tests/fixtures/published_example); the real one is bench/published/."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.corpus import DEFAULT_ROOT, check_corpus
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "fixtures" / "published_example"
+SOURCE = "sources/example-bench.yaml"
+RAW = "raw/example-bench/table.txt"
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", "published", *args, "--root", str(root)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    shutil.copytree(EXAMPLE, tmp_path / "corpus")
+    return tmp_path / "corpus"
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_a_sound_corpus_checks_and_lists():
+    done = _cli(EXAMPLE, "check")
+    assert done.returncode == 0 and "2 rows in 1 sources" in done.stdout, done.stderr
+    summary = _cli(EXAMPLE, "list", "--summary").stdout
+    assert "measurements: 2" in summary and "by precision: tf32 1, fp16 1" in summary
+
+
+BROKEN = [
+    ("a number not on its line", SOURCE, "value: 19876", "value: 19867", "rows[1].value"),
+    ("a number that is only part of one", SOURCE, "value: 19876", "value: 9876", "rows[1].value"),
+    ("a line outside the excerpt", SOURCE, "line: 6,", "line: 9,", "rows[1].line"),
+    ("no citation", SOURCE, "    source: example-org", "    source: somewhere else example-org", "excerpts[0].source"),
+    ("an unknown GPU id", SOURCE, "gpu_profile_id: a100-sxm-80gb, gpu_count: 1", "gpu_profile_id: a100-sxm-96gb, "
+     "gpu_count: 1", "rows[0].gpu_profile_id"),
+    ("an unknown precision", SOURCE, "precision_effective: fp16", "precision_effective: fp8", "precision_effective"),
+    ("an unknown stack", SOURCE, "stack: optimized_pytorch", "stack: jax", "excerpts[0].stack"),
+    ("an excerpt header that disagrees", RAW, "# sha256: 5f2b", "# sha256: 6f2b", "header.sha256"),
+    ("an excerpt missing a line", RAW, "| 8 | AMP | 256 | 19876 |\n", "", "excerpts[0].raw"),
+    ("an excerpt outside its folder", SOURCE, "raw: raw/example-bench/table.txt", "raw: ../../../etc/passwd",
+     "excerpts[0].raw"),
+    ("an unknown key", SOURCE, "    notes: null", "    note: null", "excerpts[0].note"),
+]
+
+
+@pytest.mark.parametrize("what,rel,old,new,field", BROKEN, ids=[b[0] for b in BROKEN])
+def test_a_bad_transcription_is_refused_naming_file_and_field(corpus, what, rel, old, new, field):
+    _edit(corpus / rel, old, new)
+    done = _cli(corpus, "check")
+    assert done.returncode == 2, done.stdout
+    assert field in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_shipped_corpus_checks():
+    """bench/published/ holds real transcriptions; each must stand on its cited upstream line."""
+    if not (DEFAULT_ROOT / "sources").is_dir():
+        pytest.skip("no published transcriptions shipped yet")
+    rows, problems = check_corpus(DEFAULT_ROOT)
+    assert not problems, problems
+    assert rows
