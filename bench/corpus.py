@@ -134,7 +134,8 @@ def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row
         raise e.fail("raw", e.raw("raw"), f"the {end - start + 1} upstream lines {start}-{end} (it has {len(body)})")
     rows = []
     for j, item in enumerate(e.list_of("rows", max_items=10_000)):
-        rows.append(_row(Reader(item, e.source, e.field(f"rows[{j}]")), body, start, end, slug, model, known_gpus))
+        rows.append(_row(Reader(item, e.source, e.field(f"rows[{j}]")), body, start, end, slug, model, known_gpus,
+                         csv=cited.group("path").lower().endswith(".csv")))
     return rows
 
 
@@ -161,7 +162,8 @@ def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]
     return text
 
 
-def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str, known_gpus: set[str]) -> Row:
+def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str, known_gpus: set[str], *,
+         csv: bool) -> Row:
     w.reject_unknown(("line", "gpu_name_as_published", "gpu_profile_id", "gpu_count", "parallelism",
                       "precision_as_published", "precision_effective", "precision_reason", "batch_per_gpu",
                       "global_batch", "seq_len", "value", "unit", "per_gpu"))
@@ -181,7 +183,7 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise w.fail("value", value, "the number as published")
     text = _as_published(value)
-    if not _stands_on(text, body[line - start]):
+    if not _stands_on(text, body[line - start], csv=csv):
         raise w.fail("value", value, f"a number that stands on upstream line {line}: {body[line - start][:160]!r}")
     unit = w.string("unit")
     if unit not in UNITS and not unit.startswith("other:"):
@@ -191,8 +193,14 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str
     return Row(slug, model, gpu, count, precision, text, unit)
 
 
-def _stands_on(number: str, line: str) -> bool:
-    """The number appears on the line as a whole number: '12' does not stand in '112' or '12.5'."""
+def _stands_on(number: str, line: str, *, csv: bool = False) -> bool:
+    """The number appears on the line as a whole number: '12' does not stand in '112' or '12.5'.
+
+    In a CSV file (the cited upstream path ends in .csv) it must be one whole field; elsewhere (Markdown tables,
+    text) a comma is a thousands separator, so '234.5' does not stand in '1,234.5'.
+    """
+    if csv:
+        return number in (field.strip().strip('"') for field in line.split(","))
     return re.search(r"(?<![\d.,])" + re.escape(number) + r"(?![\d]|[.,]\d)", line) is not None
 
 

@@ -74,3 +74,18 @@ def test_the_shipped_corpus_checks():
     rows, problems = check_corpus(DEFAULT_ROOT)
     assert not problems, problems
     assert rows
+
+
+@pytest.mark.parametrize("number,line,csv,stands", [
+    ("1,234.5", "| 1 | TF32 | 256 | 1,234.5 |", False, True),
+    ("234.5", "| 1 | TF32 | 256 | 1,234.5 |", False, False),  # a thousands separator, not a field boundary
+    ("12", "| 112 |", False, False),
+    ("12", "| 12.5 |", False, False),
+    ("833.0", "V100 16GB,1.0,300.0,833.0,12611.0", True, True),  # a whole CSV field
+    ("33.0", "V100 16GB,1.0,300.0,833.0,12611.0", True, False),
+    ("833", "V100 16GB,1.0,300.0,833.0,12611.0", True, False),
+])
+def test_a_number_stands_on_its_line_only_whole(number, line, csv, stands):
+    from bench.corpus import _stands_on
+
+    assert _stands_on(number, line, csv=csv) is stands
