@@ -50,6 +50,9 @@ class Row:
     precision_effective: str
     value: str
     unit: str
+    # Why this number, transcribed exactly as published, must not be used as a measurement (e.g. a bug in the
+    # publisher's own formula that a run log proves); kept so the record stays whole, left out of every fit.
+    caveat: str | None = None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -166,7 +169,7 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str
          csv: bool) -> Row:
     w.reject_unknown(("line", "gpu_name_as_published", "gpu_profile_id", "gpu_count", "parallelism",
                       "precision_as_published", "precision_effective", "precision_reason", "batch_per_gpu",
-                      "global_batch", "seq_len", "value", "unit", "per_gpu"))
+                      "global_batch", "seq_len", "value", "unit", "per_gpu", "caveat"))
     line = w.integer("line", minimum=start, maximum=end)
     w.string("gpu_name_as_published")
     gpu = w.raw("gpu_profile_id", None)
@@ -190,7 +193,8 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str
         raise w.fail("unit", unit, "one of " + ", ".join(UNITS) + ", or other:<words>")
     if not isinstance(w.raw("per_gpu"), bool):
         raise w.fail("per_gpu", w.raw("per_gpu"), "true or false")
-    return Row(slug, model, gpu, count, precision, text, unit)
+    caveat = w.string("caveat", None)
+    return Row(slug, model, gpu, count, precision, text, unit, caveat)
 
 
 def _stands_on(number: str, line: str, *, csv: bool = False) -> bool:
@@ -213,7 +217,7 @@ def _as_published(value: str | int | float) -> str:
 
 def summary_lines(rows: Iterable[Row]) -> list[str]:
     rows = list(rows)
-    out = [f"measurements: {len(rows)}",
+    out = [f"measurements: {len(rows)} ({sum(r.caveat is not None for r in rows)} with a caveat: not to be used)",
            f"GPU profiles: {len({r.gpu_profile_id for r in rows if r.gpu_profile_id})}",
            f"models: {len({r.model for r in rows})}",
            f"sources: {len({r.source_slug for r in rows})}"]
