@@ -22,4 +22,6 @@ fi
 .venv/bin/ruff check .
 # Types: planner/, bench/ and ui/ with zero errors; the engine with --strict's flags (pyproject.toml [tool.mypy]).
 .venv/bin/mypy
+# The published corpus: every transcribed number stands on the upstream line it cites.
+.venv/bin/python -m bench published check
 exec .venv/bin/python -m pytest -q "$@"
