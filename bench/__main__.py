@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _version() -> str:
-    from planner import __version__
+    from planner.vocab import VERSION as __version__
 
     return f"trainplan bench {__version__}"
 

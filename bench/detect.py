@@ -93,7 +93,7 @@ def _call(fn) -> tuple[object, str | None]:
 
 def software(torch_mod) -> dict:
     """The result file's software facts (schema /2): trainplan version, CPU threads, cuDNN; nulls with reasons."""
-    from planner import __version__
+    from planner.vocab import VERSION as __version__
 
     unmeasured: dict[str, str] = {}
     torch_threads, why = _call(lambda: int(torch_mod.get_num_threads()))

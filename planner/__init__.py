@@ -1,3 +1,5 @@
 """trainplan's planning domain: pure estimation code (no streamlit, torch or pynvml)."""
 
-__version__ = "0.1.0"
+from planner.vocab import VERSION as __version__
+
+__all__ = ["__version__"]

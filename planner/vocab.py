@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+# The project's version: planner.__version__, result files' trainplan_version and both CLIs' --version say it.
+VERSION = "0.1.0"
+
 # Training precisions a scenario, a benchmark and a plan option can name (ESTIMATION.md §2).
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16")

@@ -37,8 +37,7 @@ def _layer(module: str) -> str:
 
 
 def test_bench_imports_only_the_vocabulary_and_the_inputs_from_the_planner():
-    # "<package>" is planner/__init__.py: the version string and nothing else (bench --version prints it).
-    bad = {f: sorted(m for m in mods if _layer(m) not in ("vocab", "inputs", "__version__", "<package>"))
+    bad = {f: sorted(m for m in mods if _layer(m) not in ("vocab", "inputs"))
            for f, mods in _planner_imports("bench").items()}
     assert not {f: m for f, m in bad.items() if m}, "bench runs on a GPU box without streamlit/altair"
 
@@ -53,8 +52,10 @@ def test_data_flows_one_way_inputs_engine_present(layer, forbidden):
     assert not {f: m for f, m in bad.items() if m}
 
 
-def test_the_planner_package_itself_imports_nothing():
-    assert not _imported_modules(ROOT / "planner" / "__init__.py") - {"__future__"}
+def test_the_planner_package_itself_imports_only_the_vocabulary():
+    """`import planner` stays cheap: its __init__ takes the version from planner.vocab and nothing else."""
+    assert _imported_modules(ROOT / "planner" / "__init__.py") - {"__future__"} <= {"planner.vocab",
+                                                                                    "planner.vocab.VERSION"}
 
 
 def test_the_vocabulary_imports_nothing_from_the_planner():
