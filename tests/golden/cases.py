@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,13 +110,12 @@ def render_case(case: Case) -> dict[str, str]:
     import yaml
 
     from planner.engine.plan import build_plan
-    from planner.inputs.folders import load_inputs
     from planner.inputs.scenario import parse_scenario, scenario_to_dict
     from planner.present.planjson import plan_to_json
     from planner.present.report import render_report
     from planner.present.textout import render_table
 
-    inputs = _inputs(load_inputs)
+    inputs = _shipped_inputs()
     path = ROOT / "scenarios" / f"{case.scenario}.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if case.patch is not None:
@@ -136,13 +136,12 @@ def render_case(case: Case) -> dict[str, str]:
     return {name: text.replace(str(ROOT) + "/", "") for name, text in out.items()}
 
 
-_INPUTS = {}
+@functools.cache
+def _shipped_inputs():  # type: ignore[no-untyped-def]
+    """The shipped profiles and result files, read once for every case (user data left out)."""
+    from planner.inputs.folders import load_inputs
 
-
-def _inputs(load_inputs):  # type: ignore[no-untyped-def]
-    if "x" not in _INPUTS:
-        _INPUTS["x"] = load_inputs(None, None, include_user_data=False)
-    return _INPUTS["x"]
+    return load_inputs(None, None, include_user_data=False)
 
 
 def regenerate() -> None:
