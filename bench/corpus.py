@@ -8,37 +8,81 @@ Layout (outside results/, so no results scan ever reads it):
                                                   the upstream line it stands on (schema trainplan.published-source/1)
 
 `check` refuses (exit 2, one line per problem naming file and field) a transcription whose citation, header or
-enums are wrong, or whose number does not stand verbatim on the upstream line it cites.
+enums are wrong, whose number does not stand verbatim on the upstream line it cites, or whose result files under
+results/published/ are not exactly what `build` makes of it.
+
+`build` regenerates results/published/<gpu-profile-id>/<source>__<model>[__s<seq>].json (trainplan.bench/2, one file
+per source, model, GPU and sequence length, each measurement with its provenance block) from the transcriptions.
+A row becomes a measurement when it can be planned with: a known GPU profile, a known effective precision, a batch
+per GPU and no caveat; memory figures wait for the memory model. The others stay in the corpus (`list` shows them)
+and `build` counts them by reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType as MappingProxy
 from typing import Any
 
 from planner.inputs import loader
+from planner.inputs.atomic import atomic_write
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
 from planner.inputs.resultfile import REPO_SOURCE
-from planner.vocab import DATA_PARALLELISMS, EFFECTIVE_PRECISIONS, STACKS
+from planner.inputs.resultfile import SCHEMA as RESULT_SCHEMA
+from planner.inputs.zoo_catalog import load_catalog
+from planner.vocab import (
+    DATA_PARALLELISMS,
+    EFFECTIVE_PRECISIONS,
+    MEMORY_MEANINGS,
+    PRECISIONS,
+    STACKS,
+    VERSION,
+)
 
 SCHEMA = "trainplan.published-source/1"
 DEFAULT_ROOT = Path(__file__).resolve().parent / "published"  # raw/ excerpts and sources/ transcriptions
+# Where `build` writes the shipped corpus's result files (the planner scans results/ recursively).
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "published"
+MODEL_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+FAMILIES = ("cnn", "vit", "encoder", "decoder", "rnn", "mlp", "custom")
 SOURCE_FILE = loader.FileKind("published-source transcription (YAML)", "yaml", 4 * loader.MIB, max_nodes=400_000)
 EXCERPT_FILE = loader.FileKind("published excerpt (text)", "text", 4 * loader.MIB)
 PARALLELISMS = (*DATA_PARALLELISMS, "unknown")
 # Units as published; the planner converts once, when it reads a row. "other:<words>" keeps an unusual unit honest.
 UNITS = ("samples_per_s", "images_per_s", "sequences_per_s", "tokens_per_s", "s_per_iteration", "ms_per_iteration",
-         "gib_memory")
+         "gib_memory", "gb_memory")
+MEMORY_UNITS = ("gib_memory", "gb_memory")  # GiB = 2^30 bytes, GB = 10^9 bytes, as the source prints them
 HEADER_KEYS = ("source", "sha256", "lines", "retrieved", "what")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """What one excerpt says about every row it holds: where it was read, the software, the model."""
+
+    raw: str
+    source: str
+    sha256: str
+    lines: int
+    retrieved: str
+    stack: str
+    framework: str
+    model: str  # as published
+    model_id: str  # what scenarios and result files call it (a zoo id, or a corpus id with its shape)
+    model_family: str
+    model_params: int | None
+    model_shape: Mapping[str, Any] | None
+    notes: str | None
 
 
 @dataclass(frozen=True)
@@ -53,24 +97,43 @@ class Row:
     # Why this number, transcribed exactly as published, must not be used as a measurement (e.g. a bug in the
     # publisher's own formula that a run log proves); kept so the record stays whole, left out of every fit.
     caveat: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict, compare=False)  # the row as transcribed
+    excerpt: Excerpt | None = field(default=None, compare=False)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("check", "list"))
+    p.add_argument("action", choices=("check", "list", "build"))
     p.add_argument("--root", default=str(DEFAULT_ROOT), help="the corpus folder (default: bench/published)")
+    p.add_argument("--out", default=None,
+                   help="the result files' folder (default: results/published for the shipped corpus, "
+                        "<root>/results/published for another --root)")
     p.add_argument("--summary", action="store_true", help="list: counts by GPU, model, precision and source")
+
+
+def default_out(root: Path) -> Path:
+    return DEFAULT_OUT if root.resolve() == DEFAULT_ROOT.resolve() else root / "results" / "published"
 
 
 def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
+    out = Path(args.out) if args.out else default_out(root)
     rows, problems = check_corpus(root)
-    if args.action == "check":
+    if args.action in ("check", "build"):
+        files, skipped = build_files(rows) if not problems else ({}, Counter())
+        if args.action == "build" and not problems:
+            written, removed = write_files(files, out)
+            print(f"bench published: wrote {len(files)} result files under {out} ({written} changed, {removed} "
+                  f"stale removed); {sum(skipped.values())} rows not built: " + _counts(skipped))
+            return 0
+        if not problems:
+            problems = compare_files(files, out)
         for problem in problems:
             print(f"bench published: {problem}", file=sys.stderr)
         if problems:
             return 2
         print(f"bench published: {len(rows)} rows in {len(set(r.source_slug for r in rows))} sources: all cited and "
-              "found verbatim in their excerpts")
+              f"found verbatim in their excerpts; {len(files)} result files under {out} are what "
+              "`python -m bench published build` makes of them")
         return 0
     for line in summary_lines(rows) if args.summary else (_row_line(r) for r in rows):
         print(line)
@@ -112,7 +175,7 @@ def check_source(path: Path, root: Path, known_gpus: Iterable[str]) -> list[Row]
 
 def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row]:
     e.reject_unknown(("raw", "source", "sha256", "lines", "retrieved", "stack", "framework", "model", "model_zoo_id",
-                      "model_params", "notes", "rows"))
+                      "model_id", "model_family", "model_shape", "model_params", "memory_meaning", "notes", "rows"))
     source = e.string("source")
     cited = REPO_SOURCE.match(source)
     if not cited or not cited.group("end"):
@@ -125,21 +188,57 @@ def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row
     if not start <= end <= total:
         raise e.fail("source", source, f"a line range within the upstream file's {total} lines")
     retrieved = e.date("retrieved")
-    e.choice("stack", STACKS)
-    e.string("framework")
+    stack = e.choice("stack", STACKS)
+    framework = e.string("framework")
     model = e.string("model")
     zoo = e.raw("model_zoo_id", None)
     if zoo is not None and not isinstance(zoo, str):
         raise e.fail("model_zoo_id", zoo, "a zoo model id or null")
-    e.integer("model_params", None, minimum=1, maximum=10**13)
+    params = e.integer("model_params", None, minimum=1, maximum=10**13)
+    model_id, family, shape = _model_identity(e, params)
     body = _raw_excerpt(e, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
     if len(body) != end - start + 1:
         raise e.fail("raw", e.raw("raw"), f"the {end - start + 1} upstream lines {start}-{end} (it has {len(body)})")
+    excerpt = Excerpt(str(e.raw("raw")), source, sha, total, str(retrieved), stack, framework, model, model_id, family,
+                      params, shape, e.string("notes", None))
     rows = []
     for j, item in enumerate(e.list_of("rows", max_items=10_000)):
-        rows.append(_row(Reader(item, e.source, e.field(f"rows[{j}]")), body, start, end, slug, model, known_gpus,
+        rows.append(_row(Reader(item, e.source, e.field(f"rows[{j}]")), body, start, end, slug, excerpt, known_gpus,
                          csv=cited.group("path").lower().endswith(".csv")))
+    meaning = e.choice("memory_meaning", MEMORY_MEANINGS, None)
+    if meaning is None and any(r.unit in MEMORY_UNITS for r in rows):
+        raise e.fail("memory_meaning", None, "which counter the memory figures are: " + ", ".join(MEMORY_MEANINGS)
+                     + " (the source's code or text says which; cite it in notes)")
     return rows
+
+
+def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[str, Any] | None]:
+    """model_id, family and transformer shape: a zoo id takes the zoo's family; any other id must say its family
+    and give its size (model_params as published, or model_shape) so a scenario naming it can be planned."""
+    model_id = e.string("model_id")
+    if not MODEL_ID.match(model_id):
+        raise e.fail("model_id", model_id, "a lowercase id (letters, digits, _): the zoo id, or a new id for a "
+                     "model the zoo does not build")
+    zoo_entry = load_catalog().get(model_id)
+    family = e.choice("model_family", FAMILIES, zoo_entry["family"] if zoo_entry else None)
+    if family is None:
+        raise e.fail("model_family", None, f"the model family ({', '.join(FAMILIES)}): {model_id} is not a zoo id")
+    shape = e.sub("model_shape")
+    out = None
+    if shape is not None:
+        shape.reject_unknown((*SHAPE_KEYS, "mlp", "tie_embeddings"))
+        out = {key: shape.integer(key, None, minimum=1, maximum=10**7) if key == "kv_heads" else
+               shape.integer(key, minimum=1, maximum=10**7) for key in SHAPE_KEYS}
+        out["mlp"] = shape.choice("mlp", ("gelu", "swiglu"))
+        tie = shape.raw("tie_embeddings", None)
+        if tie is not None and not isinstance(tie, bool):
+            raise shape.fail("tie_embeddings", tie, "true or false")
+        out["tie_embeddings"] = tie
+        out = {k: v for k, v in out.items() if v is not None}
+    if zoo_entry is None and params is None and out is None:
+        raise e.fail("model_params", None, f"the parameter count as published, or model_shape: {model_id} is not "
+                     "a zoo id, so a plan needs its size")
+    return model_id, family, out
 
 
 def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]:
@@ -165,7 +264,7 @@ def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]
     return text
 
 
-def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str, known_gpus: set[str], *,
+def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: Excerpt, known_gpus: set[str], *,
          csv: bool) -> Row:
     w.reject_unknown(("line", "gpu_name_as_published", "gpu_profile_id", "gpu_count", "parallelism",
                       "precision_as_published", "precision_effective", "precision_reason", "batch_per_gpu",
@@ -194,7 +293,7 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, model: str
     if not isinstance(w.raw("per_gpu"), bool):
         raise w.fail("per_gpu", w.raw("per_gpu"), "true or false")
     caveat = w.string("caveat", None)
-    return Row(slug, model, gpu, count, precision, text, unit, caveat)
+    return Row(slug, excerpt.model, gpu, count, precision, text, unit, caveat, MappingProxy(dict(w.data)), excerpt)
 
 
 def _stands_on(number: str, line: str, *, csv: bool = False) -> bool:
@@ -213,6 +312,172 @@ def _as_published(value: str | int | float) -> str:
     if isinstance(value, str):
         return value.strip()
     return repr(value) if isinstance(value, float) else str(value)
+
+
+# ---------------------------------------------------------------- build: transcriptions -> result files
+
+# Units as transcribed -> the result files' units (vocab.PUBLISHED_UNITS): images and sequences are samples.
+_SAMPLE_UNITS = ("samples_per_s", "images_per_s", "sequences_per_s")
+
+
+def result_unit(unit: str, *, per_gpu: bool) -> str | None:
+    """The result-file unit for a transcribed one; None for what is not a speed (memory, other:...)."""
+    base = "samples_per_s" if unit in _SAMPLE_UNITS else unit
+    if base in ("samples_per_s", "tokens_per_s"):
+        return f"{base}_per_gpu" if per_gpu else base
+    if base in ("s_per_iteration", "ms_per_iteration"):
+        return base
+    return None
+
+
+def why_not_built(row: Row) -> str | None:
+    """None when the row becomes a measurement in a result file; else the reason (counted by `build`)."""
+    f = row.fields
+    if row.caveat is not None:
+        return "caveat (not to be used)"
+    if row.gpu_profile_id is None:
+        return "GPU variant not published"
+    if row.precision_effective not in PRECISIONS:
+        return "effective precision unknown"
+    if result_unit(row.unit, per_gpu=bool(f.get("per_gpu"))) is None:
+        return "memory figure (for the memory model)" if row.unit in MEMORY_UNITS else f"unit {row.unit}"
+    if f.get("batch_per_gpu") is None:
+        return "batch per GPU not published"
+    if row.unit.startswith("tokens") and f.get("seq_len") is None:
+        return "tokens/s without a sequence length"
+    return None
+
+
+def file_name(row: Row) -> str:
+    """<gpu-profile-id>/<source>__<model-id>[__s<seq>].json: one file per source, model, GPU and sequence length."""
+    assert row.excerpt is not None and row.gpu_profile_id is not None
+    seq = row.fields.get("seq_len")
+    return f"{row.gpu_profile_id}/{row.source_slug}__{row.excerpt.model_id}{f'__s{seq}' if seq else ''}.json"
+
+
+def build_files(rows: Iterable[Row]) -> tuple[dict[str, str], Counter]:
+    """The result files the rows make (relative path -> JSON text) and the rows left out, counted by reason."""
+    grouped: dict[str, list[Row]] = defaultdict(list)
+    skipped: Counter = Counter()
+    for row in rows:
+        why = why_not_built(row)
+        if why:
+            skipped[why] += 1
+        else:
+            grouped[file_name(row)].append(row)
+    return {name: json.dumps(_result_file(group), indent=1, ensure_ascii=False) + "\n"
+            for name, group in sorted(grouped.items())}, skipped
+
+
+def _result_file(rows: list[Row]) -> dict[str, Any]:
+    first = rows[0]
+    ex = first.excerpt
+    assert ex is not None
+    seq = first.fields.get("seq_len")
+    model: dict[str, Any] = {"name": ex.model_id, "family": ex.model_family, "published_name": ex.model}
+    if ex.model_params is not None:
+        model["params"] = ex.model_params
+    if seq:
+        model["seq_len"] = seq
+    if ex.model_shape is not None and seq:
+        model["transformer"] = {**ex.model_shape, "seq_len": seq}
+    retrieved = max(r.excerpt.retrieved for r in rows if r.excerpt)
+    return {
+        "schema": RESULT_SCHEMA,
+        "created_utc": f"{retrieved}T00:00:00Z",
+        "partial": False,
+        "environment": {
+            "device": "cuda", "hostname": f"published: {first.source_slug}",
+            "gpu_name": first.fields.get("gpu_name_as_published"), "gpu_profile_id": first.gpu_profile_id,
+            "trainplan_version": VERSION, "cudnn": None,
+            "unmeasured": {"cudnn": "not published; see each measurement's provenance.framework"},
+        },
+        "model": model,
+        "settings": {"source_slug": first.source_slug,
+                     "command": ["python", "-m", "bench", "published", "build"]},
+        "measurements": [_measurement(r) for r in rows],
+        "warnings": [f"published figures transcribed from {first.source_slug} (bench/published/sources/"
+                     f"{first.source_slug}.yaml); regenerate with `python -m bench published build`"],
+    }
+
+
+def _measurement(row: Row) -> dict[str, Any]:
+    f, ex = row.fields, row.excerpt
+    assert ex is not None
+    micro = int(f["batch_per_gpu"])
+    unit = result_unit(row.unit, per_gpu=bool(f.get("per_gpu")))
+    cited = REPO_SOURCE.match(ex.source)
+    assert cited is not None
+    line_source = f"{cited.group('repo')}@{cited.group('commit')}:{cited.group('path')}#L{f['line']}"
+    return {
+        "source": "published", "precision": row.precision_effective, "batch_size": micro, "status": "ok",
+        "reason": None, "step_time_s": None,
+        "unmeasured": {"step_time_s": f"published as {unit}; the reader derives the step time",
+                       "peak_allocated_bytes": "not published with this figure"},
+        "provenance": {
+            "kind": "published", "source": line_source, "sha256": ex.sha256, "lines": ex.lines,
+            "retrieved": ex.retrieved, "stack": ex.stack, "framework": ex.framework,
+            "precision_as_published": f["precision_as_published"], "precision_effective": row.precision_effective,
+            "precision_reason": f["precision_reason"],
+            "published": {"value": _number(row.value), "unit": unit},
+            "excerpt": f"bench/published/{ex.raw}", "value_as_published": row.value,
+            "gpu_name_as_published": f["gpu_name_as_published"],
+        },
+        "seq_len": f.get("seq_len"), "gpu_count": row.gpu_count,
+        "parallelism": {"data": "none" if row.gpu_count == 1 and f["parallelism"] in ("none", "ddp") else
+                        (f["parallelism"] if f["parallelism"] != "unknown" else "none"), "tensor": 1, "pipeline": 1},
+        "global_batch": f.get("global_batch"), "micro_batch": micro, "batch_unit": "samples",
+    }
+
+
+def _number(text: str) -> float:
+    """The published text as a number: thousands separators and a trailing unit word dropped ('2,470 img/s')."""
+    match = re.match(r"^\s*([0-9][0-9,]*(?:\.[0-9]+)?)", text)
+    if not match:
+        raise ValueError(f"no number in {text!r}")
+    return float(match.group(1).replace(",", ""))
+
+
+def write_files(files: Mapping[str, str], out: Path) -> tuple[int, int]:
+    """Write the built files (atomically, only those that changed) and remove the stale ones the build owns
+    (<source>__<model>*.json under out); returns (changed, removed)."""
+    changed = removed = 0
+    for name, text in files.items():
+        path = out / name
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)
+        changed += 1
+    for path in _owned_files(out):
+        if path.relative_to(out).as_posix() not in files:
+            path.unlink()
+            removed += 1
+    return changed, removed
+
+
+def _owned_files(out: Path) -> list[Path]:
+    return sorted(p for p in out.glob("*/*__*.json") if p.is_file()) if out.is_dir() else []
+
+
+def compare_files(files: Mapping[str, str], out: Path) -> list[str]:
+    """One problem per result file that differs from what `build` makes, is missing, or is left over."""
+    hint = "run `python -m bench published build` and commit the result"
+    problems = []
+    for name, text in files.items():
+        path = out / name
+        if not path.is_file():
+            problems.append(f"{path}: missing ({hint})")
+        elif path.read_text(encoding="utf-8", errors="replace") != text:
+            problems.append(f"{path}: differs from what its transcription builds ({hint}; never edit it by hand)")
+    for path in _owned_files(out):
+        if path.relative_to(out).as_posix() not in files:
+            problems.append(f"{path}: no transcription builds it any more ({hint})")
+    return problems
+
+
+def _counts(counter: Counter) -> str:
+    return ", ".join(f"{why} {n}" for why, n in counter.most_common()) or "none"
 
 
 def summary_lines(rows: Iterable[Row]) -> list[str]:

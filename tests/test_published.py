@@ -3,6 +3,8 @@ The fixture corpus is SYNTHETIC (tests/fixtures/published_example); the real one
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -87,3 +89,48 @@ def test_a_number_stands_on_its_line_only_whole(number, line, csv, stands):
     from bench.corpus import _stands_on
 
     assert _stands_on(number, line, csv=csv) is stands
+
+
+BUILT = "results/published/a100-sxm-80gb/example-bench__resnet50.json"
+
+
+def test_build_regenerates_the_result_files_byte_for_byte(corpus):
+    shipped = (corpus / BUILT).read_bytes()
+    (corpus / BUILT).unlink()
+    done = _cli(corpus, "build")
+    assert done.returncode == 0 and "wrote 1 result files" in done.stdout and "caveat (not to be used) 1" in done.stdout
+    assert (corpus / BUILT).read_bytes() == shipped
+    data = json.loads(shipped)
+    (m,) = data["measurements"]  # the caveat row is left out of the result file
+    assert m["source"] == "published" and m["provenance"]["published"] == {"value": 1234.5, "unit": "samples_per_s"}
+    assert m["provenance"]["source"].endswith("docs/RESULTS.md#L5") and m["provenance"]["value_as_published"] == "1,234.5"
+
+
+@pytest.mark.parametrize("what,change,message", [
+    ("edited by hand", lambda p: p.write_text(p.read_text().replace("1234.5", "1243.5")), "differs from what"),
+    ("provenance removed", lambda p: p.write_text(re.sub(r'"provenance": \{.*?\n   \}', '"x": 1', p.read_text(),
+                                                         flags=re.S)), "differs from what"),
+    ("missing", lambda p: p.unlink(), "missing"),
+    ("stale", lambda p: shutil.copy(p, p.with_name("example-bench__vit_b16.json")), "no transcription builds it"),
+])
+def test_check_refuses_result_files_that_are_not_what_build_makes(corpus, what, change, message):
+    change(corpus / BUILT)
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and message in done.stderr and "python -m bench published build" in done.stderr
+    assert _cli(corpus, "build").returncode == 0 and _cli(corpus, "check").returncode == 0
+
+
+def test_a_published_result_file_without_provenance_is_refused_by_the_reader(corpus):
+    from planner.inputs.errors import InputError
+    from planner.inputs.resultfile import parse_result
+
+    data = json.loads((corpus / BUILT).read_text(encoding="utf-8"))
+    del data["measurements"][0]["provenance"]
+    with pytest.raises(InputError, match="provenance.source"):
+        parse_result(data, "x.json")
+
+
+def test_a_model_outside_the_zoo_needs_its_family_and_size(corpus):
+    _edit(corpus / SOURCE, "    model_id: resnet50", "    model_id: resnet_custom")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "excerpts[0].model_family" in done.stderr

@@ -211,8 +211,9 @@ class TimePoint:
 
     batch_size: int
     step_time_s: float
-    label: str  # file name and date, for provenance
+    label: str  # file name and date, for provenance (a published point: its citation, date and file)
     optimizer_s: float | None = None  # measured optimizer phase, when the file has it
+    kind: str = "measured"  # "measured" (bench run) or "published" (a cited public figure, results/published/)
 
 
 @dataclass(frozen=True)

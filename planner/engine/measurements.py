@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from planner.engine.estimates import ResolvedModel, TimePoint
 from planner.engine.steptime import TimeSeries, time_series
-from planner.inputs.resultfile import ResultFile
+from planner.inputs.resultfile import REPO_SOURCE, Measurement, ResultFile
 from planner.inputs.scenario import TrainingSetup
 
 
@@ -39,9 +41,38 @@ class MeasurementIndex:
 
     # The same times summarised once per (gpu id, precision), for every option that reads them.
     series: dict[tuple[str, str], TimeSeries] = field(default_factory=dict)
+    # Published figures (results/published/) by (gpu id, precision): one series per file (one source's
+    # consistent set), used only where no bench run measured that GPU and precision.
+    published: dict[tuple[str, str], tuple[TimeSeries, ...]] = field(default_factory=dict)
 
     def gpus_with_times(self, precision: str) -> list[str]:
-        return sorted({g for (g, p), pts in self.times.items() if p == precision and pts})
+        return sorted({g for (g, p), pts in self.times.items() if p == precision and pts}
+                      | {g for (g, p) in self.published if p == precision})
+
+    def is_published(self, gpu_id: str, precision: str) -> bool:
+        """True when this GPU and precision have published figures only (no bench run)."""
+        return not self.times.get((gpu_id, precision)) and (gpu_id, precision) in self.published
+
+    def series_at(self, gpu_id: str, precision: str, micro_batch: int) -> TimeSeries | None:
+        """The step times to read at `micro_batch`: the bench runs' series; else the published file whose batches
+        come closest to it (its own batch first), then the one with more points, then by name."""
+        own = self.series.get((gpu_id, precision))
+        if own is not None:
+            return own
+        files = self.published.get((gpu_id, precision))
+        if not files:
+            return None
+        return min(files, key=lambda s: (min(abs(math.log(b / micro_batch)) for b in s.batches), -len(s.points),
+                                         s.labels))
+
+    def transfer_rank(self, gpu_id: str, precision: str, micro_batch: int) -> tuple[bool, float, int]:
+        """Sort key for the GPU to transfer a time from: a bench run before a published figure, then the series
+        whose batches come closest to `micro_batch` (an exact batch first), then the one with more points."""
+        s = self.series_at(gpu_id, precision, micro_batch)
+        if s is None or not s.points:
+            return (True, math.inf, 0)
+        return (self.is_published(gpu_id, precision), min(abs(math.log(b / micro_batch)) for b in s.batches),
+                -len(s.points))
 
 
 def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> str | None:
@@ -67,9 +98,32 @@ def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup)
     return None
 
 
+def published_label(rf: ResultFile, m: Measurement) -> str:
+    """'<repo>@<commit7>:<path>#L<line> (retrieved <date>; <file>)': where a published figure stands."""
+    p = m.provenance
+    citation = p.source if p and p.source else "?"
+    repo = REPO_SOURCE.match(citation)
+    if repo:
+        citation = f"{repo['repo']}@{repo['commit'][:7]}:{repo['path']}#L{repo['start']}"
+    when = p.retrieved.isoformat() if p and p.retrieved else "date unknown"
+    return f"{citation} (retrieved {when}; {Path(rf.path).name})"
+
+
+def _published_time(rf: ResultFile, m: Measurement) -> TimePoint | None:
+    """A one-GPU micro-step time from a published figure; None for multi-GPU runs (their step holds
+    communication and sharding: scaling data for the step-time model, not a one-GPU time)."""
+    par = m.parallelism
+    if (m.gpu_count or 1) != 1 or (par is not None and (par.data != "none" or par.tensor > 1 or par.pipeline > 1)):
+        return None
+    t = m.published_micro_step_s
+    return TimePoint(m.batch_size, t, published_label(rf, m), None, "published") if t else None
+
+
 def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                        training: TrainingSetup) -> MeasurementIndex:
     idx = MeasurementIndex()
+    # Published points by (gpu, precision), then by file (a series never mixes two sources).
+    published: dict[tuple[str, str], dict[str, list[TimePoint]]] = defaultdict(lambda: defaultdict(list))
     for rf in sorted(results, key=lambda r: r.created_utc):
         if rf.model_name != model.name:
             continue
@@ -95,6 +149,12 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         for m in rf.measurements:
             if not m.ok:
                 continue
+            if m.source == "published" and gpu and times_apply:
+                point = _published_time(rf, m)
+                if point:
+                    published[(gpu, m.precision)][rf.path].append(point)
+                    idx.files_used.add(rf.path)
+                continue
             if m.source == "measured" and gpu and m.step_time_s is not None and times_apply:
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
                 idx.times[(gpu, m.precision)].append(
@@ -110,6 +170,8 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 idx.peaks[key].append(PeakPoint(m.batch_size, m.peak_allocated_bytes, label, optimizer,
                                                 int(trainable) if trainable else None))
                 idx.files_used.add(rf.path)
+    for key, by_file in published.items():
+        idx.published[key] = tuple(time_series(_dedupe_latest(pts)) for _, pts in sorted(by_file.items()))
     for key in list(idx.times):
         idx.times[key] = _dedupe_latest(idx.times[key])
         idx.series[key] = time_series(idx.times[key])

@@ -42,6 +42,17 @@ def _shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
     )
 
 
+def _file_shape(d: object) -> TransformerShape | None:
+    """A result file's transformer shape, or None when it has none or it is not a whole, positive shape."""
+    try:
+        shape = _shape_from_dict(d) if isinstance(d, Mapping) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    if shape is None or min(shape.layers, shape.hidden, shape.heads, shape.seq_len, shape.vocab) < 1:
+        return None
+    return shape
+
+
 def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: str = "<scenario>") -> ResolvedModel:
     """Fill every number the planner needs, saying where each came from."""
     catalog = load_catalog()
@@ -50,7 +61,8 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
         entry = None  # the zoo's default size is another model: use the scenario's shape, not its numbers
     files = [r for r in results if r.model_name == spec.name]
     file_model = files[-1].model if files else {}
-    shape = spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
+    shape = (spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
+             or _file_shape(file_model.get("transformer")))  # a published model's shape (results/published/)
     family = (entry or {}).get("family") or file_model.get("family") or ("decoder" if shape else "custom")
 
     params, params_from = _first(

@@ -219,7 +219,7 @@ class _Micro:
 def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
-    own = ctx.idx.series.get((gpu.id, precision))
+    own = ctx.idx.series_at(gpu.id, precision, micro)
     got = steptime.measured_micro_step(own, micro) if own else None
     if own and got:
         return _Micro(got[0], got[1], got[2], own.optimizer_s, True, steptime.points_used(own, micro))
@@ -279,17 +279,20 @@ def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flo
 
 
 def _transferred(ctx: _Context, option: OptionPlan, flops: float) -> _Micro | None:
-    """Transfer a measurement of the same precision from the GPU with the most points (ESTIMATION.md §2)."""
+    """Transfer a measured (else published) time of the same precision from another GPU (ESTIMATION.md §2)."""
     gpu, precision, idx = option.gpu, option.precision, ctx.idx
     peak_b = gpu.peak_tflops_for(precision)
     if not flops or not peak_b:
         return None
-    for other_id in sorted(idx.gpus_with_times(precision), key=lambda g: -len(idx.times[(g, precision)])):
+    for other_id in sorted(idx.gpus_with_times(precision),
+                           key=lambda g: (*idx.transfer_rank(g, precision, option.micro_batch), g)):
         other = ctx.inputs.profiles.get(other_id)
         peak_a = other.peak_tflops_for(precision) if other is not None else None
         if other is None or other.id == gpu.id or not peak_a:
             continue
-        pts = idx.series[(other_id, precision)]
+        pts = idx.series_at(other_id, precision, option.micro_batch)
+        if pts is None:
+            continue
         src = steptime.measured_micro_step(pts, option.micro_batch)
         if not src:
             continue

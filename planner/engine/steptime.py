@@ -146,6 +146,11 @@ def _labels(points: Sequence[TimePoint]) -> str:
     return ", ".join(dict.fromkeys(p.label for p in points))
 
 
+def _origin(points: Sequence[TimePoint]) -> str:
+    """'published' when every point is a published figure, else 'measured' (a bench run)."""
+    return "published" if points and all(p.kind == "published" for p in points) else "measured"
+
+
 @dataclass(frozen=True)
 class TimeSeries:
     """One GPU and precision's measured step times, summarised once.
@@ -210,6 +215,8 @@ def measured_micro_step(
     exact = s.by_batch.get(micro_batch)
     if exact:
         t = statistics.median(p.step_time_s for p in exact)
+        if _origin(exact) == "published":  # a cited public figure at this very batch
+            return t, Source("published", f"{_labels(exact)}, batch {micro_batch}"), _band(t, MEASURED_BAND)
         detail = f"batch {micro_batch}, median step time from {_labels(exact)}"
         return t, Source("measured", detail), _band(t, MEASURED_BAND)
     batches = s.batches
@@ -218,8 +225,9 @@ def measured_micro_step(
     t0, c = s.line
     t = t0 + c * micro_batch
     residual = s.residual
+    origin = "published figures " if _origin(s.points) == "published" else ""
     fit = (f"fit t(b) = {t0 * 1e3:.3g} ms + {c * 1e3:.3g} ms × b over batches {', '.join(map(str, batches))} "
-           f"from {s.labels}")
+           f"from {origin}{s.labels}")
     low_limit, high_limit = batches[0] / INTERPOLATION_LIMIT, batches[-1] * INTERPOLATION_LIMIT
     if low_limit <= micro_batch <= high_limit:
         half = max(INTERPOLATED_BAND_MIN, residual)
@@ -243,9 +251,11 @@ def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tupl
     t = t1 * micro_batch / b1
     low, high = min(t, t1), max(t, t1)
     band = (low / (1.0 + SINGLE_POINT_BAND), high * (1.0 + SINGLE_POINT_BAND))
-    detail = (f"batch {micro_batch} scaled proportionally ({micro_batch / b1:.2f}×) from the only measured batch "
-              f"{b1} ({_labels(points)}); the true time lies between {t1 * 1e3:.3g} ms (all fixed overhead) "
-              f"and {t * 1e3:.3g} ms (none)")
+    # Prior for the fixed per-step part (launches, optimizer, synchronisation) when one batch gives no t(b) fit:
+    # none, i.e. proportional scaling, the middle estimate; the band spans "all of it fixed" to "none fixed".
+    detail = (f"batch {micro_batch} scaled proportionally ({micro_batch / b1:.2f}×) from the only {_origin(points)} "
+              f"batch {b1} ({_labels(points)}); prior: no fixed per-step part (one batch cannot separate it), so "
+              f"the true time lies between {t1 * 1e3:.3g} ms (all fixed overhead) and {t * 1e3:.3g} ms (none)")
     return t, Source("extrapolated", detail), band
 
 

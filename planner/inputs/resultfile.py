@@ -197,6 +197,35 @@ class Measurement:
         return self.status == "ok"
 
     @property
+    def published_micro_step_s(self) -> float | None:
+        """Seconds per micro-step on one GPU, derived from a published figure (None when it cannot be).
+
+        Every GPU of the run holds micro_batch samples per micro-step; data-parallel ranks = gpu_count / (tensor ×
+        pipeline). A throughput over all GPUs: t = micro × ranks [× seq_len for tokens] / value; per GPU, the
+        total is value × gpu_count. A time per iteration is one optimizer step over global_batch, i.e.
+        global / (micro × ranks) micro-steps (gradient accumulation), so t = iteration / that count.
+        """
+        fig = self.provenance.published if self.provenance else None
+        if fig is None or self.source != "published":
+            return None
+        micro = self.micro_batch or self.batch_size
+        count = self.gpu_count or 1
+        par = self.parallelism or Parallelism()
+        ranks = max(1.0, count / (par.tensor * par.pipeline))
+        unit = fig.unit
+        total = fig.value * count if unit.endswith("_per_gpu") else fig.value
+        if unit.startswith("samples_per_s"):
+            return micro * ranks / total
+        if unit.startswith("tokens_per_s"):
+            return micro * ranks * self.seq_len / total if self.seq_len else None
+        iteration_s = {"s_per_iteration": fig.value, "ms_per_iteration": fig.value / 1000.0,
+                       "iterations_per_s": 1.0 / fig.value}.get(unit)
+        if iteration_s is None:
+            return None
+        accumulation = (self.global_batch / (micro * ranks)) if self.global_batch else 1.0
+        return iteration_s / max(1.0, accumulation)
+
+    @property
     def iqr_pct(self) -> float | None:
         """The step times' IQR as a percentage of their median (None without timing)."""
         ratio = self.step_time_s.iqr_over_median if self.step_time_s else None

@@ -1,0 +1,160 @@
+"""Published figures (results/published/, built from bench/published/) in plans: their own source kind, cited
+with file and row; transferred to other GPUs; outranked by a bench run; step times derived from the units as
+published. The shipped corpus files are real transcriptions; the expected step times are worked out by hand from
+the cited rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from planner.engine.models import resolve_model
+from planner.engine.plan import build_plan
+from planner.inputs.folders import load_inputs
+from planner.inputs.resultfile import parse_result, read_result_file
+from planner.inputs.scenario import parse_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = ROOT / "results" / "published"
+FIXTURES = ROOT / "tests" / "fixtures" / "results"
+TODAY = dt.date(2026, 12, 1)
+DLE_A100 = PUBLISHED / "a100-sxm-80gb" / "nvidia-dle-resnet50-pytorch__resnet50.json"
+
+
+def _scenario(**model):
+    return parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "published",
+        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16", **model},
+        "training": {"global_batch": 256, "micro_batch": 256, "precisions": ["tf32", "fp16"],
+                     "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "epochs": 90},
+        "hardware": {"gpus": ["a100-sxm-80gb", "l40s-48gb", "v100-sxm2-16gb"], "gpu_counts": [1]},
+    }, "published.yaml")
+
+
+@pytest.fixture(scope="module")
+def published_inputs():
+    return load_inputs([PUBLISHED], include_user_data=False)
+
+
+def test_a_corpus_model_on_a_corpus_gpu_says_published_with_file_and_row(published_inputs):
+    plan = build_plan(_scenario(), published_inputs, TODAY)
+    a100 = plan.option("a100-sxm-80gb-x1-fp16")
+    assert a100.step.source.kind == "published"
+    detail = a100.step.source.detail
+    # NVIDIA DLE ResNet-50 README L598: 1x A100 80GB mixed precision 2470 img/s at 256 per GPU.
+    assert "NVIDIA/DeepLearningExamples@729963d" in detail and "README.md#L598" in detail
+    assert "retrieved 2026-12-01" in detail and "nvidia-dle-resnet50-pytorch__resnet50.json" in detail
+    assert a100.step.compute_step_time_s == pytest.approx(256 / 2470, rel=1e-9)
+    tf32 = plan.option("a100-sxm-80gb-x1-tf32")
+    assert tf32.step.source.kind == "published" and tf32.step.compute_step_time_s == pytest.approx(256 / 938)
+
+
+def test_the_same_model_on_another_gpu_is_transferred_from_the_published_point(published_inputs):
+    plan = build_plan(_scenario(), published_inputs, TODAY)
+    l40s = plan.option("l40s-48gb-x1-fp16")  # no published ResNet-50 figure for the L40S
+    assert l40s.step.source.kind == "transferred"
+    assert l40s.step.source.detail.startswith("from NVIDIA A100")
+    assert "(published: NVIDIA/DeepLearningExamples@729963d" in l40s.step.source.detail
+
+
+def test_a_bench_run_outranks_a_published_figure(tmp_path):
+    # The fixture results hold a measured ResNet-50 bf16 file for the H100; publish a competing H100 figure.
+    shutil.copytree(FIXTURES, tmp_path / "results")
+    data = json.loads(DLE_A100.read_text(encoding="utf-8"))
+    for m in data["measurements"]:
+        m["precision"] = "bf16"
+        m["provenance"]["precision_effective"] = "bf16"
+    data["environment"]["gpu_profile_id"] = "h100-sxm-80gb"
+    (tmp_path / "results" / "published.json").write_text(json.dumps(data), encoding="utf-8")
+    inputs = load_inputs([tmp_path / "results"], include_user_data=False)
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "t",
+        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
+        "training": {"global_batch": 256, "micro_batch": 256, "precisions": ["bf16"], "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "epochs": 90},
+        "hardware": {"gpus": ["h100-sxm-80gb", "a100-sxm-80gb"], "gpu_counts": [1]},
+    }, "t.yaml")
+    plan = build_plan(scenario, inputs, TODAY)
+    h100 = plan.option("h100-sxm-80gb-x1-bf16")
+    assert h100.step.source.kind == "measured" and "resnet50-20261120T100000Z.json" in h100.step.source.detail
+    # Transfer to the A100 comes from the bench run, not from the published figure.
+    a100 = plan.option("a100-sxm-80gb-x1-bf16")
+    assert a100.step.source.kind == "transferred" and "published" not in a100.step.source.detail
+
+
+def test_another_batch_scales_the_published_point_and_states_the_prior(published_inputs):
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "p",
+        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
+        "training": {"global_batch": 128, "micro_batch": 128, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "epochs": 90},
+        "hardware": {"gpus": ["v100-sxm2-16gb"], "gpu_counts": [1]},
+    }, "p.yaml")
+    option = build_plan(scenario, published_inputs, TODAY).option("v100-sxm2-16gb-x1-fp16")
+    assert option.step.source.kind == "extrapolated"
+    assert "only published batch 256" in option.step.source.detail
+    assert "prior: no fixed per-step part" in option.step.source.detail
+    low, high = option.step.band_s
+    assert low < option.step.step_time_s < high
+
+
+def test_multi_gpu_rows_are_not_read_as_one_gpu_times(published_inputs):
+    # 8x A100 rows (DDP) hold communication; only the 1-GPU row at L598 gives the A100's step time.
+    plan = build_plan(_scenario(), published_inputs, TODAY)
+    assert "#L599" not in plan.option("a100-sxm-80gb-x1-fp16").step.source.detail
+
+
+def test_a_published_corpus_model_outside_the_zoo_is_plannable_from_its_file(published_inputs):
+    """bert_large_squad is not a zoo id: its shape comes from the published file (BERT-large, seq 384)."""
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "squad", "model": {"name": "bert_large_squad"},
+        "training": {"global_batch": 32, "micro_batch": 32, "precisions": ["fp16"], "optimizer": "adamw"},
+        "workload": {"dataset_samples": 88641, "epochs": 2},
+        "hardware": {"gpus": ["a100-sxm-80gb", "rtx4090-24gb"], "gpu_counts": [1]},
+    }, "squad.yaml")
+    plan = build_plan(scenario, published_inputs, TODAY)
+    a100 = plan.option("a100-sxm-80gb-x1-fp16")
+    assert a100.step.source.kind == "published" and "README.md#L" in a100.step.source.detail
+    model = resolve_model(scenario.model, published_inputs.results)
+    assert model.seq_len == 384 and model.family == "encoder"
+    assert 3.3e8 < model.params < 3.4e8  # BERT-large, from the file's shape
+
+
+@pytest.mark.parametrize("figure,config,expected_s", [
+    ({"value": 2470.0, "unit": "samples_per_s"}, {"gpu_count": 1, "micro_batch": 256}, 256 / 2470),
+    ({"value": 16621.0, "unit": "samples_per_s"}, {"gpu_count": 8, "micro_batch": 256}, 256 * 8 / 16621),
+    ({"value": 300.0, "unit": "samples_per_s_per_gpu"}, {"gpu_count": 8, "micro_batch": 30}, 0.1),
+    ({"value": 515636.0, "unit": "tokens_per_s"}, {"gpu_count": 512, "micro_batch": 8, "seq_len": 2048},
+     8 * 512 * 2048 / 515636),
+    ({"value": 2000.0, "unit": "tokens_per_s_per_gpu"}, {"gpu_count": 8, "micro_batch": 2, "seq_len": 8192},
+     2 * 8192 / 2000),
+    ({"value": 1.5, "unit": "s_per_iteration"}, {"gpu_count": 2, "micro_batch": 4, "global_batch": 32}, 1.5 / 4),
+    ({"value": 250.0, "unit": "ms_per_iteration"}, {"gpu_count": 1, "micro_batch": 8, "global_batch": 8}, 0.25),
+    ({"value": 100.0, "unit": "tokens_per_s"}, {"gpu_count": 1, "micro_batch": 1}, None),  # no seq_len
+])
+def test_the_reader_derives_a_micro_step_from_each_published_unit(figure, config, expected_s):
+    data = json.loads(DLE_A100.read_text(encoding="utf-8"))
+    m = data["measurements"][0]
+    m["provenance"]["published"] = figure
+    m.update({"seq_len": None, "global_batch": None, "parallelism": {"data": "ddp", "tensor": 1, "pipeline": 1},
+              **config})
+    m["batch_size"] = config["micro_batch"]
+    derived = parse_result(data, "x.json").measurements[0].published_micro_step_s
+    assert derived == (pytest.approx(expected_s, rel=1e-12) if expected_s is not None else None)
+
+
+def test_every_shipped_published_file_reads_and_cites_its_row():
+    files = sorted(PUBLISHED.rglob("*.json"))
+    assert len(files) >= 40
+    for path in files:
+        rf = read_result_file(path)
+        assert rf.gpu_profile_id == path.parent.name
+        for m in rf.measurements:
+            assert m.source == "published" and m.provenance is not None and m.provenance.source
+            assert m.provenance.sha256 and m.provenance.retrieved and m.provenance.published
+            assert m.published_micro_step_s and m.published_micro_step_s > 0
