@@ -53,7 +53,8 @@ def run(at: AppTest) -> AppTest:
 # Tables by a column (or row) only they have: AppTest does not expose a dataframe's key.
 TABLES = {"cmp_summary": "Fits in GPU memory", "cmp_frontier": "Recommended", "cmp_scaling_table": "Speed-up (×)",
           "bench_measurements": "Status", "bench_gpus": "Compute capability",
-          "gpus_table": "bf16 peak (TFLOPS)", "price_effect": "Price source (id)"}
+          "gpus_table": "bf16 peak (TFLOPS)", "price_effect": "Price source (id)",
+          "pub_table": "Value as published"}
 
 
 def frame(at: AppTest, key: str):
@@ -260,6 +261,32 @@ def test_benchmarks_browse_filters_and_shows_one_file(home):
     assert all(" · CPU: " in label for label in at.selectbox(key="bench_file").options)
     assert at.selectbox(key="bench_file").value == str(cpu)
     assert len(frame(at, "bench_measurements")) == 2
+
+
+def test_benchmarks_published_tab_lists_the_corpus_with_citations_and_filters(home):
+    at = page("benchmarks")
+    table = frame(at, "pub_table")
+    shipped = [m for r in load_inputs().results for m in r.measurements if m.source == "published"]
+    assert len(table) == len(shipped) >= 150
+    # Published files are not in the Browse list (their own tab shows them).
+    assert not any("· published" in o or "nvidia-dle" in o for o in at.selectbox(key="bench_file").options)
+    dle = table[(table["Source"] == "nvidia-dle-resnet50-pytorch") & (table["GPU"] == "a100-sxm-80gb")
+                & (table["GPUs"] == 1) & (table["Precision"] == "fp16")]
+    (row,) = dle.to_dict("records")
+    assert row["Value as published"] == 2470 and row["Unit"] == "samples_per_s" and row["Batch per GPU"] == 256
+    assert row["One-GPU micro-step (ms)"] == pytest.approx(256 / 2470 * 1000)
+    assert row["Used as a step time"] and row["Citation"].startswith(
+        "https://github.com/NVIDIA/DeepLearningExamples/blob/729963dd47e7c8bd462ad10bfac7a7b0b604e6dd/")
+    assert row["Citation"].endswith("README.md#L598")
+    at.selectbox(key="pub_gpu").set_value("v100-sxm2-16gb")
+    at.selectbox(key="pub_source").set_value("nvidia-dle-resnet50-pytorch")
+    run(at)
+    table = frame(at, "pub_table")
+    assert len(table) == 4 and set(table["GPU"]) == {"v100-sxm2-16gb"}
+    assert not table[table["GPUs"] == 8]["Used as a step time"].any()  # multi-GPU rows are scaling data
+    at.selectbox(key="pub_model").set_value("bert_large_squad")
+    run(at)
+    assert "No published measurement matches these filters." in [i.value for i in at.info]
 
 
 def test_benchmarks_import_a_good_file_then_a_bad_one(home):
@@ -518,6 +545,12 @@ def test_gpus_table_lists_every_profile_and_the_tier_changes_the_prices(home):
     row = table.set_index("Profile id").loc["l4-24gb"]
     assert row["Memory (GiB)"] == l4.memory_gib and row["bf16 peak (TFLOPS)"] == l4.peak_tflops["bf16"]
     assert row["Stale"]  # its quotes are from early 2025
+    # Published points per GPU: the DLE + Lambda ResNet-50/BERT rows for the A100 SXM 80GB, none for the L4.
+    points = table.set_index("Profile id")
+    a100 = [m for r in load_inputs().results if r.gpu_profile_id == "a100-sxm-80gb" for m in r.measurements
+            if m.source == "published"]
+    assert points.loc["a100-sxm-80gb", "Published points"] == len(a100) > 0
+    assert points.loc["l4-24gb", "Published points"] == 0
     at.selectbox(key="gpus_tier").set_value("spot")
     run(at)
     spot = frame(at, "gpus_table").set_index("Profile id").loc["l4-24gb", "USD per GPU-hour"]

@@ -29,8 +29,57 @@ REFRESH_S = 1.0
 # ---------------------------------------------------------------- browse
 
 def _results() -> tuple[list[ResultFile], list[str]]:
+    """The bench runs and traces to browse; published figures have their own tab."""
     inputs = page_data.inputs()
-    return list(inputs.results), list(inputs.result_problems)
+    return [r for r in inputs.results if not result_views.is_published(r)], list(inputs.result_problems)
+
+
+PUBLISHED_COLUMNS = ("source", "model", "gpu", "gpu_count", "parallelism", "precision", "batch", "seq_len", "value",
+                     "unit", "step_ms", "planned", "citation", "precision_as_published", "published_model", "stack",
+                     "retrieved")
+
+
+def _published() -> None:
+    ss = st.session_state
+    rows = result_views.published_rows(page_data.inputs().results)
+    st.caption(tr("pages.bench.published.intro"))
+    if not rows:
+        st.info(tr("pages.bench.published.none"))
+        return
+    gpus = {r.gpu_id: r.gpu_name for r in rows}
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.selectbox(tr("pages.bench.filter_gpu"), [ALL, *sorted(gpus)], key="pub_gpu",
+                     format_func=lambda g: tr("pages.bench.all_gpus") if g == ALL else g)
+    with c2:
+        st.selectbox(tr("pages.bench.filter_model"), [ALL, *sorted({r.model for r in rows})], key="pub_model",
+                     format_func=lambda m: tr("pages.bench.all_models") if m == ALL else m)
+    with c3:
+        st.selectbox(tr("pages.bench.published.filter_source"), [ALL, *sorted({r.source_slug for r in rows})],
+                     key="pub_source", format_func=lambda s: tr("pages.bench.published.all_sources") if s == ALL else s)
+    shown = result_views.filter_published(rows, gpu=None if ss["pub_gpu"] == ALL else ss["pub_gpu"],
+                                          model=None if ss["pub_model"] == ALL else ss["pub_model"],
+                                          source=None if ss["pub_source"] == ALL else ss["pub_source"])
+    st.caption(tr("pages.bench.published.count", n=len(shown), planned=sum(r.planned for r in shown),
+                  sources=len({r.source_slug for r in shown}), files=len({r.path for r in shown})))
+    if not shown:
+        st.info(tr("pages.bench.published.none_match"))
+        return
+    col = {c: tr(f"pages.bench.published.col.{c}") for c in PUBLISHED_COLUMNS}
+    frame = pd.DataFrame([{
+        col["source"]: r.source_slug, col["model"]: r.model, col["gpu"]: r.gpu_id, col["gpu_count"]: r.gpu_count,
+        col["parallelism"]: r.parallelism, col["precision"]: r.precision, col["batch"]: r.batch_per_gpu,
+        col["seq_len"]: r.seq_len, col["value"]: r.value, col["unit"]: r.unit, col["step_ms"]: r.micro_step_ms,
+        col["planned"]: r.planned, col["citation"]: r.url or r.citation,
+        col["precision_as_published"]: r.precision_as_published, col["published_model"]: r.published_model,
+        col["stack"]: r.stack, col["retrieved"]: r.retrieved} for r in shown])
+    config = {col["step_ms"]: st.column_config.NumberColumn(format="%.2f"),
+              col["value"]: st.column_config.NumberColumn(format="%g"),
+              col["planned"]: st.column_config.CheckboxColumn(),
+              # the link shows the cited file and line; the full URL pins the commit
+              col["citation"]: st.column_config.LinkColumn(display_text=r"/blob/[0-9a-f]+/(.*)$")}
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="pub_table")
+    st.caption(tr("pages.bench.published.add_source"))
 
 
 def _browse(results: list[ResultFile], problems: list[str]) -> None:
@@ -446,10 +495,13 @@ def main() -> None:
     begin_run()
     st.title(tr("pages.bench.title"))
     st.caption(tr("pages.bench.tagline"))
-    browse, run_tab, trace_tab, import_tab = st.tabs([tr("pages.bench.tab_browse"), tr("pages.bench.tab_run"),
-                                                      tr("pages.bench.tab_trace"), tr("pages.bench.tab_import")])
+    browse, published, run_tab, trace_tab, import_tab = st.tabs([
+        tr("pages.bench.tab_browse"), tr("pages.bench.tab_published"), tr("pages.bench.tab_run"),
+        tr("pages.bench.tab_trace"), tr("pages.bench.tab_import")])
     with browse:  # first: it must not wait for `bench detect` (seconds) in the Run tab
         _browse(*_results())
+    with published:
+        _published()
     with run_tab:
         _run_here()
     with trace_tab:

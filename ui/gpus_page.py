@@ -17,7 +17,7 @@ from planner.inputs.userdata import (
     save_price_override,
     user_profiles_dir,
 )
-from planner.present import fmt, gpu_table
+from planner.present import fmt, gpu_table, result_views
 from planner.present.charts import option_label
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
@@ -44,6 +44,8 @@ def profiles_frame(rows: list[gpu_table.ProfileRow]) -> pd.DataFrame:
                tr("pages.gpus.col.bandwidth"): r.bandwidth_gb_per_s}
         for p in PEAK_KEYS:
             row[tr("pages.gpus.col.peak", precision=p)] = r.peaks[p]
+        row[tr("pages.gpus.col.measured_points")] = r.measured_points
+        row[tr("pages.gpus.col.published_points")] = r.published_points
         row[tr("pages.gpus.col.price")] = r.usd_per_gpu_hour
         row[tr("pages.gpus.col.as_of")] = fmt.date(r.price_as_of, loc) if r.price_as_of else "—"
         row[tr("pages.gpus.col.stale")] = r.stale
@@ -63,7 +65,8 @@ def _table(inputs, today: dt.date) -> list[gpu_table.ProfileRow]:
     ss = st.session_state
     st.selectbox(tr("pages.gpus.tier"), RENTAL_TIERS, key="gpus_tier",
                  format_func=choice_label("common.tier"), help=tr("pages.gpus.tier_help"))
-    rows = gpu_table.profile_rows(inputs.profiles, inputs.price_overrides, ss["gpus_tier"], today)
+    rows = gpu_table.profile_rows(inputs.profiles, inputs.price_overrides, ss["gpus_tier"], today,
+                                  points=result_views.point_counts(inputs.results))
     config = {tr("pages.gpus.col.yours"): st.column_config.CheckboxColumn(),
               tr("pages.gpus.col.stale"): st.column_config.CheckboxColumn(help=tr("pages.gpus.stale_help")),
               tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f"),

@@ -34,11 +34,16 @@ class ProfileRow:
     stale: bool  # the quote is undated or older than STALE_QUOTE_DAYS (user prices are never stale)
     price_origin: str | None  # published | user
     n_quotes: int
+    measured_points: int = 0  # step times measured by bench runs on this GPU (any model)
+    published_points: int = 0  # published figures for this GPU (results/published/)
 
 
 def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, list[PriceQuote]], tier: str,
-                 today: dt.date, user_dir: str | Path | None = None) -> list[ProfileRow]:
-    """One row per profile with the quote a plan would bill at (cheapest of `tier`, user prices included)."""
+                 today: dt.date, user_dir: str | Path | None = None,
+                 points: Mapping[str, Mapping[str, int]] | None = None) -> list[ProfileRow]:
+    """One row per profile with the quote a plan would bill at (cheapest of `tier`, user prices included), and
+    how many measured and published step-time points exist for it (`points`: result_views.point_counts)."""
+    points = points or {}
     mine = Path(user_dir if user_dir is not None else user_profiles_dir()).resolve()
     rows = []
     for p in sorted(profiles.values(), key=lambda p: (p.vendor, -p.memory_gib, p.name)):
@@ -58,6 +63,8 @@ def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, lis
             price_age_days=(today - as_of).days if as_of else None,
             stale=q is not None and stale_quote_warning(q, today) is not None,
             price_origin=q.origin if q else None, n_quotes=len(p.prices) + len(extra),
+            measured_points=points.get(p.id, {}).get("measured", 0),
+            published_points=points.get(p.id, {}).get("published", 0),
         ))
     return rows
 

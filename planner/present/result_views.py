@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planner.inputs.resultfile import PHASES, ResultFile
+from planner.inputs.resultfile import PHASES, REPO_SOURCE, ResultFile
 from planner.present.i18n import t
 from planner.vocab import GIB, PRECISIONS
 
@@ -58,6 +58,96 @@ def file_entries(results: Sequence[ResultFile], user_root: str | Path | None = N
 def filter_entries(entries: Sequence[FileEntry], device_dir: str | None, model: str | None) -> list[FileEntry]:
     return [e for e in entries if (device_dir is None or e.device_dir == device_dir)
             and (model is None or e.model == model)]
+
+
+def is_published(r: ResultFile) -> bool:
+    """A file of published figures (results/published/, built by `python -m bench published build`)."""
+    return bool(r.measurements) and all(m.source == "published" for m in r.measurements)
+
+
+# ---------------------------------------------------------------- published figures
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """One published figure as the Benchmarks page lists it: the value and unit as published, the one-GPU
+    micro-step the planner derives from it, and where it stands (citation, link, transcription file)."""
+
+    source_slug: str
+    model: str  # the id a scenario names
+    published_model: str
+    gpu_id: str
+    gpu_name: str
+    gpu_count: int
+    parallelism: str
+    precision: str
+    precision_as_published: str
+    batch_per_gpu: int
+    seq_len: int | None
+    value: float
+    unit: str
+    micro_step_ms: float | None
+    planned: bool  # one GPU, no sharding: plans read it as a step time (multi-GPU rows are scaling data)
+    stack: str
+    retrieved: str
+    citation: str
+    url: str | None
+    path: str
+
+
+def citation_url(source: str) -> str | None:
+    """repository@commit:path#Lstart[-Lend] -> the GitHub page of those lines at that commit (None otherwise)."""
+    m = REPO_SOURCE.match(source or "")
+    if not m:
+        return None
+    lines = f"#L{m['start']}" + (f"-L{m['end']}" if m["end"] else "")
+    return f"https://github.com/{m['repo']}/blob/{m['commit']}/{m['path']}{lines}"
+
+
+def published_rows(results: Sequence[ResultFile]) -> list[PublishedRow]:
+    """Every published figure of every file, by source, model, GPU and GPU count."""
+    out = []
+    for r in results:
+        for m in r.measurements:
+            p = m.provenance
+            if m.source != "published" or p is None or p.published is None:
+                continue
+            step = m.published_micro_step_s
+            par = m.parallelism
+            data = par.data if par else "none"
+            out.append(PublishedRow(
+                source_slug=str(r.settings.get("source_slug") or "?"), model=r.model_name,
+                published_model=str(r.model.get("published_name") or r.model_name),
+                gpu_id=str(r.gpu_profile_id or "?"), gpu_name=str(r.environment.get("gpu_name") or "?"),
+                gpu_count=m.gpu_count or 1, parallelism=data, precision=m.precision,
+                precision_as_published=p.precision_as_published or m.precision, batch_per_gpu=m.batch_size,
+                seq_len=m.seq_len, value=p.published.value, unit=p.published.unit,
+                micro_step_ms=step * 1e3 if step else None,
+                planned=(m.gpu_count or 1) == 1 and data == "none" and step is not None,
+                stack=p.stack or "?", retrieved=p.retrieved.isoformat() if p.retrieved else "?",
+                citation=p.source or "?", url=citation_url(p.source or ""), path=r.path))
+    return sorted(out, key=lambda x: (x.source_slug, x.model, x.gpu_id, x.gpu_count, x.precision, x.batch_per_gpu))
+
+
+def filter_published(rows: Sequence[PublishedRow], *, gpu: str | None = None, model: str | None = None,
+                     source: str | None = None) -> list[PublishedRow]:
+    return [r for r in rows if (gpu is None or r.gpu_id == gpu) and (model is None or r.model == model)
+            and (source is None or r.source_slug == source)]
+
+
+def point_counts(results: Sequence[ResultFile]) -> dict[str, dict[str, int]]:
+    """Per GPU profile id: how many step-time points bench runs measured and how many published figures exist."""
+    counts: dict[str, dict[str, int]] = {}
+    for r in results:
+        gpu = r.gpu_profile_id
+        if not gpu or r.device != "cuda":
+            continue
+        c = counts.setdefault(str(gpu), {"measured": 0, "published": 0})
+        for m in r.measurements:
+            if m.ok and m.source == "measured" and m.step_time_s is not None:
+                c["measured"] += 1
+            elif m.ok and m.source == "published":
+                c["published"] += 1
+    return counts
 
 
 # ---------------------------------------------------------------- one file
