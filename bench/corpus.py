@@ -484,14 +484,29 @@ def summary_lines(rows: Iterable[Row]) -> list[str]:
     rows = list(rows)
     out = [f"measurements: {len(rows)} ({sum(r.caveat is not None for r in rows)} with a caveat: not to be used)",
            f"GPU profiles: {len({r.gpu_profile_id for r in rows if r.gpu_profile_id})}",
-           f"models: {len({r.model for r in rows})}",
+           f"models: {len({_model_id(r) for r in rows})} ({len({r.model for r in rows})} names as published)",
+           f"GPU architectures with 2 or more sources: {', '.join(_shared_architectures(rows)) or 'none'}",
            f"sources: {len({r.source_slug for r in rows})}"]
     for title, counts in (("by GPU", Counter(r.gpu_profile_id or "(variant not published)" for r in rows)),
                           ("by precision", Counter(r.precision_effective for r in rows)),
                           ("by source", Counter(r.source_slug for r in rows)),
-                          ("by model", Counter(r.model for r in rows))):
+                          ("by model", Counter(_model_id(r) for r in rows))):
         out.append(f"{title}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     return out
+
+
+def _model_id(r: Row) -> str:
+    return r.excerpt.model_id if r.excerpt else r.model
+
+
+def _shared_architectures(rows: list[Row]) -> list[str]:
+    """Architectures (the GPU profiles' `architecture`) that two or more sources publish figures for."""
+    profiles = load_profiles(DEFAULT_PROFILES_DIR)[0]
+    sources: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        if r.gpu_profile_id and r.gpu_profile_id in profiles:
+            sources[str(profiles[r.gpu_profile_id].architecture)].add(r.source_slug)
+    return sorted(a for a, s in sources.items() if len(s) >= 2)
 
 
 def _row_line(r: Row) -> str:

@@ -134,3 +134,22 @@ def test_a_model_outside_the_zoo_needs_its_family_and_size(corpus):
     _edit(corpus / SOURCE, "    model_id: resnet50", "    model_id: resnet_custom")
     done = _cli(corpus, "check")
     assert done.returncode == 2 and "excerpts[0].model_family" in done.stderr
+
+
+def test_list_into_a_closed_pipe_ends_quietly():
+    """`python -m bench published list | head -1`: no traceback when the reader stops early."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "published", "list"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_the_summary_counts_what_the_issue_asks_for():
+    from bench.corpus import summary_lines
+
+    rows, _ = check_corpus(DEFAULT_ROOT)
+    text = "\n".join(summary_lines(rows))
+    assert f"measurements: {len(rows)} " in text and "GPU architectures with 2 or more sources: " in text
+    assert f"sources: {len({r.source_slug for r in rows})}" in text
