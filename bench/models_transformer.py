@@ -1,4 +1,4 @@
-"""Transformer models for the zoo (ViT-B/16, BERT, GPT-2, LLaMA-style), in plain PyTorch."""
+"""Transformer models for the zoo (ViT-B/16, BERT, GPT-2, LLaMA-family decoders), in plain PyTorch."""
 
 from __future__ import annotations
 
@@ -15,32 +15,45 @@ class Attention(nn.Module):
     """Multi-head self-attention through F.scaled_dot_product_attention (flash/mem-efficient on CUDA).
 
     `fused` keeps one qkv projection (torchvision MHA's in_proj, GPT-2's c_attn) instead of three (BERT,
-    LLaMA); the parameter count is the same, the largest single layer is not.
+    LLaMA); the parameter count is the same, the largest single layer is not. `kv_heads` < `heads` is grouped-query
+    attention (Ainslie et al. 2023; Llama-3, Mistral, Qwen2.5): k and v project to kv_heads x head_dim and each
+    key/value head serves heads/kv_heads query heads (repeated before SDPA, as Hugging Face's repeat_kv, so the FLOP
+    counter sees ordinary attention). `out_bias` defaults to `bias` (Qwen2.5: biases on q, k, v but not on out).
     """
 
     def __init__(self, hidden: int, heads: int, *, bias: bool, fused: bool, dropout: float = 0.0,
-                 causal: bool = False):
+                 causal: bool = False, kv_heads: int | None = None, out_bias: bool | None = None):
         super().__init__()
         if hidden % heads:
             raise ValueError(f"hidden size {hidden} is not divisible by {heads} heads")
-        self.heads, self.dropout, self.causal = heads, dropout, causal
+        kv_heads = heads if kv_heads is None else kv_heads
+        if kv_heads < 1 or heads % kv_heads:
+            raise ValueError(f"{heads} heads are not divisible into {kv_heads} key/value heads")
+        self.heads, self.kv_heads, self.dropout, self.causal = heads, kv_heads, dropout, causal
+        self.kv_dim = kv_heads * (hidden // heads)
         if fused:
-            self.qkv = nn.Linear(hidden, 3 * hidden, bias=bias)
+            self.qkv = nn.Linear(hidden, hidden + 2 * self.kv_dim, bias=bias)
         else:
             self.q = nn.Linear(hidden, hidden, bias=bias)
-            self.k = nn.Linear(hidden, hidden, bias=bias)
-            self.v = nn.Linear(hidden, hidden, bias=bias)
-        self.out = nn.Linear(hidden, hidden, bias=bias)
+            self.k = nn.Linear(hidden, self.kv_dim, bias=bias)
+            self.v = nn.Linear(hidden, self.kv_dim, bias=bias)
+        self.out = nn.Linear(hidden, hidden, bias=bias if out_bias is None else out_bias)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         b, s, h = x.shape
         if hasattr(self, "qkv"):
-            q, k, v = self.qkv(x).split(h, dim=-1)
+            q, k, v = self.qkv(x).split([h, self.kv_dim, self.kv_dim], dim=-1)
         else:
             q, k, v = self.q(x), self.k(x), self.v(x)
-        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        head_dim = h // self.heads
+        q = q.view(b, s, self.heads, head_dim).transpose(1, 2)
+        k, v = (t.view(b, s, self.kv_heads, head_dim).transpose(1, 2) for t in (k, v))
         if rope is not None:
             q, k = _apply_rope(q, *rope), _apply_rope(k, *rope)
+        if self.kv_heads != self.heads:
+            group = self.heads // self.kv_heads
+            k, v = (t[:, :, None].expand(b, self.kv_heads, group, s, head_dim).reshape(b, self.heads, s, head_dim)
+                    for t in (k, v))
         y = F.scaled_dot_product_attention(
             q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
         )
@@ -204,7 +217,7 @@ class GPT2(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)  # tied lm head
 
 
-# --- LLaMA-style decoder (Touvron et al. 2023): RMSNorm, SwiGLU, rotary, untied head ------------------------
+# --- LLaMA-family decoders (Touvron et al. 2023): RMSNorm, SwiGLU, rotary; GQA, tied head, qkv bias -----
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float = 1e-6):
         super().__init__()
@@ -233,11 +246,12 @@ def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.
 
 
 class _LlamaBlock(nn.Module):
-    def __init__(self, hidden: int, heads: int, ffn: int):
+    def __init__(self, hidden: int, heads: int, ffn: int, *, kv_heads: int, qkv_bias: bool, norm_eps: float):
         super().__init__()
-        self.input_norm = RMSNorm(hidden)
-        self.attn = Attention(hidden, heads, bias=False, fused=False, causal=True)
-        self.post_attention_norm = RMSNorm(hidden)
+        self.input_norm = RMSNorm(hidden, norm_eps)
+        self.attn = Attention(hidden, heads, bias=qkv_bias, fused=False, causal=True, kv_heads=kv_heads,
+                              out_bias=False)
+        self.post_attention_norm = RMSNorm(hidden, norm_eps)
         self.gate = nn.Linear(hidden, ffn, bias=False)
         self.up = nn.Linear(hidden, ffn, bias=False)
         self.down = nn.Linear(ffn, hidden, bias=False)
@@ -249,20 +263,37 @@ class _LlamaBlock(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, layers: int, hidden: int, heads: int, ffn: int, vocab: int):
+    """LLaMA-family decoder, Hugging Face LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM layout.
+
+    Defaults are the original LLaMA's: multi-head attention (kv_heads = heads), untied lm head, no biases. Options:
+    `kv_heads` for grouped-query attention, `tie_embeddings` (the lm head reuses the token embedding: Llama-3.2
+    1B/3B), `qkv_bias` (Qwen2.5), `rope_base` (rope_theta) and `norm_eps` (rms_norm_eps).
+    """
+
+    def __init__(self, layers: int, hidden: int, heads: int, ffn: int, vocab: int, *, kv_heads: int | None = None,
+                 tie_embeddings: bool = False, qkv_bias: bool = False, rope_base: float = 10000.0,
+                 norm_eps: float = 1e-6):
         super().__init__()
-        self.heads = heads
+        self.heads, self.rope_base = heads, rope_base
+        kv_heads = heads if kv_heads is None else kv_heads
         self.embed_tokens = nn.Embedding(vocab, hidden)
-        self.layers = nn.ModuleList(_LlamaBlock(hidden, heads, ffn) for _ in range(layers))
-        self.norm = RMSNorm(hidden)
-        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        self.layers = nn.ModuleList(
+            _LlamaBlock(hidden, heads, ffn, kv_heads=kv_heads, qkv_bias=qkv_bias, norm_eps=norm_eps)
+            for _ in range(layers)
+        )
+        self.norm = RMSNorm(hidden, norm_eps)
+        # Tied: no lm_head module at all, so the parameter count and the largest layer are the checkpoint's.
+        self.lm_head = None if tie_embeddings else nn.Linear(hidden, vocab, bias=False)
 
     def init_weights(self) -> None:
         _normal_init(self)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed_tokens(tokens)
-        rope = _rope_tables(tokens.shape[1], x.shape[-1] // self.heads, tokens.device)
+        rope = _rope_tables(tokens.shape[1], x.shape[-1] // self.heads, tokens.device, self.rope_base)
         for layer in self.layers:
             x = layer(x, rope)
-        return self.lm_head(self.norm(x))
+        x = self.norm(x)
+        if self.lm_head is None:
+            return F.linear(x, self.embed_tokens.weight)  # tied lm head
+        return self.lm_head(x)

@@ -167,8 +167,9 @@ class Sweep:
         trainable = sum(p.numel() for p in workload.model.parameters() if p.requires_grad)
         block = {"name": spec, "family": "custom", "params": params, "trainable_params": trainable,
                  "input_desc": None, "flops_per_sample": None, "flop_convention": None, "options": options}
-        if entry is not None:
-            block.update(family=entry.family, input_desc=entry.input_desc, flops_per_sample=entry.flops_per_sample,
+        if entry is not None:  # entry.id: the current zoo id, also when an old one ('llama') was typed
+            block.update(name=entry.id, family=entry.family, input_desc=entry.input_desc,
+                         flops_per_sample=entry.flops_per_sample,
                          flop_convention=entry.flop_convention)
         else:
             block["input_desc"] = describe_batch(workload.make_batch(2, dev))

@@ -155,7 +155,8 @@ def _workload_builder(model: str, options: dict):
         wl = zoo.build(model, device="meta", **options)
         return wl.model, wl.make_batch, wl.loss_fn
 
-    meta = {"name": model, "family": entry.family, "input_desc": entry.input_desc, "transformer": entry.transformer}
+    # entry.id: the zoo id an old name ('llama') means, so result files carry the current id
+    meta = {"name": entry.id, "family": entry.family, "input_desc": entry.input_desc, "transformer": entry.transformer}
     return meta, build_zoo
 
 

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench import models_cnn, models_transformer
+from planner.inputs.zoo_catalog import ALIASES, canonical_id
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "planner" / "inputs" / "zoo_catalog.json"
 SEED = 0
@@ -37,7 +38,8 @@ class ZooEntry:
     params: int
     input_desc: str
     seq_len: int | None
-    transformer: dict | None  # {layers, hidden, heads, seq_len, vocab, mlp: gelu|swiglu, ffn}
+    # {layers, hidden, heads, kv_heads, seq_len, vocab, mlp: gelu|swiglu, ffn, tie_embeddings}
+    transformer: dict | None
     flops_per_sample: float  # model FLOPs, forward+backward, 2 per multiply-add
     flop_convention: str
     largest_layer_params: int
@@ -165,8 +167,8 @@ def _vit_b16(*, dropout: float = 0.0, device=None) -> _Built:
         "ViT-B/16 (Dosovitskiy et al. 2021), torchvision layout: class token, learned positions",
         "3x224x224 image, 1000 classes",
         seq_len=197,
-        transformer={"layers": 12, "hidden": 768, "heads": 12, "seq_len": 197, "vocab": None, "mlp": "gelu",
-                     "ffn": 3072},
+        transformer={"layers": 12, "hidden": 768, "heads": 12, "kv_heads": 12, "seq_len": 197, "vocab": None,
+                     "mlp": "gelu", "ffn": 3072, "tie_embeddings": False},
     )
 
 
@@ -201,27 +203,26 @@ def _bert(name: str, layers: int, hidden: int, heads: int):
             "tied word embeddings (no bias) + a parameter-free next-sentence term",
             f"{seq_len} token ids (vocab {vocab}, 2 segments), 15% masked",
             seq_len=seq_len,
-            transformer={"layers": layers, "hidden": hidden, "heads": heads, "seq_len": seq_len, "vocab": vocab,
-                         "mlp": "gelu", "ffn": 4 * hidden},
+            transformer={"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": heads, "seq_len": seq_len,
+                         "vocab": vocab, "mlp": "gelu", "ffn": 4 * hidden, "tie_embeddings": True},
             palm_flops=True,
         )
 
     return build
 
 
-def _gpt2(name: str, layers: int, hidden: int, heads: int):
+def _gpt2(name: str, size: str, layers: int, hidden: int, heads: int):
     def build(*, seq_len: int = 1024, dropout: float = 0.1, device=None) -> _Built:
         _check_seq_len(name, seq_len, 1024)
         vocab = 50257
         model = _materialize(lambda: models_transformer.GPT2(layers, hidden, heads, vocab, dropout=dropout), device)
         return _Built(
             Workload(model, _next_token_batch(vocab, seq_len), _next_token_loss),
-            f"GPT-2 {'small' if layers == 12 else 'medium'} (Radford et al. 2019): {layers} layers, {hidden} "
-            "hidden, tied embeddings, 1024 context",
+            f"GPT-2 {size} (Radford et al. 2019): {layers} layers, {hidden} hidden, tied embeddings, 1024 context",
             f"{seq_len} token ids (vocab {vocab}), next-token loss",
             seq_len=seq_len,
-            transformer={"layers": layers, "hidden": hidden, "heads": heads, "seq_len": seq_len, "vocab": vocab,
-                         "mlp": "gelu", "ffn": 4 * hidden},
+            transformer={"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": heads, "seq_len": seq_len,
+                         "vocab": vocab, "mlp": "gelu", "ffn": 4 * hidden, "tie_embeddings": True},
             palm_flops=True,
         )
 
@@ -229,36 +230,141 @@ def _gpt2(name: str, layers: int, hidden: int, heads: int):
 
 
 LLAMA_PRESETS = {
-    # LLaMA's FFN width: 2/3 of 4h rounded up to a multiple of 256 (Touvron et al. 2023 / Meta's reference code).
+    # llama_60m's shapes. LLaMA's FFN width: 2/3 of 4h rounded up to a multiple of 256 (Touvron et al. 2023 / Meta's
+    # reference code). "small" (the default, 60,039,680 parameters) is a toy for quick runs; "7b" and "13b" are the
+    # original LLaMA-1 shapes, kept for the saved commands that reached them as `--model llama --model-option
+    # preset=7b` (Llama-2-7B is the same network: use llama2_7b, whose default context is Llama-2's 4096).
     "small": {"layers": 8, "hidden": 512, "heads": 8, "ffn": 1536, "vocab": 32000, "seq_len": 512},
     "7b": {"layers": 32, "hidden": 4096, "heads": 32, "ffn": 11008, "vocab": 32000, "seq_len": 2048},
     "13b": {"layers": 40, "hidden": 5120, "heads": 40, "ffn": 13824, "vocab": 32000, "seq_len": 2048},
 }
+_SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
 
-def _llama(*, preset: str = "small", layers: int | None = None, hidden: int | None = None,
-           heads: int | None = None, ffn: int | None = None, vocab: int | None = None, seq_len: int | None = None,
-           device=None) -> _Built:
-    if preset not in LLAMA_PRESETS:
-        raise ValueError(f"llama: preset {preset!r} is not one of {sorted(LLAMA_PRESETS)}")
-    given = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "vocab": vocab, "seq_len": seq_len}
-    cfg = {**LLAMA_PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
+@dataclass(frozen=True)
+class DecoderSpec:
+    """A released LLaMA-family checkpoint, as its Hugging Face config.json gives it (field: config key)."""
+
+    name: str
+    repo: str  # the Hugging Face repository whose config.json this is
+    paper: str
+    layers: int  # num_hidden_layers
+    hidden: int  # hidden_size
+    heads: int  # num_attention_heads
+    kv_heads: int  # num_key_value_heads (< heads: grouped-query attention)
+    ffn: int  # intermediate_size (SwiGLU)
+    vocab: int  # vocab_size
+    tie_embeddings: bool  # tie_word_embeddings
+    rope_base: float  # rope_theta
+    norm_eps: float  # rms_norm_eps
+    max_seq_len: int  # max_position_embeddings: the longest seq_len the builder accepts
+    seq_len: int  # the default: a sensible training context (see DECODERS)
+    qkv_bias: bool = False  # biases on the q, k and v projections (Qwen2 family; "attention_bias" elsewhere)
+    caveat: str = ""
+
+
+# Default seq_len: the context each model was pre-trained at before any long-context stage. Llama-2: 4096 (its
+# max_position_embeddings). Llama-3-8B: 8192. Llama-3.2: 8192, the rope_scaling original_max_position_embeddings
+# (the 131072 maximum comes from a long-context extension). Mistral-7B-v0.1: 4096, its sliding window, the longest
+# sequence for which full causal attention (what the zoo runs) is the model's own attention. Qwen2.5-7B: 4096, the
+# pre-training context before its 32K long-context stage (Qwen2.5 technical report, 2024).
+DECODERS: dict[str, DecoderSpec] = {
+    "llama2_7b": DecoderSpec("Llama-2-7B", "meta-llama/Llama-2-7b-hf", "Touvron et al. 2023b", layers=32,
+                             hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000, tie_embeddings=False,
+                             rope_base=10000.0, norm_eps=1e-5, max_seq_len=4096, seq_len=4096),
+    "llama3_8b": DecoderSpec("Llama-3-8B", "meta-llama/Meta-Llama-3-8B", "Llama Team, AI @ Meta 2024", layers=32,
+                             hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, tie_embeddings=False,
+                             rope_base=500000.0, norm_eps=1e-5, max_seq_len=8192, seq_len=8192),
+    "llama3_2_1b": DecoderSpec("Llama-3.2-1B", "meta-llama/Llama-3.2-1B", "Meta 2024", layers=16, hidden=2048,
+                               heads=32, kv_heads=8, ffn=8192, vocab=128256, tie_embeddings=True,
+                               rope_base=500000.0, norm_eps=1e-5, max_seq_len=131072, seq_len=8192),
+    "llama3_2_3b": DecoderSpec("Llama-3.2-3B", "meta-llama/Llama-3.2-3B", "Meta 2024", layers=28, hidden=3072,
+                               heads=24, kv_heads=8, ffn=8192, vocab=128256, tie_embeddings=True,
+                               rope_base=500000.0, norm_eps=1e-5, max_seq_len=131072, seq_len=8192),
+    "mistral_7b": DecoderSpec("Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", "Jiang et al. 2023", layers=32,
+                              hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000, tie_embeddings=False,
+                              rope_base=10000.0, norm_eps=1e-5, max_seq_len=32768, seq_len=4096,
+                              caveat="; its 4096-token sliding window is run as full causal attention (the same "
+                                     "up to 4096 tokens, more attention FLOPs beyond)"),
+    "qwen2_5_7b": DecoderSpec("Qwen2.5-7B", "Qwen/Qwen2.5-7B", "Qwen Team 2024", layers=28, hidden=3584, heads=28,
+                              kv_heads=4, ffn=18944, vocab=152064, tie_embeddings=False, rope_base=1000000.0,
+                              norm_eps=1e-6, max_seq_len=131072, seq_len=4096, qkv_bias=True),
+}
+
+
+def _decoder_shape(model_id: str, base: dict, given: dict) -> dict:
+    cfg = {**base, **{k: v for k, v in given.items() if v is not None}}
+    if cfg.get("kv_heads") is None:
+        cfg["kv_heads"] = cfg["heads"]  # multi-head attention unless told otherwise
     for key, value in cfg.items():
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"llama: {key} {value!r} must be a positive integer")
-    shape = {k: cfg[k] for k in ("layers", "hidden", "heads", "ffn", "vocab")}
-    model = _materialize(lambda: models_transformer.Llama(**shape), device)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{model_id}: {key} {value!r} must be a positive integer")
+    return cfg
+
+
+def _decoder_built(cfg: dict, description: str, *, tie_embeddings: bool = False, qkv_bias: bool = False,
+                   rope_base: float = 10000.0, norm_eps: float = 1e-6, device=None) -> _Built:
+    shape = {k: cfg[k] for k in _SHAPE_KEYS}
+    model = _materialize(lambda: models_transformer.Llama(
+        **shape, tie_embeddings=tie_embeddings, qkv_bias=qkv_bias, rope_base=rope_base, norm_eps=norm_eps), device)
     s = cfg["seq_len"]
     return _Built(
         Workload(model, _next_token_batch(cfg["vocab"], s), _next_token_loss),
-        f"LLaMA-style decoder (Touvron et al. 2023; preset {preset}): {cfg['layers']} layers, {cfg['hidden']} hidden, "
-        f"{cfg['heads']} heads, SwiGLU {cfg['ffn']}, RMSNorm, rotary, untied head",
+        description,
         f"{s} token ids (vocab {cfg['vocab']}), next-token loss",
         seq_len=s,
-        transformer={"layers": cfg["layers"], "hidden": cfg["hidden"], "heads": cfg["heads"], "seq_len": s,
-                     "vocab": cfg["vocab"], "mlp": "swiglu", "ffn": cfg["ffn"]},
+        transformer={"layers": cfg["layers"], "hidden": cfg["hidden"], "heads": cfg["heads"],
+                     "kv_heads": cfg["kv_heads"], "seq_len": s, "vocab": cfg["vocab"], "mlp": "swiglu",
+                     "ffn": cfg["ffn"], "tie_embeddings": tie_embeddings},
         palm_flops=True,
     )
+
+
+def _attention_words(heads: int, kv_heads: int) -> str:
+    if kv_heads == heads:
+        return f"{heads} heads"
+    return f"{heads} heads with {kv_heads} key/value heads (grouped-query)"
+
+
+def _llama(*, preset: str = "small", layers: int | None = None, hidden: int | None = None,
+           heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None, vocab: int | None = None,
+           seq_len: int | None = None, device=None) -> _Built:
+    """llama_60m (formerly `llama`): the toy LLaMA-style decoder; presets 7b/13b are LLaMA-1's shapes."""
+    if preset not in LLAMA_PRESETS:
+        raise ValueError(f"llama_60m: preset {preset!r} is not one of {sorted(LLAMA_PRESETS)}")
+    given = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn": ffn, "vocab": vocab,
+             "seq_len": seq_len}
+    cfg = _decoder_shape("llama_60m", LLAMA_PRESETS[preset], given)
+    what = ("Toy LLaMA-style decoder for quick runs" if preset == "small"
+            else f"LLaMA-{preset.upper()} shape (Touvron et al. 2023)")
+    return _decoder_built(cfg, (
+        f"{what} (preset {preset}): {cfg['layers']} layers, {cfg['hidden']} hidden, "
+        f"{_attention_words(cfg['heads'], cfg['kv_heads'])}, SwiGLU {cfg['ffn']}, RMSNorm, rotary, untied head"),
+        device=device)
+
+
+def _decoder(model_id: str):
+    spec = DECODERS[model_id]
+
+    def build(*, seq_len: int = spec.seq_len, layers: int | None = None, hidden: int | None = None,
+              heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None,
+              vocab: int | None = None, device=None) -> _Built:
+        _check_seq_len(model_id, seq_len, spec.max_seq_len)
+        base = {k: getattr(spec, k) for k in _SHAPE_KEYS}
+        given = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn": ffn,
+                 "vocab": vocab}
+        cfg = {**_decoder_shape(model_id, base, given), "seq_len": seq_len}
+        resized = "" if cfg == {**base, "seq_len": seq_len} else " (resized by options)"
+        description = (
+            f"{spec.name} ({spec.paper}; {spec.repo} config){resized}: {cfg['layers']} layers, {cfg['hidden']} "
+            f"hidden, {_attention_words(cfg['heads'], cfg['kv_heads'])}, SwiGLU {cfg['ffn']}, vocab {cfg['vocab']}, "
+            f"RMSNorm, rotary (theta {spec.rope_base:.0f}), {'qkv biases, ' if spec.qkv_bias else ''}"
+            f"{'tied' if spec.tie_embeddings else 'untied'} head; context up to {spec.max_seq_len}{spec.caveat}"
+        )
+        return _decoder_built(cfg, description, tie_embeddings=spec.tie_embeddings, qkv_bias=spec.qkv_bias,
+                              rope_base=spec.rope_base, norm_eps=spec.norm_eps, device=device)
+
+    return build
 
 
 def _lstm_lm(*, seq_len: int = 35, dropout: float = 0.5, device=None) -> _Built:
@@ -294,9 +400,12 @@ _REGISTRY: dict[str, tuple[str, Callable[..., _Built]]] = {
     "vit_b16": ("vit", _vit_b16),
     "bert_base": ("encoder", _bert("bert_base", 12, 768, 12)),
     "bert_large": ("encoder", _bert("bert_large", 24, 1024, 16)),
-    "gpt2": ("decoder", _gpt2("gpt2", 12, 768, 12)),
-    "gpt2_medium": ("decoder", _gpt2("gpt2_medium", 24, 1024, 16)),
-    "llama": ("decoder", _llama),
+    "gpt2": ("decoder", _gpt2("gpt2", "small", 12, 768, 12)),
+    "gpt2_medium": ("decoder", _gpt2("gpt2_medium", "medium", 24, 1024, 16)),
+    "gpt2_large": ("decoder", _gpt2("gpt2_large", "large", 36, 1280, 20)),
+    "gpt2_xl": ("decoder", _gpt2("gpt2_xl", "XL", 48, 1600, 25)),
+    "llama_60m": ("decoder", _llama),
+    **{model_id: ("decoder", _decoder(model_id)) for model_id in DECODERS},
     "lstm_lm": ("rnn", _lstm_lm),
     "mlp": ("mlp", _mlp),
     "small_cnn": ("cnn", _small_cnn),
@@ -305,12 +414,22 @@ _REGISTRY: dict[str, tuple[str, Callable[..., _Built]]] = {
 
 # --- public API ------------------------------------------------------------------------------------------------
 def list_models() -> list[str]:
+    """The zoo's ids; aliases (ALIASES: an old id and the id it now means) are accepted too but not listed."""
     return list(_REGISTRY)
 
 
+def resolve_id(model_id: str) -> str:
+    """The zoo id `model_id` names (itself, or what an alias means); UnknownModelError lists the valid ids."""
+    resolved, _message = canonical_id(model_id)
+    if resolved not in _REGISTRY:
+        aliases = ", ".join(f"{old} (now {new})" for old, new in ALIASES.items())
+        raise UnknownModelError(f"unknown model {model_id!r}; valid ids: {', '.join(_REGISTRY)}; "
+                                f"old names still accepted: {aliases}")
+    return resolved
+
+
 def _build(model_id: str, options: dict) -> tuple[str, _Built]:
-    if model_id not in _REGISTRY:
-        raise UnknownModelError(f"unknown model {model_id!r}; valid ids: {', '.join(_REGISTRY)}")
+    model_id = resolve_id(model_id)
     family, builder = _REGISTRY[model_id]
     try:
         inspect.signature(builder).bind(**options)
@@ -321,8 +440,9 @@ def _build(model_id: str, options: dict) -> tuple[str, _Built]:
 
 
 def build(model_id: str, **options) -> Workload:
-    """The workload for a zoo model; options: `device` for all (default cpu), `seq_len` for token models,
-    `image_size` for ResNets, `dropout`, and the llama shape (`preset`, layers, hidden, heads, ffn, vocab)."""
+    """The workload for a zoo model (an id or an alias); options: `device` for all (default cpu), `seq_len` for
+    token models, `image_size` for ResNets, `dropout`, and the LLaMA-family shape (layers, hidden, heads, kv_heads,
+    ffn, vocab; llama_60m also `preset`)."""
     return _build(model_id, options)[1].workload
 
 
@@ -388,7 +508,8 @@ def largest_layer_params(model: nn.Module) -> int:
 
 
 def describe(model_id: str, **options) -> ZooEntry:
-    """Catalog entry for a zoo model; builds on the meta device, so it allocates nothing."""
+    """Catalog entry for a zoo model (an alias gives its id's entry); builds on the meta device: allocates nothing."""
+    model_id = resolve_id(model_id)
     family, built = _build(model_id, {**options, "device": "meta"})
     model = built.workload.model
     params = sum(p.numel() for p in model.parameters())

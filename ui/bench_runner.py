@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.inputs.errors import InputError
+from planner.inputs.zoo_catalog import canonical_id
 from planner.vocab import PRECISIONS, TRACEABLE_OPTIMIZERS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +151,7 @@ def parse_batches(text: str) -> tuple[int, ...]:
 def make_request(model: str, known_models, precisions, batches_text: str, steps: int, warmup: int,
                  out: str | Path) -> RunRequest:
     """A validated request; InputError names the field (model, precisions, batch sizes, steps, warmup)."""
+    model = canonical_id(model)[0]  # an old id ('llama') from a saved scenario means its current one
     if model not in set(known_models):
         raise InputError("benchmark", "model", model, "a model of the zoo (python -m bench list)")
     precisions = tuple(p for p in PRECISIONS if p in set(precisions))
@@ -365,8 +367,10 @@ def make_trace_request(model: str, known_models, precisions, batches_text: str, 
             raise InputError("trace", "custom model", model, "package.module:callable, e.g. mypkg.models:build")
         if seq_len is not None:
             raise InputError("trace", "sequence length", seq_len, "none for a custom model (its callable sets it)")
-    elif model not in set(known_models):
+    elif canonical_id(model)[0] not in set(known_models):
         raise InputError("trace", "model", model, "a model of the zoo or a custom package.module:callable")
+    else:
+        model = canonical_id(model)[0]
     chosen = tuple(p for p in PRECISIONS if p in set(precisions))
     if not chosen:
         raise InputError("trace", "precisions", list(precisions), "at least one of " + ", ".join(PRECISIONS))

@@ -13,6 +13,7 @@ from planner.engine.estimates import ResolvedModel, TimePoint
 from planner.engine.steptime import TimeSeries, time_series
 from planner.inputs.resultfile import REPO_SOURCE, Measurement, ResultFile
 from planner.inputs.scenario import TrainingSetup
+from planner.inputs.zoo_catalog import canonical_id
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class MeasurementIndex:
 
 def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> str | None:
     """None when the file measured this configuration; else why not (shown to the user)."""
-    if rf.model_name != model.name:
+    if canonical_id(rf.model_name)[0] != model.name:
         return "another model"
     file_params = rf.model.get("params")
     if file_params and abs(float(file_params) - model.params) > 0.01 * model.params:
@@ -125,7 +126,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
     # Published points by (gpu, precision), then by file (a series never mixes two sources).
     published: dict[tuple[str, str], dict[str, list[TimePoint]]] = defaultdict(lambda: defaultdict(list))
     for rf in sorted(results, key=lambda r: r.created_utc):
-        if rf.model_name != model.name:
+        if canonical_id(rf.model_name)[0] != model.name:  # a file under an old id ('llama') is the same model
             continue
         why_not = _file_applies(rf, model, training)
         if why_not:
