@@ -128,11 +128,16 @@ def test_interpolation_band_comes_from_fit_residuals_when_above_5_percent():
 
 
 def test_one_measured_batch_scales_proportionally_with_a_wide_band():
-    # 0.032 s at batch 32 -> batch 128: 0.032 × 128/32 = 0.128; the truth lies in [0.032, 0.128], ±15% margin
+    # 0.032 s at batch 32 -> batch 128: 0.032 × 128/32 = 0.128; with up to 25% of the step at 32 fixed:
+    # 0.032 × (0.25 + 0.75 × 4) = 0.104; band [0.104, 0.128] with a ±15% margin
     t, source, band = st.measured_micro_step(points((32, 0.032)), 128)
     assert t == pytest.approx(0.128)
-    assert source.kind == "extrapolated"
-    assert band == pytest.approx((0.032 / 1.15, 0.128 * 1.15))
+    assert source.kind == "extrapolated" and "prior: no fixed per-step part" in source.detail
+    assert band == pytest.approx((0.104 / 1.15, 0.128 * 1.15))
+    # Down to batch 2: 0.032 × 2/32 = 0.002; all of the prior's fixed share: 0.032 × (0.25 + 0.75/16) = 0.0095
+    t, _, band = st.measured_micro_step(points((32, 0.032)), 2)
+    assert t == pytest.approx(0.002)
+    assert band == pytest.approx((0.002 / 1.15, 0.032 * (0.25 + 0.75 / 16) * 1.15))
 
 
 # ---------------------------------------------------------------- transfer A100 -> H100

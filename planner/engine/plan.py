@@ -31,6 +31,7 @@ from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
 from planner.inputs.scenario import Scenario
+from planner.inputs.zoo_catalog import canonical_id
 from planner.vocab import GIB
 
 # ---------------------------------------------------------------- plan
@@ -219,15 +220,20 @@ class _Micro:
 def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
-    own = ctx.idx.series_at(gpu.id, precision, micro)
-    got = steptime.measured_micro_step(own, micro) if own else None
-    if own and got:
-        return _Micro(got[0], got[1], got[2], own.optimizer_s, True, steptime.points_used(own, micro))
+    same_speed = _same_speed_precisions(gpu, precision)
+    for used in same_speed:  # this GPU's own points: the precision's, else its same-speed 16-bit sibling's
+        own = ctx.idx.series_at(gpu.id, used, micro)
+        got = steptime.measured_micro_step(own, micro) if own else None
+        if own and got:
+            source = got[1] if used == precision else Source(
+                "transferred", f"{_sibling_reason(gpu, precision, used)} ({got[1].kind}: {got[1].detail})")
+            return _Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro))
     flops = steptime.flops_per_step(model.flops_per_sample or 0.0, micro) * steptime.compute_factor(
         ctx.scenario.training.activation_checkpointing, _trainable_fraction(model, ctx.scenario))
-    transferred = _transferred(ctx, option, flops)
-    if transferred:
-        return transferred
+    for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
+        transferred = _transferred(ctx, option, flops, used)
+        if transferred:
+            return transferred
     if not flops:
         raise InputError("<scenario>", "model.flops_per_sample", None,
                          f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
@@ -256,6 +262,15 @@ _DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
 DUAL_ISSUE_FP32_FACTOR = 0.5
 
 
+def _transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
+    """The dense peak a transfer scales by: the dual-issue fp32 peak of Ampere GA10x/Ada counts at the same
+    DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
+    peak = gpu.peak_tflops_for(precision)
+    if peak and precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        return peak * DUAL_ISSUE_FP32_FACTOR
+    return peak
+
+
 def _default_mfu_on(gpu: GpuProfile, family: str, precision: str) -> float:
     mfu = steptime.default_mfu(family, precision)
     if precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
@@ -278,16 +293,35 @@ def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flo
     return best
 
 
-def _transferred(ctx: _Context, option: OptionPlan, flops: float) -> _Micro | None:
-    """Transfer a measured (else published) time of the same precision from another GPU (ESTIMATION.md §2)."""
-    gpu, precision, idx = option.gpu, option.precision, ctx.idx
-    peak_b = gpu.peak_tflops_for(precision)
+# fp16 and bf16 run on the same tensor cores at the same dense peak (NVIDIA Ampere and later, AMD CDNA2/3 datasheets,
+# gpu_profiles/): where a GPU lists equal peaks, one's measured time stands for the other's (a GradScaler's unscale
+# pass for fp16 is a few elementwise kernels). Never across different peaks, and never for fp32/tf32.
+_SIBLINGS = {"fp16": "bf16", "bf16": "fp16"}
+
+
+def _same_speed_precisions(gpu: GpuProfile, precision: str) -> tuple[str, ...]:
+    sibling = _SIBLINGS.get(precision)
+    peak, other = gpu.peak_tflops_for(precision), gpu.peak_tflops_for(sibling) if sibling else None
+    return (precision, sibling) if sibling and peak and other and peak == other else (precision,)
+
+
+def _sibling_reason(gpu: GpuProfile, precision: str, used: str) -> str:
+    return (f"{precision} taken as {used}'s time: the same dense peak on {gpu.name} "
+            f"({gpu.peak_tflops_for(precision):g} TFLOP/s)")
+
+
+def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str | None = None) -> _Micro | None:
+    """Transfer a measured (else published) time from another GPU (ESTIMATION.md §2), at `precision` (default the
+    option's; its same-speed sibling when the option's has no points anywhere)."""
+    gpu, idx = option.gpu, ctx.idx
+    precision = precision or option.precision
+    peak_b = _transfer_peak(gpu, precision)
     if not flops or not peak_b:
         return None
     for other_id in sorted(idx.gpus_with_times(precision),
                            key=lambda g: (*idx.transfer_rank(g, precision, option.micro_batch), g)):
         other = ctx.inputs.profiles.get(other_id)
-        peak_a = other.peak_tflops_for(precision) if other is not None else None
+        peak_a = _transfer_peak(other, precision) if other is not None else None
         if other is None or other.id == gpu.id or not peak_a:
             continue
         pts = idx.series_at(other_id, precision, option.micro_batch)
@@ -304,6 +338,8 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float) -> _Micro | No
         opt_a = pts.optimizer_s
         opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
+        if precision != option.precision:
+            detail = f"{_sibling_reason(gpu, option.precision, precision)}; {detail}"
         return _Micro(t_b, Source("transferred", detail), band, opt_b, True,
                       steptime.points_used(pts, option.micro_batch))
     return None
@@ -370,6 +406,8 @@ def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEsti
             out.append(Note("assumption_rate_undated", rate=scenario.pricing.exchange_rate,
                             currency=scenario.pricing.currency))
     out.append(Note("energy_assumption"))
+    if scenario.model.name and canonical_id(scenario.model.name)[0] != scenario.model.name:
+        out.append(Note("model_renamed", old=scenario.model.name, new=model.name))
     out.extend(conv.notes)
     out.extend(idx.skipped)
     return out

@@ -84,6 +84,12 @@ INTERPOLATION_LIMIT = 1.25  # ESTIMATION.md §2: beyond 1.25x the largest measur
 INTERPOLATED_BAND_MIN = 0.05  # at least ±5%, more when the fit residuals are larger
 EXTRAPOLATED_BAND_MIN = 0.15  # at least ±15% just past the limit, growing with the distance
 SINGLE_POINT_BAND = 0.15  # margin around the [fixed-overhead, proportional] bracket of a one-point scaling
+# Prior for one measured or published batch (no t(b) fit): the per-step work that does not grow with the batch
+# (kernel launches, the optimizer step, synchronisation) is at most this share of the step at that batch.
+# Assumption, sized from ResNet-50 on an A100 at 256 per GPU (~160 convolutions × ~3 kernels × ~5 µs launches
+# + a 25.6M-parameter SGD step at 44 B/param over 1.5 TB/s ≈ 3 ms of a ~100 ms step, i.e. ~3%) with a wide margin
+# for smaller batches and models; the step-time model's fitted launch cost replaces it.
+SINGLE_POINT_FIXED_SHARE_MAX = 0.25
 
 
 # ---------------------------------------------------------------- FLOPs
@@ -248,14 +254,17 @@ def measured_micro_step(
 def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tuple[float, Source, tuple[float, float]]:
     b1 = points[0].batch_size
     t1 = statistics.median(p.step_time_s for p in points)
-    t = t1 * micro_batch / b1
-    low, high = min(t, t1), max(t, t1)
+    ratio = micro_batch / b1
+    t = t1 * ratio
+    fixed = SINGLE_POINT_FIXED_SHARE_MAX
+    t_fixed = t1 * (fixed + (1.0 - fixed) * ratio)
+    low, high = min(t, t_fixed), max(t, t_fixed)
     band = (low / (1.0 + SINGLE_POINT_BAND), high * (1.0 + SINGLE_POINT_BAND))
-    # Prior for the fixed per-step part (launches, optimizer, synchronisation) when one batch gives no t(b) fit:
-    # none, i.e. proportional scaling, the middle estimate; the band spans "all of it fixed" to "none fixed".
-    detail = (f"batch {micro_batch} scaled proportionally ({micro_batch / b1:.2f}×) from the only {_origin(points)} "
-              f"batch {b1} ({_labels(points)}); prior: no fixed per-step part (one batch cannot separate it), so "
-              f"the true time lies between {t1 * 1e3:.3g} ms (all fixed overhead) and {t * 1e3:.3g} ms (none)")
+    # Prior for the fixed per-step part when one batch gives no t(b) fit: none (proportional scaling) for the
+    # estimate; the band reaches the largest share the prior allows (SINGLE_POINT_FIXED_SHARE_MAX).
+    detail = (f"batch {micro_batch} scaled proportionally ({ratio:.2f}×) from the only {_origin(points)} batch {b1} "
+              f"({_labels(points)}); prior: no fixed per-step part (one batch cannot separate it), up to "
+              f"{fixed:.0%} of the step at batch {b1} in the band ({t_fixed * 1e3:.3g} ms)")
     return t, Source("extrapolated", detail), band
 
 
