@@ -52,9 +52,15 @@ SCHEMA = "trainplan.published-source/1"
 DEFAULT_ROOT = Path(__file__).resolve().parent / "published"  # raw/ excerpts and sources/ transcriptions
 # Where `build` writes the shipped corpus's result files (the planner scans results/ recursively).
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "published"
+# The corpus models the zoo does not build, for the planner to resolve by id (torch-free, next to the zoo catalog).
+DEFAULT_MODELS = Path(__file__).resolve().parent.parent / "planner" / "inputs" / "published_models.json"
+MODELS_SCHEMA = "trainplan.published-models/1"
 MODEL_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 FAMILIES = ("cnn", "vit", "encoder", "decoder", "rnn", "mlp", "custom")
+# Parameter-efficient fine-tuning as published (PEFT's names); the planner models lora and qlora (vocab.ADAPTER_KINDS).
+ADAPTER_METHODS = ("lora", "qlora", "dora", "loha", "lokr", "vera", "oft", "boft", "ia3", "ln_tuning", "prefix_tuning",
+                   "prompt_tuning", "other")
 SOURCE_FILE = loader.FileKind("published-source transcription (YAML)", "yaml", 4 * loader.MIB, max_nodes=400_000)
 EXCERPT_FILE = loader.FileKind("published excerpt (text)", "text", 4 * loader.MIB)
 PARALLELISMS = (*DATA_PARALLELISMS, "unknown")
@@ -114,19 +120,31 @@ def default_out(root: Path) -> Path:
     return DEFAULT_OUT if root.resolve() == DEFAULT_ROOT.resolve() else root / "results" / "published"
 
 
+def default_models(root: Path) -> Path:
+    return DEFAULT_MODELS if root.resolve() == DEFAULT_ROOT.resolve() else root / "published_models.json"
+
+
 def main(args: argparse.Namespace) -> int:
     root = Path(args.root)
     out = Path(args.out) if args.out else default_out(root)
+    models_path = default_models(root)
     rows, problems = check_corpus(root)
     if args.action in ("check", "build"):
         files, skipped = build_files(rows) if not problems else ({}, Counter())
+        models = models_text(rows) if not problems else ""
         if args.action == "build" and not problems:
             written, removed = write_files(files, out)
+            if not models_path.is_file() or models_path.read_text(encoding="utf-8") != models:
+                atomic_write(models_path, models)
             print(f"bench published: wrote {len(files)} result files under {out} ({written} changed, {removed} "
-                  f"stale removed); {sum(skipped.values())} rows not built: " + _counts(skipped))
+                  f"stale removed) and the corpus models to {models_path}; {sum(skipped.values())} rows not "
+                  "built: " + _counts(skipped))
             return 0
         if not problems:
             problems = compare_files(files, out)
+            if not models_path.is_file() or models_path.read_text(encoding="utf-8", errors="replace") != models:
+                problems.append(f"{models_path}: not what the transcriptions build (run `python -m bench published "
+                                "build` and commit the result)")
         for problem in problems:
             print(f"bench published: {problem}", file=sys.stderr)
         if problems:
@@ -226,7 +244,7 @@ def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[st
     shape = e.sub("model_shape")
     out = None
     if shape is not None:
-        shape.reject_unknown((*SHAPE_KEYS, "mlp", "tie_embeddings"))
+        shape.reject_unknown((*SHAPE_KEYS, "mlp", "tie_embeddings", "seq_len"))
         out = {key: shape.integer(key, None, minimum=1, maximum=10**7) if key == "kv_heads" else
                shape.integer(key, minimum=1, maximum=10**7) for key in SHAPE_KEYS}
         out["mlp"] = shape.choice("mlp", ("gelu", "swiglu"))
@@ -234,6 +252,7 @@ def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[st
         if tie is not None and not isinstance(tie, bool):
             raise shape.fail("tie_embeddings", tie, "true or false")
         out["tie_embeddings"] = tie
+        out["seq_len"] = shape.integer("seq_len", None, minimum=1, maximum=10**7)  # the config's default context
         out = {k: v for k, v in out.items() if v is not None}
     if zoo_entry is None and params is None and out is None:
         raise e.fail("model_params", None, f"the parameter count as published, or model_shape: {model_id} is not "
@@ -252,9 +271,14 @@ def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]
     if text and text[-1] == "":
         text.pop()
     header: dict[str, str] = {}
-    while text and text[0].startswith("# "):
-        key, _, value = text.pop(0)[2:].partition(": ")
+    # The header is the `# key: value` lines of HEADER_KEYS, each once; the excerpt starts at the first other line
+    # (so an upstream line that itself starts with "# ", a Markdown heading, stays part of the excerpt).
+    while text and len(header) < len(HEADER_KEYS) and text[0].startswith("# "):
+        key, sep, value = text[0][2:].partition(": ")
+        if not sep or key.strip() not in HEADER_KEYS or key.strip() in header:
+            break
         header[key.strip()] = value.strip()
+        text.pop(0)
     for key in HEADER_KEYS:
         if key not in header:
             raise InputError(str(path), f"header.{key}", None, f"a '# {key}: ...' header line")
@@ -268,7 +292,7 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
          csv: bool) -> Row:
     w.reject_unknown(("line", "gpu_name_as_published", "gpu_profile_id", "gpu_count", "parallelism",
                       "precision_as_published", "precision_effective", "precision_reason", "batch_per_gpu",
-                      "global_batch", "seq_len", "value", "unit", "per_gpu", "caveat"))
+                      "global_batch", "seq_len", "value", "unit", "per_gpu", "caveat", "adapter"))
     line = w.integer("line", minimum=start, maximum=end)
     w.string("gpu_name_as_published")
     gpu = w.raw("gpu_profile_id", None)
@@ -293,6 +317,13 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
     if not isinstance(w.raw("per_gpu"), bool):
         raise w.fail("per_gpu", w.raw("per_gpu"), "true or false")
     caveat = w.string("caveat", None)
+    adapter = w.sub("adapter")  # a parameter-efficient fine-tune: the base model frozen, an adapter trained
+    if adapter is not None:
+        adapter.reject_unknown(("method", "rank", "targets", "quantization"))
+        adapter.choice("method", ADAPTER_METHODS)
+        adapter.integer("rank", None, minimum=1, maximum=100_000)
+        adapter.string("targets", None)
+        adapter.choice("quantization", ("none", "nf4", "nf4_double_quant", "int8", "fp4"), "none")
     return Row(slug, excerpt.model, gpu, count, precision, text, unit, caveat, MappingProxy(dict(w.data)), excerpt)
 
 
@@ -340,11 +371,16 @@ def why_not_built(row: Row) -> str | None:
     if row.precision_effective not in PRECISIONS:
         return "effective precision unknown"
     if result_unit(row.unit, per_gpu=bool(f.get("per_gpu"))) is None:
-        return "memory figure (for the memory model)" if row.unit in MEMORY_UNITS else f"unit {row.unit}"
+        if row.unit in MEMORY_UNITS:
+            return "memory figure (for the memory model)"
+        return "a time per run or another unit (other:...), not a step time"
     if f.get("batch_per_gpu") is None:
         return "batch per GPU not published"
     if row.unit.startswith("tokens") and f.get("seq_len") is None:
         return "tokens/s without a sequence length"
+    adapter = f.get("adapter")
+    if adapter and adapter.get("method") not in ("lora", "qlora"):
+        return "an adapter method the planner does not model (lora and qlora only)"
     return None
 
 
@@ -352,7 +388,10 @@ def file_name(row: Row) -> str:
     """<gpu-profile-id>/<source>__<model-id>[__s<seq>].json: one file per source, model, GPU and sequence length."""
     assert row.excerpt is not None and row.gpu_profile_id is not None
     seq = row.fields.get("seq_len")
-    return f"{row.gpu_profile_id}/{row.source_slug}__{row.excerpt.model_id}{f'__s{seq}' if seq else ''}.json"
+    adapter = row.fields.get("adapter")
+    tuned = f"__{adapter['method']}{adapter.get('rank') or ''}" if adapter else ""
+    return (f"{row.gpu_profile_id}/{row.source_slug}__{row.excerpt.model_id}{f'__s{seq}' if seq else ''}"
+            f"{tuned}.json")
 
 
 def build_files(rows: Iterable[Row]) -> tuple[dict[str, str], Counter]:
@@ -394,7 +433,11 @@ def _result_file(rows: list[Row]) -> dict[str, Any]:
         },
         "model": model,
         "settings": {"source_slug": first.source_slug,
-                     "command": ["python", "-m", "bench", "published", "build"]},
+                     "command": ["python", "-m", "bench", "published", "build"],
+                     **({"adapter": {"kind": first.fields["adapter"]["method"],
+                                     "rank": first.fields["adapter"].get("rank"),
+                                     "targets": first.fields["adapter"].get("targets")}}
+                        if first.fields.get("adapter") else {})},
         "measurements": [_measurement(r) for r in rows],
         "warnings": [f"published figures transcribed from {first.source_slug} (bench/published/sources/"
                      f"{first.source_slug}.yaml); regenerate with `python -m bench published build`"],
@@ -436,6 +479,39 @@ def _number(text: str) -> float:
     if not match:
         raise ValueError(f"no number in {text!r}")
     return float(match.group(1).replace(",", ""))
+
+
+def models_text(rows: Iterable[Row]) -> str:
+    """The corpus models the zoo does not build, keyed by id: family, parameters (as published, or null), the
+    transformer shape with its default context, the names as published and the sources (JSON text)."""
+    zoo = load_catalog()
+    models: dict[str, dict[str, Any]] = {}
+    seqs: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        ex = r.excerpt
+        if ex is None or ex.model_id in zoo:
+            continue
+        entry = models.setdefault(ex.model_id, {"family": ex.model_family, "params": ex.model_params,
+                                                 "transformer": dict(ex.model_shape) if ex.model_shape else None,
+                                                 "published_names": set(), "sources": set()})
+        entry["published_names"].add(ex.model)
+        entry["sources"].add(r.source_slug)
+        if entry["params"] is None and ex.model_params is not None:
+            entry["params"] = ex.model_params
+        if r.fields.get("seq_len"):
+            seqs[ex.model_id][int(r.fields["seq_len"])] += 1
+    out = {}
+    for model_id, entry in sorted(models.items()):
+        shape = entry["transformer"]
+        if shape is not None:
+            common = seqs[model_id].most_common(1)
+            # the context a plan assumes: the shape's stated default, else the one most rows were published at
+            shape["seq_len"] = shape.get("seq_len") or (common[0][0] if common else None)
+            if shape["seq_len"] is None:
+                shape = None
+        out[model_id] = {"family": entry["family"], "params": entry["params"], "transformer": shape,
+                         "published_names": sorted(entry["published_names"]), "sources": sorted(entry["sources"])}
+    return json.dumps({"schema": MODELS_SCHEMA, "models": out}, indent=1, ensure_ascii=False) + "\n"
 
 
 def write_files(files: Mapping[str, str], out: Path) -> tuple[int, int]:

@@ -153,3 +153,29 @@ def test_the_summary_counts_what_the_issue_asks_for():
     text = "\n".join(summary_lines(rows))
     assert f"measurements: {len(rows)} " in text and "GPU architectures with 2 or more sources: " in text
     assert f"sources: {len({r.source_slug for r in rows})}" in text
+
+
+def test_an_excerpt_that_starts_with_a_markdown_heading_keeps_it(corpus):
+    """Upstream lines such as '# Results' are excerpt, not header: the header is the five `# key:` lines only."""
+    _edit(corpus / RAW, "| GPUs | Precision", "# what: not a second header, a heading\n| GPUs | Precision")
+    _edit(corpus / SOURCE, "docs/RESULTS.md#L3-L6", "docs/RESULTS.md#L2-L6")
+    _edit(corpus / RAW, "docs/RESULTS.md#L3-L6", "docs/RESULTS.md#L2-L6")
+    done = _cli(corpus, "check")
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_adapter_row_builds_its_own_file_with_the_adapter_in_settings(corpus):
+    _edit(corpus / SOURCE, "seq_len: null, value: \"1,234.5\"", "seq_len: null, adapter: {method: lora, rank: 8}, "
+          "value: \"1,234.5\"")
+    assert _cli(corpus, "build").returncode == 0
+    built = corpus / "results/published/a100-sxm-80gb/example-bench__resnet50__lora8.json"
+    assert not (corpus / BUILT).exists()
+    assert json.loads(built.read_text())["settings"]["adapter"] == {"kind": "lora", "rank": 8, "targets": None}
+    assert _cli(corpus, "check").returncode == 0
+
+
+def test_an_unknown_adapter_method_is_refused(corpus):
+    _edit(corpus / SOURCE, "seq_len: null, value: \"1,234.5\"", "seq_len: null, adapter: {method: magic}, "
+          "value: \"1,234.5\"")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "rows[0].adapter.method" in done.stderr

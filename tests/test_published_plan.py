@@ -158,3 +158,64 @@ def test_every_shipped_published_file_reads_and_cites_its_row():
             assert m.source == "published" and m.provenance is not None and m.provenance.source
             assert m.provenance.sha256 and m.provenance.retrieved and m.provenance.published
             assert m.published_micro_step_s and m.published_micro_step_s > 0
+
+
+def test_every_model_in_the_corpus_is_plannable_by_its_id(published_inputs):
+    """A scenario naming a corpus model (zoo id, or a corpus id whose file carries its shape) resolves to a size."""
+    from bench.corpus import DEFAULT_ROOT, check_corpus
+    from planner.inputs.scenario import ModelSpec
+
+    rows, problems = check_corpus(DEFAULT_ROOT)
+    assert not problems
+    ids = {r.excerpt.model_id for r in rows if r.excerpt}
+    assert len(ids) >= 10
+    for model_id in sorted(ids):
+        model = resolve_model(ModelSpec(name=model_id), published_inputs.results)
+        assert model.params > 0 and model.flops_per_sample, model_id
+        published = {r.excerpt.model_params for r in rows if r.excerpt and r.excerpt.model_id == model_id}
+        if published != {None}:  # the exact published count wins over any formula
+            assert model.params in published, model_id
+
+
+def test_bf16_takes_the_same_gpu_fp16_figure_where_their_peaks_are_equal(published_inputs):
+    """ResNet-50 is published at fp16 (AMP) only; on an A100 bf16 runs at the same dense peak, so bf16 gets
+    fp16's published time instead of a formula that would make it look 2x faster."""
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "bf16",
+        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
+        "training": {"global_batch": 256, "micro_batch": 256, "precisions": ["fp16", "bf16"],
+                     "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "epochs": 90},
+        "hardware": {"gpus": ["a100-sxm-80gb", "l40s-48gb"], "gpu_counts": [1]},
+    }, "bf16.yaml")
+    plan = build_plan(scenario, published_inputs, TODAY)
+    fp16, bf16 = plan.option("a100-sxm-80gb-x1-fp16"), plan.option("a100-sxm-80gb-x1-bf16")
+    assert bf16.step.compute_step_time_s == fp16.step.compute_step_time_s == pytest.approx(256 / 2470)
+    assert bf16.step.source.kind == "transferred"
+    assert bf16.step.source.detail.startswith("bf16 taken as fp16's time: the same dense peak on NVIDIA A100")
+    assert "(published: NVIDIA/DeepLearningExamples@729963d" in bf16.step.source.detail
+    # On a GPU without any figure the bf16 option is transferred from another GPU's fp16 figure, like fp16's.
+    l40s_fp16, l40s_bf16 = plan.option("l40s-48gb-x1-fp16"), plan.option("l40s-48gb-x1-bf16")
+    assert l40s_bf16.step.compute_step_time_s == pytest.approx(l40s_fp16.step.compute_step_time_s)
+    assert "bf16 taken as fp16's time" in l40s_bf16.step.source.detail
+
+
+def test_no_sibling_where_the_gpu_has_no_bf16_peak():
+    from planner.engine.plan import _same_speed_precisions
+
+    profiles = load_inputs([], include_user_data=False).profiles
+    assert _same_speed_precisions(profiles["v100-sxm2-16gb"], "fp16") == ("fp16",)  # Volta: no bf16
+    assert _same_speed_precisions(profiles["a100-sxm-80gb"], "fp16") == ("fp16", "bf16")
+    assert _same_speed_precisions(profiles["a100-sxm-80gb"], "tf32") == ("tf32",)
+
+
+def test_the_zoo_vit_plans_by_name(published_inputs):
+    """`model: {name: vit_b16}` (zoo vocab null: image patches, no token vocabulary) plans; timm publishes it."""
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "vit", "model": {"name": "vit_b16"},
+        "training": {"global_batch": 192, "micro_batch": 192, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "epochs": 1},
+        "hardware": {"gpus": ["rtx3090-24gb"], "gpu_counts": [1]},
+    }, "vit.yaml")
+    option = build_plan(scenario, published_inputs, TODAY).option("rtx3090-24gb-x1-fp16")
+    assert option.step.source.kind == "published" and "pytorch-image-models" in option.step.source.detail

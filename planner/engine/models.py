@@ -7,9 +7,10 @@ from typing import Any
 
 from planner.engine.estimates import ResolvedModel, Source
 from planner.inputs.errors import InputError
+from planner.inputs.published_models import load_published_models
 from planner.inputs.resultfile import ResultFile
 from planner.inputs.scenario import ModelSpec, TransformerShape
-from planner.inputs.zoo_catalog import load_catalog
+from planner.inputs.zoo_catalog import canonical_id, load_catalog, lookup
 
 
 def transformer_params(shape: TransformerShape, tied_embeddings: bool | None = None) -> int:
@@ -38,7 +39,8 @@ def _shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
         return None
     return TransformerShape(
         layers=int(d["layers"]), hidden=int(d["hidden"]), heads=int(d["heads"]), seq_len=int(d["seq_len"]),
-        vocab=int(d["vocab"]), mlp=str(d.get("mlp", "gelu")), ffn=d.get("ffn"),
+        # An image transformer (ViT: zoo vocab null) has no token vocabulary: no embedding table, no LM logits.
+        vocab=int(d.get("vocab") or 0), mlp=str(d.get("mlp", "gelu")), ffn=d.get("ffn"),
     )
 
 
@@ -56,25 +58,32 @@ def _file_shape(d: object) -> TransformerShape | None:
 def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: str = "<scenario>") -> ResolvedModel:
     """Fill every number the planner needs, saying where each came from."""
     catalog = load_catalog()
-    entry = catalog.get(spec.name or "")
+    name = canonical_id(spec.name)[0] if spec.name else None  # an old id ('llama') means its new one
+    entry = lookup(catalog, name)
     if entry and spec.transformer is not None and _shape_from_dict(entry.get("transformer")) != spec.transformer:
         entry = None  # the zoo's default size is another model: use the scenario's shape, not its numbers
-    files = [r for r in results if r.model_name == spec.name]
+    files = [r for r in results if canonical_id(r.model_name)[0] == name]
     file_model = files[-1].model if files else {}
+    # A model of the published corpus the zoo does not build (planner/inputs/published_models.json).
+    corpus = {} if entry else load_published_models().get(name or "", {})
     shape = (spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
-             or _file_shape(file_model.get("transformer")))  # a published model's shape (results/published/)
-    family = (entry or {}).get("family") or file_model.get("family") or ("decoder" if shape else "custom")
+             or _file_shape(file_model.get("transformer"))  # a published model's shape (results/published/)
+             or _file_shape(corpus.get("transformer")))
+    family = ((entry or {}).get("family") or file_model.get("family") or corpus.get("family")
+              or ("decoder" if shape else "custom"))
 
     params, params_from = _first(
         (spec.params, "scenario"),
         (transformer_params(spec.transformer) if spec.transformer else None, "scenario transformer shape"),
         (file_model.get("params"), f"result file {files[-1].label}" if files else ""),
         (entry.get("params") if entry else None, "zoo catalog"),
+        (corpus.get("params"), "published corpus (" + ", ".join(corpus.get("sources") or ()) + ")"),
         (transformer_params(shape) if shape else None, "transformer shape (4h²+MLP per layer + embeddings)"),
     )
     if params is None:
         raise InputError(source, "model.params", None,
-                         f"the model's parameter count: '{spec.name}' is not in the zoo or any result file")
+                         f"the model's parameter count: '{spec.name}' is not in the zoo, the published corpus or "
+                         "any result file")
 
     flops: float | None = spec.flops_per_sample
     flops_source = Source("user", "scenario model.flops_per_sample")
@@ -96,7 +105,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     if largest is None and shape is not None:
         largest = max(shape.vocab * shape.hidden, 4 * shape.hidden * shape.hidden)
     return ResolvedModel(
-        name=spec.name or "custom",
+        name=name or "custom",
         family=family,
         params=int(params),
         largest_layer_params=int(largest) if largest else None,
