@@ -34,8 +34,9 @@ def _results() -> tuple[list[ResultFile], list[str]]:
     return [r for r in inputs.results if not result_views.is_published(r)], list(inputs.result_problems)
 
 
-PUBLISHED_COLUMNS = ("source", "model", "gpu", "gpu_count", "parallelism", "precision", "batch", "seq_len", "value",
-                     "unit", "step_ms", "planned", "citation", "precision_as_published", "published_model", "stack",
+# The decision first (what, where, how fast, used or not, where it stands), then the configuration details.
+PUBLISHED_COLUMNS = ("source", "model", "gpu", "gpu_count", "precision", "batch", "value", "unit", "step_ms", "planned",
+                     "citation", "parallelism", "seq_len", "precision_as_published", "published_model", "stack",
                      "retrieved")
 
 
@@ -50,7 +51,7 @@ def _published() -> None:
     c1, c2, c3 = st.columns(3)
     with c1:
         st.selectbox(tr("pages.bench.filter_gpu"), [ALL, *sorted(gpus)], key="pub_gpu",
-                     format_func=lambda g: tr("pages.bench.all_gpus") if g == ALL else g)
+                     format_func=lambda g: tr("pages.bench.published.all_gpus") if g == ALL else g)
     with c2:
         st.selectbox(tr("pages.bench.filter_model"), [ALL, *sorted({r.model for r in rows})], key="pub_model",
                      format_func=lambda m: tr("pages.bench.all_models") if m == ALL else m)
@@ -66,19 +67,22 @@ def _published() -> None:
         st.info(tr("pages.bench.published.none_match"))
         return
     col = {c: tr(f"pages.bench.published.col.{c}") for c in PUBLISHED_COLUMNS}
-    frame = pd.DataFrame([{
-        col["source"]: r.source_slug, col["model"]: r.model, col["gpu"]: r.gpu_id, col["gpu_count"]: r.gpu_count,
-        col["parallelism"]: r.parallelism, col["precision"]: r.precision, col["batch"]: r.batch_per_gpu,
-        col["seq_len"]: r.seq_len, col["value"]: r.value, col["unit"]: r.unit, col["step_ms"]: r.micro_step_ms,
-        col["planned"]: r.planned, col["citation"]: r.url or r.citation,
-        col["precision_as_published"]: r.precision_as_published, col["published_model"]: r.published_model,
-        col["stack"]: r.stack, col["retrieved"]: r.retrieved} for r in shown])
+    values = {"source": lambda r: r.source_slug, "model": lambda r: r.model, "gpu": lambda r: r.gpu_id,
+              "gpu_count": lambda r: r.gpu_count, "precision": lambda r: r.precision,
+              "batch": lambda r: r.batch_per_gpu, "value": lambda r: r.value, "unit": lambda r: r.unit,
+              "step_ms": lambda r: r.micro_step_ms, "planned": lambda r: r.planned,
+              "citation": lambda r: r.url or r.citation, "parallelism": lambda r: r.parallelism,
+              "seq_len": lambda r: r.seq_len, "precision_as_published": lambda r: r.precision_as_published,
+              "published_model": lambda r: r.published_model, "stack": lambda r: r.stack,
+              "retrieved": lambda r: r.retrieved}
+    frame = pd.DataFrame([{col[c]: values[c](r) for c in PUBLISHED_COLUMNS} for r in shown])
     config = {col["step_ms"]: st.column_config.NumberColumn(format="%.2f"),
               col["value"]: st.column_config.NumberColumn(format="%g"),
               col["planned"]: st.column_config.CheckboxColumn(),
               # the link shows the cited file and line; the full URL pins the commit
               col["citation"]: st.column_config.LinkColumn(display_text=r"/blob/[0-9a-f]+/(.*)$")}
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="pub_table")
+    st.caption(tr("pages.bench.published.not_built"))
     st.caption(tr("pages.bench.published.add_source"))
 
 
