@@ -219,3 +219,12 @@ def test_the_zoo_vit_plans_by_name(published_inputs):
     }, "vit.yaml")
     option = build_plan(scenario, published_inputs, TODAY).option("rtx3090-24gb-x1-fp16")
     assert option.step.source.kind == "published" and "pytorch-image-models" in option.step.source.detail
+
+
+def test_a_typed_mfu_forces_the_formula_and_is_labelled_user(published_inputs):
+    """model.mfu is the user's own figure: it wins over a published point on the same GPU, and says so."""
+    scenario = _scenario(mfu=0.5)
+    a100 = build_plan(scenario, published_inputs, TODAY).option("a100-sxm-80gb-x1-fp16")
+    assert a100.step.source.kind == "user" and "MFU 0.50 (yours: scenario model.mfu)" in a100.step.source.detail
+    flops = resolve_model(scenario.model, published_inputs.results).flops_per_sample * 256
+    assert a100.step.micro_step_time_s == pytest.approx(flops / (312e12 * 0.5), rel=1e-9)

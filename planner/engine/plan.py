@@ -39,21 +39,9 @@ from planner.vocab import GIB
 def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None, source: str = "<scenario>") -> Plan:
     """Plan every option of the scenario. Bad input raises InputError; infeasible options carry their numbers."""
     today = today or dt.date.today()
-    model = resolve_model(scenario.model, inputs.results, source)
     gpu_ids = _gpu_ids(scenario, inputs, source)
-    idx = index_measurements(inputs.results, model, scenario.training)
-    trainable = memory.trainable_params(model, scenario.training)
-    try:
-        conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
-    except CannotEstimate as exc:
-        raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
-    except convergence.ConvergenceFitError as exc:
-        raise InputError(source, "workload.reference_points",
-                         [(p.global_batch, p.steps or p.epochs) for p in scenario.workload.reference_points],
-                         f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
-                         "epochs or tokens") from None
-    lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
-    ctx = _Context(scenario, inputs, model, trainable, conv, idx, lines, today)
+    ctx = _context(scenario, inputs, today, source)
+    model, idx, trainable, conv = ctx.model, ctx.idx, ctx.trainable, ctx.conv
     options: list[PlanOption] = []
     for gpu_id in gpu_ids:
         gpu = inputs.profiles[gpu_id]
@@ -75,6 +63,37 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         result_files_used=tuple(sorted(idx.files_used)),
         extra={"model": model, "convergence": conv, "trainable_params": trainable, "skipped_files": idx.skipped},
     )
+
+
+def step_estimate(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
+                  n_gpus: int = 1, source: str = "<scenario>") -> StepEstimate:
+    """One option's optimizer step by the path a plan would take, without the memory fit and the cost: what
+    perf/calibration_report.py compares with published runs (which ran, so they fit)."""
+    ctx = _context(scenario, inputs, dt.date.today(), source)
+    gpu = inputs.profiles.get(gpu_id)
+    if gpu is None:
+        raise InputError(source, "gpu_id", gpu_id, "a GPU profile id")
+    per_gpu = scenario.training.global_batch // n_gpus
+    option = OptionPlan(gpu=gpu, n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
+                        grad_accum=max(1, per_gpu // micro_batch))
+    return _step(ctx, option)[0]
+
+
+def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) -> _Context:
+    model = resolve_model(scenario.model, inputs.results, source)
+    idx = index_measurements(inputs.results, model, scenario.training)
+    trainable = memory.trainable_params(model, scenario.training)
+    try:
+        conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+    except CannotEstimate as exc:
+        raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
+    except convergence.ConvergenceFitError as exc:
+        raise InputError(source, "workload.reference_points",
+                         [(p.global_batch, p.steps or p.epochs) for p in scenario.workload.reference_points],
+                         f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
+                         "epochs or tokens") from None
+    lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
+    return _Context(scenario, inputs, model, trainable, conv, idx, lines, today)
 
 
 @dataclass(frozen=True)
@@ -220,7 +239,8 @@ class _Micro:
 def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
-    same_speed = _same_speed_precisions(gpu, precision)
+    # A typed model.mfu is the user's own figure: it decides the time (labelled user), not the measured points.
+    same_speed = () if model.mfu else _same_speed_precisions(gpu, precision)
     for used in same_speed:  # this GPU's own points: the precision's, else its same-speed 16-bit sibling's
         own = ctx.idx.series_at(gpu.id, used, micro)
         got = steptime.measured_micro_step(own, micro) if own else None
@@ -239,14 +259,14 @@ def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
                          f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
                          "or run `python -m bench run`")
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
-    mfu_origin = "scenario" if model.mfu else f"default for {model.family} {used}"
+    mfu_origin = "yours: scenario model.mfu" if model.mfu else f"default for {model.family} {used}"
     if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
         mfu_origin += f", × {DUAL_ISSUE_FP32_FACTOR:g} for the dual-issue fp32 peak of this architecture"
     detail = (f"F / (P × MFU): F = {flops:.3g} FLOPs per micro-step, P = {gpu.peak_tflops_for(used):g} TFLOP/s "
               f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
     if used != precision:
         detail += f"; {precision} is assumed no slower than {used}"
-    return _Micro(t, Source("analytic", detail), (0.6 * t, 1.6 * t), None, False)
+    return _Micro(t, Source("user" if model.mfu else "analytic", detail), (0.6 * t, 1.6 * t), None, False)
 
 
 # A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
@@ -356,6 +376,10 @@ def _step(ctx: _Context, option: OptionPlan) -> tuple[StepEstimate, ScalingEstim
     if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
         opt_s = min(opt_s, 0.5 * m.seconds)
     fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
+    # ZeRO (any stage) shards the optimizer state, so each GPU updates 1/N of the parameters (ESTIMATION.md §2;
+    # Rajbhandari et al. 2020): a one-GPU optimizer phase becomes 1/N of itself per step.
+    shards = n if scenario.training.sharding != "none" and n > 1 else 1
+    opt_one_gpu_s, opt_s = opt_s, opt_s / shards
     scale = None
     exposed = 0.0
     if n > 1:
@@ -371,6 +395,7 @@ def _step(ctx: _Context, option: OptionPlan) -> tuple[StepEstimate, ScalingEstim
     step = steptime.assemble_step(m.seconds, m.band, m.source, grad_accum=option.grad_accum, optimizer_s=opt_s,
                                   samples_per_step=scenario.training.global_batch, input_s=input_s,
                                   exposed_comm_s=exposed, optimizer_included=m.includes_optimizer,
+                                  optimizer_in_micro_s=opt_one_gpu_s,
                                   input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0,
                                   notes=_noise_notes(ctx.idx, option.precision, m.used))
     return step, scale

@@ -362,7 +362,7 @@ def _step_time(fwd_bwd_s: float, grad_accum: int, *, optimizer_s: float, input_s
 def assemble_step(
     micro_step_s: float, band: tuple[float, float], source: Source, *, grad_accum: int, optimizer_s: float,
     samples_per_step: int, input_s: float | None = None, exposed_comm_s: float = 0.0, notes: Iterable[Note] = (),
-    optimizer_included: bool = False, input_overlaps: bool = True,
+    optimizer_included: bool = False, input_overlaps: bool = True, optimizer_in_micro_s: float | None = None,
 ) -> StepEstimate:
     """One optimizer step from one micro-step (ESTIMATION.md §2 "Gradient accumulation", "Input pipeline").
 
@@ -374,13 +374,16 @@ def assemble_step(
     optimizer, communication): step = max(compute + exposed comm, k·input). Without workers
     (`input_overlaps=False`, loading in the main process) the loading time adds instead.
     samples_per_s = samples_per_step / step. The band is computed through the same formula from the micro band.
+    `optimizer_in_micro_s` is the optimizer phase inside a measured micro-step when it differs from the one the step
+    runs (ZeRO shards the update over the GPUs: the one-GPU phase comes out, 1/N of it goes back in).
     """
     if grad_accum < 1:
         raise ValueError(f"grad_accum must be >= 1, got {grad_accum}")
     if micro_step_s < 0 or optimizer_s < 0 or exposed_comm_s < 0:
         raise ValueError("times must be non-negative")
     notes = list(notes)
-    optimizer_part = min(optimizer_s, micro_step_s) if optimizer_included else 0.0
+    in_micro = optimizer_s if optimizer_in_micro_s is None else optimizer_in_micro_s
+    optimizer_part = min(in_micro, micro_step_s) if optimizer_included else 0.0
 
     def fwd_bwd(t: float) -> float:
         return max(t - optimizer_part, 0.0)

@@ -1,0 +1,266 @@
+"""How far the planner's step times are from published runs: cross-validation on the published corpus.
+
+Every one-GPU published figure the planner can read (results/published/, built by `python -m bench published
+build`) is a held-out point: the planner predicts its micro-step time with that figure hidden, by the path a plan
+would take, and the error is predicted / published - 1 (so +10% = predicted 10% slower than the published run).
+
+- analytic: no measurement at all (the formula F / (P x MFU) with the default MFUs).
+- transfer (leave-one-GPU-out): every figure of the held-out GPU hidden; the planner transfers another GPU's.
+- leave-one-source-out: every figure of the held-out source hidden (another source may cover the same GPU).
+
+For each: the median, 90th percentile and mean of the signed error, how often the held-out point lies inside the
+plan's step-time range (coverage), and the median high/low ratio of that range. Rows are split by the software
+stack that produced them (the planner has no stack factor yet), and by GPU architecture.
+
+    .venv/bin/python perf/calibration_report.py            # the table
+    .venv/bin/python perf/calibration_report.py --json     # the metrics (keys named in issue 15)
+    .venv/bin/python perf/calibration_report.py --rows     # every held-out point and its three predictions
+
+Deterministic (no timing), so its output can be committed and compared; tests/test_calibration_report.py checks the
+committed perf/calibration_metrics.json against a fresh run (no regression) and the README table against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from planner.engine.plan import step_estimate  # noqa: E402
+from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
+from planner.inputs.resultfile import ResultFile, scan_results  # noqa: E402
+from planner.inputs.scenario import parse_scenario  # noqa: E402
+from planner.inputs.zoo_catalog import load_catalog  # noqa: E402
+
+PUBLISHED = ROOT / "results" / "published"
+METRICS_PATH = ROOT / "perf" / "calibration_metrics.json"
+SGD_FAMILIES = ("cnn",)  # the published CNN recipes train with SGD + momentum; the transformers with Adam(W)/LAMB
+
+
+@dataclass(frozen=True)
+class Point:
+    """One held-out published figure: a one-GPU micro-step time and the configuration it ran."""
+
+    file: ResultFile
+    source: str
+    model: str
+    family: str
+    gpu: str
+    architecture: str
+    stack: str
+    precision: str
+    micro_batch: int
+    global_batch: int
+    published_s: float
+    citation: str
+    seq_len: int | None = None  # the run's sequence length (a transformer trained at another than its default)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    path: str
+    kind: str  # the planner's source kind for the time (analytic, transferred, published, interpolated...)
+    predicted_s: float
+    low_s: float
+    high_s: float
+
+    def error(self, published_s: float) -> float:
+        return self.predicted_s / published_s - 1.0
+
+    def covers(self, published_s: float) -> bool:
+        return self.low_s <= published_s <= self.high_s
+
+
+def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
+    points = []
+    for rf in results:
+        gpu = rf.gpu_profile_id
+        profile = inputs.profiles.get(gpu or "")
+        if profile is None:
+            continue
+        for m in rf.measurements:
+            par = m.parallelism
+            one_gpu = (m.gpu_count or 1) == 1 and (par is None or par.data == "none")
+            t = m.published_micro_step_s
+            if m.source != "published" or not one_gpu or not t or m.provenance is None:
+                continue
+            points.append(Point(
+                file=rf, source=str(rf.settings.get("source_slug")), model=rf.model_name,
+                family=str(rf.model.get("family") or "custom"), gpu=str(gpu), architecture=profile.architecture,
+                stack=m.provenance.stack or "?", precision=m.precision, micro_batch=m.batch_size,
+                global_batch=m.global_batch or m.batch_size, published_s=t, citation=m.provenance.source or "?",
+                seq_len=m.seq_len or rf.model.get("seq_len")))
+    return sorted(points, key=lambda p: (p.source, p.model, p.gpu, p.precision, p.micro_batch, p.citation))
+
+
+def _model_block(p: Point) -> dict:
+    """The scenario's model: its id, with the zoo's shape at the run's sequence length when that differs (BERT-large
+    pre-training phase 2 runs at 512 where the zoo's bert_large is 128)."""
+    entry = load_catalog().get(p.model)
+    shape = dict(entry["transformer"]) if entry and entry.get("transformer") else None
+    if shape and p.seq_len and shape.get("seq_len") != p.seq_len and shape.get("vocab"):
+        keep = ("layers", "hidden", "heads", "vocab", "mlp", "ffn")
+        return {"name": p.model, "transformer": {**{k: shape[k] for k in keep if shape.get(k)}, "seq_len": p.seq_len}}
+    return {"name": p.model}
+
+
+def _scenario(p: Point):
+    return parse_scenario({
+        "schema": "trainplan.scenario/1", "name": f"held out: {p.citation}", "model": _model_block(p),
+        "training": {"global_batch": p.global_batch, "micro_batch": p.micro_batch, "precisions": [p.precision],
+                     "optimizer": "sgd_momentum" if p.family in SGD_FAMILIES else "adamw"},
+        "workload": {"dataset_samples": 1000, "epochs": 1},
+        "hardware": {"gpus": [p.gpu], "gpu_counts": [1]},
+    }, "calibration_report")
+
+
+def predict(p: Point, inputs: Inputs, path: str) -> Prediction:
+    """The micro-step the planner predicts for p from `inputs` (p's own figure must already be hidden)."""
+    step = step_estimate(_scenario(p), inputs, gpu_id=p.gpu, precision=p.precision, micro_batch=p.micro_batch)
+    k = max(1, p.global_batch // p.micro_batch)
+    low, high = step.band_s
+    return Prediction(path, step.source.kind, step.compute_step_time_s / k, low / k, high / k)
+
+
+def run(results: Sequence[ResultFile], inputs: Inputs) -> tuple[list[Point], dict[str, list[Prediction]]]:
+    points = load_points(results, inputs)
+    bare = dataclasses.replace(inputs, results=())
+
+    def without(keep: Callable[[ResultFile], bool]) -> Inputs:
+        return dataclasses.replace(inputs, results=tuple(r for r in results if keep(r)))
+
+    by_gpu = {g: without(lambda r, g=g: r.gpu_profile_id != g) for g in {p.gpu for p in points}}
+    by_source = {s: without(lambda r, s=s: r.settings.get("source_slug") != s) for s in {p.source for p in points}}
+    out: dict[str, list[Prediction]] = {"analytic": [], "transfer": [], "leave_one_source_out": []}
+    for p in points:
+        out["analytic"].append(predict(p, bare, "analytic"))
+        out["transfer"].append(predict(p, by_gpu[p.gpu], "transfer"))
+        out["leave_one_source_out"].append(predict(p, by_source[p.source], "leave_one_source_out"))
+    return points, out
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = (len(ordered) - 1) * q
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def summary(points: Sequence[Point], preds: Sequence[Prediction]) -> dict[str, float]:
+    errors = [pr.error(p.published_s) for p, pr in zip(points, preds, strict=True)]
+    if not errors:
+        return {"n": 0}
+    return {
+        "n": len(errors),
+        "median_abs": statistics.median(abs(e) for e in errors),
+        "p90_abs": _percentile([abs(e) for e in errors], 0.9),
+        "mean_signed": statistics.fmean(errors),
+        "coverage": sum(pr.covers(p.published_s) for p, pr in zip(points, preds, strict=True)) / len(errors),
+        "median_range_ratio": statistics.median(pr.high_s / pr.low_s for pr in preds if pr.low_s > 0),
+    }
+
+
+def metrics(points: Sequence[Point], preds: dict[str, list[Prediction]]) -> dict[str, float]:
+    """The keys issue 15 names; 'transfer' is leave-one-GPU-out, coverage pools the two held-out paths."""
+    a, t, s = (summary(points, preds[k]) for k in ("analytic", "transfer", "leave_one_source_out"))
+    held = [*preds["transfer"], *preds["leave_one_source_out"]]
+    both = [*points, *points]
+    return {
+        "analytic_median_abs": round(a["median_abs"], 4), "analytic_p90_abs": round(a["p90_abs"], 4),
+        "analytic_mean_signed": round(a["mean_signed"], 4),
+        "transfer_median_abs": round(t["median_abs"], 4), "transfer_p90_abs": round(t["p90_abs"], 4),
+        "transfer_mean_signed": round(t["mean_signed"], 4),
+        "loso_median_abs": round(s["median_abs"], 4), "loso_p90_abs": round(s["p90_abs"], 4),
+        "loso_mean_signed": round(s["mean_signed"], 4),
+        "heldout_coverage": round(summary(both, held)["coverage"], 4),
+        "analytic_coverage": round(a["coverage"], 4),
+        "median_range_ratio": round(summary(both, held)["median_range_ratio"], 3),
+        "n_points": len(points), "n_sources": len({p.source for p in points}),
+        "n_gpus": len({p.gpu for p in points}), "n_params": 0,  # nothing fitted yet: default MFUs, cited constants
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.0f}%" if x == x else "—"
+
+
+def _abs_pct(x: float) -> str:
+    return f"{x * 100:.0f}%" if x == x else "—"
+
+
+def table(points: Sequence[Point], preds: dict[str, list[Prediction]]) -> list[str]:
+    """The Markdown table the README carries (tests check it equals a fresh run)."""
+    lines = ["| path | rows | median abs. error | p90 abs. error | mean signed error | range covers the run | "
+             "median range high/low |", "|---|---:|---:|---:|---:|---:|---:|"]
+    names = {"analytic": "analytic (formula, nothing measured)", "transfer": "transfer (leave one GPU out)",
+             "leave_one_source_out": "leave one source out"}
+    groups: list[tuple[str, Callable[[Point], bool]]] = [
+        ("", lambda p: True), (" · vanilla PyTorch rows", lambda p: p.stack == "vanilla_pytorch"),
+        (" · optimized-stack rows", lambda p: p.stack != "vanilla_pytorch")]
+    for key, label in names.items():
+        for suffix, keep in groups:
+            pairs = [(p, pr) for p, pr in zip(points, preds[key], strict=True) if keep(p)]
+            if not pairs:
+                continue
+            s = summary([p for p, _ in pairs], [pr for _, pr in pairs])
+            lines.append(f"| {label}{suffix} | {s['n']} | {_abs_pct(s['median_abs'])} | {_abs_pct(s['p90_abs'])} | "
+                         f"{_pct(s['mean_signed'])} | {_abs_pct(s['coverage'])} | {s['median_range_ratio']:.2f} |")
+    return lines
+
+
+def by_architecture(points: Sequence[Point], preds: dict[str, list[Prediction]]) -> list[str]:
+    lines = ["| architecture | rows | analytic median signed | transfer median signed |", "|---|---:|---:|---:|"]
+    for arch in sorted({p.architecture for p in points}):
+        idx = [i for i, p in enumerate(points) if p.architecture == arch]
+        med = {k: statistics.median(preds[k][i].error(points[i].published_s) for i in idx)
+               for k in ("analytic", "transfer")}
+        lines.append(f"| {arch} | {len(idx)} | {_pct(med['analytic'])} | {_pct(med['transfer'])} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    ap.add_argument("--rows", action="store_true", help="print every held-out point and its predictions")
+    ap.add_argument("--write", action="store_true", help=f"write the metrics to {METRICS_PATH.relative_to(ROOT)}")
+    args = ap.parse_args(argv)
+    results, problems = scan_results(PUBLISHED)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 2
+    inputs = load_inputs([], include_user_data=False)
+    points, preds = run(results, inputs)
+    m = metrics(points, preds)
+    if args.write:
+        METRICS_PATH.write_text(json.dumps(m, indent=1) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(m, indent=1))
+        return 0
+    if args.rows:
+        for i, p in enumerate(points):
+            row = [f"{p.source}", p.model, p.gpu, p.precision, f"b{p.micro_batch}", f"{p.published_s * 1e3:.1f} ms"]
+            for k in preds:
+                pr = preds[k][i]
+                row.append(f"{k}={pr.predicted_s * 1e3:.1f} ms ({pr.kind}, {_pct(pr.error(p.published_s))})")
+            print("  ".join(row))
+        return 0
+    print("\n".join(table(points, preds)))
+    print()
+    print("\n".join(by_architecture(points, preds)))
+    print(f"\n{m['n_points']} one-GPU published points, {m['n_sources']} sources, {m['n_gpus']} GPUs; "
+          f"{m['n_params']} fitted parameters")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

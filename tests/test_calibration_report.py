@@ -1,0 +1,63 @@
+"""perf/calibration_report.py: the step-time paths against held-out published runs. Deterministic, so the committed
+metrics (perf/calibration_metrics.json) and the README's table must equal a fresh run's, and no change may make
+the metrics worse without re-committing them (`--write`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def report():
+    spec = importlib.util.spec_from_file_location("calibration_report", ROOT / "perf" / "calibration_report.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    results, problems = module.scan_results(module.PUBLISHED)
+    assert not problems
+    inputs = module.load_inputs([], include_user_data=False)
+    points, preds = module.run(results, inputs)
+    return module, points, preds
+
+
+def test_every_one_gpu_published_figure_is_held_out_once_per_path(report):
+    module, points, preds = report
+    assert len(points) >= 100 and len({p.source for p in points}) >= 4
+    assert {k: len(v) for k, v in preds.items()} == {k: len(points) for k in preds}
+    # A held-out point never predicts itself: with its GPU hidden, no 'published' time for that GPU remains.
+    assert not [p for p, pr in zip(points, preds["transfer"], strict=True) if pr.kind == "published"]
+    assert all(pr.kind == "analytic" for pr in preds["analytic"])
+
+
+def test_the_metrics_do_not_regress_against_the_committed_ones(report):
+    module, points, preds = report
+    fresh = module.metrics(points, preds)
+    committed = json.loads((ROOT / "perf" / "calibration_metrics.json").read_text(encoding="utf-8"))
+    assert fresh["n_points"] == committed["n_points"], "the data changed: re-run perf/calibration_report.py --write"
+    for key in ("analytic_median_abs", "analytic_p90_abs", "transfer_median_abs", "transfer_p90_abs",
+                "loso_median_abs", "loso_p90_abs"):
+        assert fresh[key] <= committed[key] + 0.005, (key, fresh[key], committed[key])
+    for key in ("analytic_mean_signed", "transfer_mean_signed", "loso_mean_signed"):
+        assert abs(fresh[key]) <= abs(committed[key]) + 0.005, (key, fresh[key], committed[key])
+    assert fresh["heldout_coverage"] >= committed["heldout_coverage"] - 0.005
+
+
+def test_the_readme_table_is_the_report(report):
+    module, points, preds = report
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- calibration-table:start -->\n(.*?)\n<!-- calibration-table:end -->", readme, re.S)
+    assert block, "README lost its calibration table markers"
+    fresh = "\n".join([*module.table(points, preds), "", *module.by_architecture(points, preds), "",
+                       f"{len(points)} one-GPU published points, {len({p.source for p in points})} sources, "
+                       f"{len({p.gpu for p in points})} GPUs; {module.metrics(points, preds)['n_params']} fitted "
+                       "parameters"])
+    assert block.group(1).strip() == fresh.strip()
