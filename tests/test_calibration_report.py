@@ -26,11 +26,11 @@ def report():
     assert not problems
     inputs = module.load_inputs([], include_user_data=False)
     points, preds = module.run(results, inputs)
-    return module, points, preds
+    return module, points, preds, results, inputs
 
 
 def test_every_one_gpu_published_figure_is_held_out_once_per_path(report):
-    module, points, preds = report
+    module, points, preds, results, inputs = report
     assert len(points) >= 100 and len({p.source for p in points}) >= 4
     assert {k: len(v) for k, v in preds.items()} == {k: len(points) for k in preds}
     # A held-out point never predicts itself: with its GPU hidden, no 'published' time for that GPU remains.
@@ -38,8 +38,26 @@ def test_every_one_gpu_published_figure_is_held_out_once_per_path(report):
     assert all(pr.kind == "analytic" for pr in preds["analytic"])
 
 
+def test_the_calibration_is_reproducible():
+    """Same data, same file: perf/calibrate.py --check refits and compares byte for byte."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(ROOT / "perf" / "calibrate.py"), "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_held_out_ranges_cover_the_published_runs_about_as_often_as_they_claim(report):
+    """p10-p90 ranges: about 80% of held-out runs inside (the issue's band: 70-90%), and no zero-width range."""
+    module, points, preds, results, inputs = report
+    held = [(p, pr) for key in ("transfer", "leave_one_source_out") for p, pr in zip(points, preds[key], strict=True)]
+    inside = sum(pr.covers(p.published_s) for p, pr in held) / len(held)
+    assert 0.7 <= inside <= 0.9, inside
+    assert all(pr.high_s > pr.low_s for _, pr in held)
+
+
 def test_the_metrics_do_not_regress_against_the_committed_ones(report):
-    module, points, preds = report
+    module, points, preds, results, inputs = report
     fresh = module.metrics(points, preds)
     committed = json.loads((ROOT / "perf" / "calibration_metrics.json").read_text(encoding="utf-8"))
     assert fresh["n_points"] == committed["n_points"], "the data changed: re-run perf/calibration_report.py --write"
@@ -52,12 +70,9 @@ def test_the_metrics_do_not_regress_against_the_committed_ones(report):
 
 
 def test_the_readme_table_is_the_report(report):
-    module, points, preds = report
+    module, points, preds, results, inputs = report
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- calibration-table:start -->\n(.*?)\n<!-- calibration-table:end -->", readme, re.S)
     assert block, "README lost its calibration table markers"
-    fresh = "\n".join([*module.table(points, preds), "", *module.by_architecture(points, preds), "",
-                       f"{len(points)} one-GPU published points, {len({p.source for p in points})} sources, "
-                       f"{len({p.gpu for p in points})} GPUs; {module.metrics(points, preds)['n_params']} fitted "
-                       "parameters"])
+    fresh = "\n".join(module.report_lines(results, inputs, points, preds))
     assert block.group(1).strip() == fresh.strip()

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from planner.engine import convergence, cost, memory, scaling, steptime
+from planner.engine import calibration, convergence, cost, memory, scaling, steptime
 from planner.engine.estimates import (
     ActivationLine,
     ConvergenceEstimate,
@@ -73,10 +73,60 @@ def step_estimate(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision:
     gpu = inputs.profiles.get(gpu_id)
     if gpu is None:
         raise InputError(source, "gpu_id", gpu_id, "a GPU profile id")
+    option = _fixed_option(scenario, gpu, precision=precision, micro_batch=micro_batch, n_gpus=n_gpus)
+    return _step(ctx, option, _activation_bytes(ctx, option))[0]
+
+
+@dataclass(frozen=True)
+class RooflineTerms:
+    """What the calibrated roofline reads for one micro-step: FLOPs (checkpointing and frozen parameters counted),
+    the dense peak it divides by, stored activation bytes, bandwidth, and the optimizer step added apart."""
+
+    flops: float
+    peak_tflops: float
+    activation_bytes: float
+    bandwidth_gb_per_s: float
+    optimizer_s: float
+    group: str
+
+
+def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
+                   source: str = "<scenario>") -> RooflineTerms:
+    """The calibration's inputs for one configuration (perf/calibrate.py fits on them; plans predict with them)."""
+    ctx = _context(scenario, inputs, dt.date.today(), source)
+    gpu = inputs.profiles[gpu_id]
+    option = _fixed_option(scenario, gpu, precision=precision, micro_batch=micro_batch, n_gpus=1)
+    return RooflineTerms(
+        flops=_micro_flops(ctx, micro_batch), peak_tflops=_transfer_peak(gpu, precision) or 0.0,
+        activation_bytes=_activation_bytes(ctx, option) or 0.0,
+        bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
+        optimizer_s=steptime.optimizer_step_s(ctx.trainable, scenario.training.optimizer,
+                                              scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s),
+        group=calibration.arch_group(gpu))
+
+
+def _fixed_option(scenario: Scenario, gpu: GpuProfile, *, precision: str, micro_batch: int,
+                  n_gpus: int) -> OptionPlan:
     per_gpu = scenario.training.global_batch // n_gpus
-    option = OptionPlan(gpu=gpu, n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
-                        grad_accum=max(1, per_gpu // micro_batch))
-    return _step(ctx, option)[0]
+    return OptionPlan(gpu=gpu, n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
+                      grad_accum=max(1, per_gpu // micro_batch))
+
+
+def _activation_bytes(ctx: _Context, option: OptionPlan) -> float | None:
+    """Stored activation bytes of one micro-step by the memory model (None when it has no way to tell)."""
+    t = ctx.scenario.training
+    line = ctx.lines[option.precision].get(option.gpu.id) or ctx.lines[option.precision].get("*")
+    try:
+        mem = memory.estimate_memory(ctx.model, t, option, line=line,
+                                     workspace_gib=ctx.scenario.hardware.workspace_gib)
+    except CannotEstimate:
+        return None
+    return mem.activations
+
+
+def _micro_flops(ctx: _Context, micro_batch: int) -> float:
+    return steptime.flops_per_step(ctx.model.flops_per_sample or 0.0, micro_batch) * steptime.compute_factor(
+        ctx.scenario.training.activation_checkpointing, _trainable_fraction(ctx.model, ctx.scenario))
 
 
 def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) -> _Context:
@@ -200,7 +250,7 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
                              usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
         return replace(base, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, checkpoint_gib=ckpt,
                        notes=tuple(notes))
-    step, scale = _step(ctx, option)
+    step, scale = _step(ctx, option, mem.activations)
     notes.extend(step.notes)
     if precision == "fp16":
         notes.append(Note("fp16_loss_scaling"))
@@ -236,7 +286,7 @@ class _Micro:
     used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
 
 
-def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
+def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = None) -> _Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
     # A typed model.mfu is the user's own figure: it decides the time (labelled user), not the measured points.
@@ -248,8 +298,7 @@ def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
             source = got[1] if used == precision else Source(
                 "transferred", f"{_sibling_reason(gpu, precision, used)} ({got[1].kind}: {got[1].detail})")
             return _Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro))
-    flops = steptime.flops_per_step(model.flops_per_sample or 0.0, micro) * steptime.compute_factor(
-        ctx.scenario.training.activation_checkpointing, _trainable_fraction(model, ctx.scenario))
+    flops = _micro_flops(ctx, micro)
     for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
         transferred = _transferred(ctx, option, flops, used)
         if transferred:
@@ -258,6 +307,9 @@ def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
         raise InputError("<scenario>", "model.flops_per_sample", None,
                          f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
                          "or run `python -m bench run`")
+    calibrated = _calibrated(ctx, option, flops, activation_bytes)
+    if calibrated is not None:
+        return calibrated
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
     mfu_origin = "yours: scenario model.mfu" if model.mfu else f"default for {model.family} {used}"
     if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
@@ -267,6 +319,47 @@ def _micro_step(ctx: _Context, option: OptionPlan) -> _Micro:
     if used != precision:
         detail += f"; {precision} is assumed no slower than {used}"
     return _Micro(t, Source("user" if model.mfu else "analytic", detail), (0.6 * t, 1.6 * t), None, False)
+
+
+# Band of a prior (an architecture without published runs in the calibration): the held-out range, widened by half.
+PRIOR_BAND_WIDENING = 1.5
+
+
+def _calibrated(ctx: _Context, option: OptionPlan, flops: float, activation_bytes: float | None) -> _Micro | None:
+    """The calibrated roofline (planner/engine/calibration.py) when a calibration, the activation bytes and a peak
+    exist and the user typed no MFU; None otherwise (the default-MFU formula follows)."""
+    cal, gpu, precision = ctx.inputs.calibration, option.gpu, option.precision
+    if cal is None or ctx.model.mfu or activation_bytes is None:
+        return None
+    best: tuple[float, float, bool, str, float] | None = None
+    for used in _NO_SLOWER_THAN[precision]:  # a faster format is never slower, as in the default formula
+        peak = _transfer_peak(gpu, used)
+        if not peak:
+            continue
+        t, eff, known = calibration.calibrated_fwd_bwd_s(cal, gpu, used, flops=flops, peak_tflops=peak,
+                                                         activation_bytes=activation_bytes)
+        if best is None or t < best[0]:
+            best = (t, eff, known, used, peak)
+    if best is None:
+        return None
+    t, eff, known, used, peak = best
+    group = calibration.arch_group(gpu)
+    origin = (f"{group} fitted on {cal.counts.get(group, 0)} published runs" if known else
+              f"prior: no published run on {group} in the calibration; the 25th percentile of the fitted "
+              "architectures")
+    detail = (f"calibrated roofline F / (P × e × f) + {cal.activation_traffic:.3g} × A / BW: F = {flops:.3g} FLOPs "
+              f"per micro-step, P = {peak:g} TFLOP/s dense {used}, e = {eff:.2f} ({origin}), "
+              f"f = {cal.precision_factor.get(used, 1.0):.2f}, A = {activation_bytes / GIB:.3g} GiB of activations, "
+              f"BW = {gpu.memory_bandwidth_gb_per_s:g} GB/s; calibration of {cal.fitted_on} on {cal.n_points} runs")
+    if used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        detail += f"; P is × {DUAL_ISSUE_FP32_FACTOR:g} the dual-issue fp32 peak of this architecture"
+    if used != precision:
+        detail += f"; {precision} is assumed no slower than {used}"
+    # Held-out errors e = predicted / published - 1 lie in [p10, p90], so the run lies in [t/(1+p90), t/(1+p10)].
+    widen = 1.0 if known else PRIOR_BAND_WIDENING
+    low = t / (1.0 + max(cal.residual_p90, 0.05) * widen)
+    high = t / max(1.0 + min(cal.residual_p10, -0.05) * widen, 0.2)
+    return _Micro(t, Source("analytic", detail), (low, high), None, False)
 
 
 # A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
@@ -280,6 +373,17 @@ _NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16",
 # whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
 _DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
 DUAL_ISSUE_FP32_FACTOR = 0.5
+
+
+def _transfer_band(ctx: _Context, t: float, ratio_band: tuple[float, float]) -> tuple[float, float]:
+    """A transferred time's range: the p10-p90 of the transfer path's held-out errors on published runs (the
+    calibration file) when there is one, else the peak/bandwidth ratio bracket (ESTIMATION.md §2)."""
+    cal = ctx.inputs.calibration
+    if cal is None or cal.transfer_residual_p10 is None or cal.transfer_residual_p90 is None:
+        return ratio_band
+    # errors e = predicted / published - 1 in [p10, p90]: the run lies in [t / (1 + p90), t / (1 + p10)]
+    return (t / (1.0 + max(cal.transfer_residual_p90, 0.05)), t / max(1.0 + min(cal.transfer_residual_p10, -0.05),
+                                                                     0.2))
 
 
 def _transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
@@ -355,6 +459,7 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str
         t_b, band = steptime.transfer_micro_step(
             t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
             bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
+        band = _transfer_band(ctx, t_b, band)
         opt_a = pts.optimizer_s
         opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
@@ -365,10 +470,11 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str
     return None
 
 
-def _step(ctx: _Context, option: OptionPlan) -> tuple[StepEstimate, ScalingEstimate | None]:
+def _step(ctx: _Context, option: OptionPlan,
+          activation_bytes: float | None = None) -> tuple[StepEstimate, ScalingEstimate | None]:
     """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping)."""
     scenario, gpu, n = ctx.scenario, option.gpu, option.n_gpus
-    m = _micro_step(ctx, option)
+    m = _micro_step(ctx, option, activation_bytes)
     opt_s = m.optimizer_s
     if opt_s is None:
         opt_s = steptime.optimizer_step_s(ctx.trainable, scenario.training.optimizer,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.inputs.calibration import StepCalibration, load_calibration
 from planner.inputs.errors import InputError, skipped
 from planner.inputs.profiles import GpuProfile, PriceQuote, load_profiles
 from planner.inputs.resultfile import ResultFile, scan_results
@@ -33,6 +34,8 @@ class Inputs:
     profile_problems: tuple[str, ...] = ()
     result_problems: tuple[str, ...] = ()
     override_problems: tuple[str, ...] = ()
+    # The fitted analytic step time (planner/inputs/step_calibration.json); None: the default MFUs.
+    calibration: StepCalibration | None = None
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -58,9 +61,14 @@ def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: S
             override_problems.append(skipped(price_overrides_path(), exc))
     profiles, profile_problems = load_profiles(*pdirs)
     results, result_problems = scan_results(*rdirs)
+    calibration = None
+    try:
+        calibration = load_calibration()
+    except InputError as exc:  # a broken calibration file: plans use the default MFUs and say why
+        result_problems.append(str(exc))
     return Inputs(
         profiles=profiles, results=tuple(results), price_overrides=overrides,
         profile_dirs=tuple(str(d) for d in pdirs), result_dirs=tuple(str(d) for d in rdirs),
         profile_problems=tuple(profile_problems), result_problems=tuple(result_problems),
-        override_problems=tuple(override_problems),
+        override_problems=tuple(override_problems), calibration=calibration,
     )

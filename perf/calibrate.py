@@ -1,0 +1,89 @@
+"""Fit the analytic step time's few parameters on the published corpus and write planner/inputs/step_calibration.json.
+
+The model (planner/engine/calibration.py): t(fwd+bwd) = F / (P × e[architecture] × f[precision]) + traffic × A / BW,
+fitted on every one-GPU published figure the planner reads (results/published/): one compute efficiency per
+architecture group with data, a tf32 and an fp32 factor, one activation-traffic figure — at most one parameter per
+ten points. All stacks are used (vanilla PyTorch rows alone cover one GPU); perf/calibration_report.py reports the
+residuals of each stack apart. Deterministic: the same data gives the same file (tests check it).
+
+    .venv/bin/python perf/calibrate.py            # fit and write
+    .venv/bin/python perf/calibrate.py --check    # exit 1 when the committed file is not what the data gives
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf"))
+
+import calibration_report as report  # noqa: E402
+
+from planner.engine.calibration import Sample, calibration_of  # noqa: E402
+from planner.engine.plan import roofline_terms  # noqa: E402
+from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
+from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
+from planner.inputs.resultfile import scan_results  # noqa: E402
+
+
+def samples_of(points, inputs: Inputs) -> list[Sample]:
+    out = []
+    for p in points:
+        terms = roofline_terms(report.scenario_for(p), inputs, gpu_id=p.gpu, precision=p.precision,
+                               micro_batch=p.micro_batch)
+        k = max(1, p.global_batch // p.micro_batch)
+        target = p.published_s - terms.optimizer_s / k  # the optimizer runs once per step, added apart
+        if terms.peak_tflops <= 0 or target <= 0:
+            continue
+        out.append(Sample(terms.group, p.precision, terms.flops / (terms.peak_tflops * 1e12),
+                          terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source))
+    return out
+
+
+def fitted_text(fitted_on: str) -> str:
+    results, problems = scan_results(report.PUBLISHED)
+    if problems:
+        raise SystemExit("\n".join(problems))
+    inputs = load_inputs(include_user_data=False)
+    samples = samples_of(report.load_points(results, inputs), inputs)
+    cal = calibration_of(samples, fitted_on=fitted_on)
+    # The transfer path's held-out errors (leave one GPU out, its figures and its calibration points hidden):
+    # their p10-p90 is the range a transferred time is given.
+    points, preds = report.run(results, dataclasses.replace(inputs, calibration=cal))
+    errors = sorted(pr.error(p.published_s) for p, pr in zip(points, preds["transfer"], strict=True)
+                    if pr.kind == "transferred")
+    cal = dataclasses.replace(cal, transfer_residual_p10=quantile(errors, 0.1), transfer_residual_p90=quantile(
+        errors, 0.9)) if errors else cal
+    return json.dumps(cal.to_dict(), indent=1) + "\n"
+
+
+def quantile(ordered: list[float], q: float) -> float:
+    pos = (len(ordered) - 1) * q
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
+    ap.add_argument("--fitted-on", default=None, help="the fit date to record (default: the committed file's)")
+    args = ap.parse_args(argv)
+    committed = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8")) if CALIBRATION_PATH.is_file() else {}
+    text = fitted_text(args.fitted_on or committed.get("fitted_on") or "2026-12-01")
+    if args.check:
+        same = CALIBRATION_PATH.is_file() and CALIBRATION_PATH.read_text(encoding="utf-8") == text
+        print("calibration: the committed file is what the data gives" if same else
+              "calibration: stale — run `python perf/calibrate.py` and commit planner/inputs/step_calibration.json")
+        return 0 if same else 1
+    CALIBRATION_PATH.write_text(text, encoding="utf-8")
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
