@@ -164,7 +164,7 @@ def test_plan_does_not_depend_on_shipped_results_being_synthetic():
 def test_json_contract_fields(inputs):
     s = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
     d = plan_to_dict(build_plan(s, inputs, TODAY))
-    assert d["schema"] == "trainplan.plan/1"
+    assert d["schema"] == "trainplan.plan/2"
     assert set(d) >= {"schema", "trainplan_version", "scenario_name", "inputs", "options", "recommendation",
                       "assumptions", "warnings"}
     assert set(d["recommendation"]) == {"primary", "runner_up", "cheapest_within_deadline",
@@ -365,3 +365,33 @@ def test_the_calibrated_time_grows_with_the_micro_batch(bare_inputs):
     micro = [t.micro_step_time_s for t in times]
     assert micro == sorted(micro) and micro[0] > 0
     assert all(t.source.kind == "analytic" and "calibrated roofline" in t.source.detail for t in times)
+
+
+def test_every_step_range_says_what_it_is_and_none_has_zero_width(bare_inputs):
+    """plan/2: range_meaning is p10-p90 (held-out errors of the path) or assumed; an input-bound option (loading
+    dominates both ends) gets an assumed ±10% instead of a zero-width range."""
+    scenario = _scenario(model={"name": "resnet50", "activation_bytes_per_sample": 1.1e8,
+                                "activation_precision": "bf16", "input_cpu_s_per_sample": 0.02},
+                         hardware={"gpus": ["h100-sxm-80gb", "t4-16gb"], "gpu_counts": [1, 8],
+                                   "cpu_workers_per_gpu": 8})
+    plan = build_plan(scenario, bare_inputs, TODAY)
+    d = plan_to_dict(plan)
+    for o in d["options"]:
+        if o["step_time_range_s"] is None:
+            continue
+        low, high = o["step_time_range_s"]
+        assert low < o["step_time_s"] < high, o["id"]
+        assert o["range_meaning"] in ("p10-p90", "assumed"), o["id"]
+    h100 = next(o for o in d["options"] if o["id"] == "h100-sxm-80gb-x8-bf16")
+    # 32 samples x 0.02 s / 8 workers = 0.08 s of loading per step, far above the compute
+    assert h100["step_time_s"] == pytest.approx(0.08, rel=1e-6) and h100["range_meaning"] == "assumed"
+    assert h100["step_time_range_s"] == pytest.approx([0.08 / 1.1, 0.08 * 1.1], rel=1e-3)
+    assert any(o["range_meaning"] == "p10-p90" for o in d["options"])
+
+
+def test_another_gpus_measured_memory_line_is_labelled_transferred(inputs):
+    """Issue 15: a figure measured on another GPU is never plain 'measured' on this one."""
+    plan = build_plan(_scenario(), inputs, TODAY)
+    assert plan.option("h100-sxm-80gb-x1-bf16").memory.source.kind in ("measured", "interpolated")
+    a100 = plan.option("a100-sxm-80gb-x1-bf16").memory.source
+    assert a100.kind == "transferred" and a100.detail.startswith("from h100-sxm-80gb (measured: ")

@@ -284,7 +284,10 @@ def test_assemble_input_bound_note_quotes_both_numbers():
     assert est.step_time_s == pytest.approx(0.041)
     assert est.input_time_s == pytest.approx(0.041)
     assert any(n.startswith("input-bound: loading 41 ms vs compute 12 ms per step") for n in texts(est.notes))
-    assert est.band_s == pytest.approx((0.041, 0.041))
+    # Input-bound at both ends of the compute band: the range is the loading figure's assumed ±10% (issue 15: no
+    # range has zero width; it used to be (0.041, 0.041)).
+    assert est.band_s == pytest.approx((0.041 / 1.1, 0.041 * 1.1))
+    assert est.band_meaning == "assumed"
 
 
 def test_assemble_main_process_loading_adds():

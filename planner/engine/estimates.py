@@ -78,6 +78,9 @@ class StepEstimate:
     input_time_s: float | None = None  # per micro-step, when the input pipeline is modelled
     exposed_comm_s: float = 0.0
     notes: tuple[Note, ...] = ()
+    # What band_s is: "p10-p90" (the held-out errors of the path it used, on published runs) or "assumed" (a stated
+    # assumption: ±3% for a measurement, the fit residuals, the one-batch prior, ×0.6–×1.6 for a default MFU).
+    band_meaning: str = "assumed"
 
 
 @dataclass(frozen=True)

@@ -193,8 +193,12 @@ def _activation_line(idx: MeasurementIndex, model: ResolvedModel,
                                                        f"{sorted({pt.batch_size for pt in points})} in {detail}"))
         if line is not None:
             out[gpu] = line
-    measured = [line for g, line in out.items() if g != "traced" and line is not None]
-    out["*"] = measured[0] if measured else out.get("traced")
+    measured = [(g, line) for g, line in out.items() if g != "traced" and line is not None]
+    if measured:  # another GPU's measured line stands for every GPU without its own, and says whose it is
+        g, line = measured[0]
+        out["*"] = replace(line, source=Source("transferred", f"from {g} ({line.source})"))
+    else:
+        out["*"] = out.get("traced")
     return out
 
 
@@ -284,6 +288,7 @@ class _Micro:
     optimizer_s: float | None
     includes_optimizer: bool
     used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
+    band_meaning: str = "assumed"  # "p10-p90" when the band is held-out errors of the path (StepEstimate)
 
 
 def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = None) -> _Micro:
@@ -359,7 +364,7 @@ def _calibrated(ctx: _Context, option: OptionPlan, flops: float, activation_byte
     widen = 1.0 if known else PRIOR_BAND_WIDENING
     low = t / (1.0 + max(cal.residual_p90, 0.05) * widen)
     high = t / max(1.0 + min(cal.residual_p10, -0.05) * widen, 0.2)
-    return _Micro(t, Source("analytic", detail), (low, high), None, False)
+    return _Micro(t, Source("analytic", detail), (low, high), None, False, band_meaning="p10-p90")
 
 
 # A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
@@ -459,14 +464,16 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str
         t_b, band = steptime.transfer_micro_step(
             t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
             bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
+        ratio_band = band
         band = _transfer_band(ctx, t_b, band)
         opt_a = pts.optimizer_s
         opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
         detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
         if precision != option.precision:
             detail = f"{_sibling_reason(gpu, option.precision, precision)}; {detail}"
+        meaning = "p10-p90" if band != ratio_band else "assumed"
         return _Micro(t_b, Source("transferred", detail), band, opt_b, True,
-                      steptime.points_used(pts, option.micro_batch))
+                      steptime.points_used(pts, option.micro_batch), band_meaning=meaning)
     return None
 
 
@@ -501,7 +508,7 @@ def _step(ctx: _Context, option: OptionPlan,
     step = steptime.assemble_step(m.seconds, m.band, m.source, grad_accum=option.grad_accum, optimizer_s=opt_s,
                                   samples_per_step=scenario.training.global_batch, input_s=input_s,
                                   exposed_comm_s=exposed, optimizer_included=m.includes_optimizer,
-                                  optimizer_in_micro_s=opt_one_gpu_s,
+                                  optimizer_in_micro_s=opt_one_gpu_s, band_meaning=m.band_meaning,
                                   input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0,
                                   notes=_noise_notes(ctx.idx, option.precision, m.used))
     return step, scale

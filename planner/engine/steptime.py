@@ -84,6 +84,7 @@ INTERPOLATION_LIMIT = 1.25  # ESTIMATION.md §2: beyond 1.25x the largest measur
 INTERPOLATED_BAND_MIN = 0.05  # at least ±5%, more when the fit residuals are larger
 EXTRAPOLATED_BAND_MIN = 0.15  # at least ±15% just past the limit, growing with the distance
 SINGLE_POINT_BAND = 0.15  # margin around the [fixed-overhead, proportional] bracket of a one-point scaling
+LOADING_BAND = 0.10  # an input-bound step's range: ±10% around the typed per-sample CPU time (assumption)
 # Prior for one measured or published batch (no t(b) fit): the per-step work that does not grow with the batch
 # (kernel launches, the optimizer step, synchronisation) is at most this share of the step at that batch.
 # Assumption, sized from ResNet-50 on an A100 at 256 per GPU (~160 convolutions × ~3 kernels × ~5 µs launches
@@ -363,6 +364,7 @@ def assemble_step(
     micro_step_s: float, band: tuple[float, float], source: Source, *, grad_accum: int, optimizer_s: float,
     samples_per_step: int, input_s: float | None = None, exposed_comm_s: float = 0.0, notes: Iterable[Note] = (),
     optimizer_included: bool = False, input_overlaps: bool = True, optimizer_in_micro_s: float | None = None,
+    band_meaning: str = "assumed",
 ) -> StepEstimate:
     """One optimizer step from one micro-step (ESTIMATION.md §2 "Gradient accumulation", "Input pipeline").
 
@@ -395,6 +397,11 @@ def assemble_step(
     step, busy = step_time(micro_step_s)
     low, _ = step_time(band[0])
     high, _ = step_time(band[1])
+    if input_s is not None and input_overlaps and high - low <= 1e-9 * step:
+        # Input-bound at both ends: the range is the loading figure's, a single typed CPU time per sample, so an
+        # assumed ±LOADING_BAND around it (a range never has zero width).
+        low, high = step / (1.0 + LOADING_BAND), step * (1.0 + LOADING_BAND)
+        band_meaning = "assumed"
     if optimizer_included and grad_accum > 1:
         notes.append(Note("optimizer_counted_once", duration=format_duration(optimizer_part), k=grad_accum))
     if input_s is not None:
@@ -414,4 +421,5 @@ def assemble_step(
         input_time_s=input_s,
         exposed_comm_s=exposed_comm_s,
         notes=tuple(notes),
+        band_meaning=band_meaning,
     )

@@ -1,4 +1,5 @@
-"""The plan as JSON (schema trainplan.plan/1), the contract in DESIGN.md; also the options as flat rows."""
+"""The plan as JSON (schema trainplan.plan/2; the README has the changelog from /1), the contract in DESIGN.md;
+also the options as flat rows."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from planner.engine.estimates import Plan, PlanOption
 from planner.present.notes import english
 from planner.vocab import GIB
 
-SCHEMA = "trainplan.plan/1"
+SCHEMA = "trainplan.plan/2"
 
 
 def _r(x: float | None, digits: int = 4) -> float | None:
@@ -45,6 +46,7 @@ def option_to_dict(o: PlanOption) -> dict:
         "micro_step_time_s": _r(s.micro_step_time_s) if s else None,
         "step_time_source": str(s.source) if s else None,
         "step_time_range_s": _pair(s.band_s) if s else None,
+        "range_meaning": s.band_meaning if s else None,
         "samples_per_s": _r(s.samples_per_s) if s else None,
         "steps": _r(conv.steps, 6) if conv else None,
         "epochs": _r(conv.epochs) if conv and conv.epochs is not None else None,
