@@ -191,9 +191,9 @@ def test_bf16_takes_the_same_gpu_fp16_figure_where_their_peaks_are_equal(publish
     plan = build_plan(scenario, published_inputs, TODAY)
     fp16, bf16 = plan.option("a100-sxm-80gb-x1-fp16"), plan.option("a100-sxm-80gb-x1-bf16")
     assert bf16.step.compute_step_time_s == fp16.step.compute_step_time_s == pytest.approx(256 / 2470)
-    assert bf16.step.source.kind == "transferred"
+    assert bf16.step.source.kind == "published"  # this GPU's own published figure, at fp16
     assert bf16.step.source.detail.startswith("bf16 taken as fp16's time: the same dense peak on NVIDIA A100")
-    assert "(published: NVIDIA/DeepLearningExamples@729963d" in bf16.step.source.detail
+    assert "; NVIDIA/DeepLearningExamples@729963d" in bf16.step.source.detail
     # On a GPU without any figure the bf16 option is transferred from another GPU's fp16 figure, like fp16's.
     l40s_fp16, l40s_bf16 = plan.option("l40s-48gb-x1-fp16"), plan.option("l40s-48gb-x1-bf16")
     assert l40s_bf16.step.compute_step_time_s == pytest.approx(l40s_fp16.step.compute_step_time_s)

@@ -300,8 +300,10 @@ def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | Non
         own = ctx.idx.series_at(gpu.id, used, micro)
         got = steptime.measured_micro_step(own, micro) if own else None
         if own and got:
+            # The sibling's figure on this very GPU keeps its own kind (published, measured, interpolated...): it is
+            # not a transfer from another GPU; the detail says which precision it was.
             source = got[1] if used == precision else Source(
-                "transferred", f"{_sibling_reason(gpu, precision, used)} ({got[1].kind}: {got[1].detail})")
+                got[1].kind, f"{_sibling_reason(gpu, precision, used)}; {got[1].detail}")
             return _Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro))
     flops = _micro_flops(ctx, micro)
     for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
