@@ -28,7 +28,7 @@ from planner.engine.calibration import Sample, calibration_of  # noqa: E402
 from planner.engine.plan import roofline_terms  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
 from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
-from planner.inputs.resultfile import scan_results  # noqa: E402
+from planner.inputs.resultfile import percentile, scan_results  # noqa: E402
 
 
 def samples_of(points, inputs: Inputs) -> list[Sample]:
@@ -55,17 +55,11 @@ def fitted_text(fitted_on: str) -> str:
     # The transfer path's held-out errors (leave one GPU out, its figures and its calibration points hidden):
     # their p10-p90 is the range a transferred time is given.
     points, preds = report.run(results, dataclasses.replace(inputs, calibration=cal))
-    errors = sorted(pr.error(p.published_s) for p, pr in zip(points, preds["transfer"], strict=True)
-                    if pr.kind == "transferred")
-    cal = dataclasses.replace(cal, transfer_residual_p10=quantile(errors, 0.1), transfer_residual_p90=quantile(
-        errors, 0.9)) if errors else cal
+    errors = [pr.error(p.published_s) for p, pr in zip(points, preds["transfer"], strict=True)
+              if pr.kind == "transferred"]
+    cal = dataclasses.replace(cal, transfer_residual_p10=percentile(errors, 10),
+                              transfer_residual_p90=percentile(errors, 90)) if errors else cal
     return json.dumps(cal.to_dict(), indent=1) + "\n"
-
-
-def quantile(ordered: list[float], q: float) -> float:
-    pos = (len(ordered) - 1) * q
-    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def main(argv: list[str] | None = None) -> int:

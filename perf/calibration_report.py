@@ -38,7 +38,7 @@ from planner.engine.calibration import Sample, calibrated_fwd_bwd_s, calibration
 from planner.engine.plan import roofline_terms, step_estimate  # noqa: E402
 from planner.inputs.calibration import StepCalibration  # noqa: E402
 from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
-from planner.inputs.resultfile import ResultFile, scan_results  # noqa: E402
+from planner.inputs.resultfile import ResultFile, percentile, scan_results  # noqa: E402
 from planner.inputs.scenario import parse_scenario  # noqa: E402
 from planner.inputs.zoo_catalog import load_catalog  # noqa: E402
 
@@ -180,15 +180,6 @@ def _non_published(inputs: Inputs) -> tuple[ResultFile, ...]:
     return tuple(r for r in inputs.results if not any(m.source == "published" for m in r.measurements))
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def summary(points: Sequence[Point], preds: Sequence[Prediction]) -> dict[str, float]:
     errors = [pr.error(p.published_s) for p, pr in zip(points, preds, strict=True)]
     if not errors:
@@ -196,7 +187,7 @@ def summary(points: Sequence[Point], preds: Sequence[Prediction]) -> dict[str, f
     return {
         "n": len(errors),
         "median_abs": statistics.median(abs(e) for e in errors),
-        "p90_abs": _percentile([abs(e) for e in errors], 0.9),
+        "p90_abs": percentile([abs(e) for e in errors], 90),
         "mean_signed": statistics.fmean(errors),
         "coverage": sum(pr.covers(p.published_s) for p, pr in zip(points, preds, strict=True)) / len(errors),
         "median_range_ratio": statistics.median(pr.high_s / pr.low_s for pr in preds if pr.low_s > 0),

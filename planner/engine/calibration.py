@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from planner.inputs.calibration import StepCalibration
 from planner.inputs.profiles import GpuProfile
+from planner.inputs.resultfile import percentile
 
 EFFICIENCY_BOUNDS = (0.2, 0.87)  # 0.87: best-shape bf16 matmuls reach 78-87% of dense peak (MAMF table)
 PRECISION_FACTOR_BOUNDS = (0.5, 2.0)
@@ -129,10 +130,7 @@ def _prior(efficiencies: Iterable[float]) -> float:
     """An architecture without published runs is assumed no better than three quarters of those with data: the
     25th percentile of the fitted efficiencies (AMD's own MI300X table, not a one-GPU figure and so not fitted, gives
     523.79 of 1307 dense bf16 TFLOPS/s per GPU for Llama 3.1 8B: 0.40; bench/published/ amd-rocm-...)."""
-    ordered = sorted(efficiencies)
-    pos = (len(ordered) - 1) * 0.25
-    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    return percentile(list(efficiencies), 25)
 
 
 def leave_one_source_out(samples: Sequence[Sample]) -> list[float]:
@@ -146,14 +144,10 @@ def leave_one_source_out(samples: Sequence[Sample]) -> list[float]:
 
 def calibration_of(samples: Sequence[Sample], *, fitted_on: str) -> StepCalibration:
     fit = fit_samples(samples)
-    held = sorted(leave_one_source_out(samples)) if len({s.source for s in samples}) > 1 else []
+    held = leave_one_source_out(samples) if len({s.source for s in samples}) > 1 else []
 
     def quantile(q: float) -> float:
-        if not held:
-            return 0.0
-        pos = (len(held) - 1) * q
-        lo, hi = int(pos), min(int(pos) + 1, len(held) - 1)
-        return held[lo] + (held[hi] - held[lo]) * (pos - lo)
+        return percentile(held, q) if held else 0.0
 
     counts: dict[str, int] = {}
     for s in samples:
@@ -163,7 +157,7 @@ def calibration_of(samples: Sequence[Sample], *, fitted_on: str) -> StepCalibrat
         precision_factor=MappingProxyType(dict(fit.precision_factor)),
         activation_traffic=fit.activation_traffic,
         prior_efficiency=_prior(fit.compute_efficiency.values()),
-        residual_p10=quantile(0.1), residual_p90=quantile(0.9), fitted_on=fitted_on, n_points=len(samples),
+        residual_p10=quantile(10), residual_p90=quantile(90), fitted_on=fitted_on, n_points=len(samples),
         sources=tuple(sorted({s.source for s in samples})), counts=MappingProxyType(counts))
 
 
