@@ -395,3 +395,22 @@ def test_another_gpus_measured_memory_line_is_labelled_transferred(inputs):
     assert plan.option("h100-sxm-80gb-x1-bf16").memory.source.kind in ("measured", "interpolated")
     a100 = plan.option("a100-sxm-80gb-x1-bf16").memory.source
     assert a100.kind == "transferred" and a100.detail.startswith("from h100-sxm-80gb (measured: ")
+
+
+def test_a_broken_calibration_file_becomes_a_problem_and_plans_use_the_default_mfus(monkeypatch, tmp_path):
+    from planner.inputs import calibration as cal_mod
+    from planner.inputs import folders
+    from planner.inputs.errors import InputError
+
+    import json as _json
+
+    good = _json.loads(cal_mod.CALIBRATION_PATH.read_text(encoding="utf-8"))
+    bad = tmp_path / "step_calibration.json"
+    bad.write_text(_json.dumps({**good, "compute_efficiency": {"Hopper": 7}}), "utf-8")
+    with pytest.raises(InputError, match="compute_efficiency.Hopper"):
+        cal_mod.load_calibration(bad)
+    monkeypatch.setattr(folders, "load_calibration", lambda: cal_mod.load_calibration(bad))
+    inputs = folders.load_inputs([tmp_path], include_user_data=False)
+    assert inputs.calibration is None and any("step_calibration.json" in p for p in inputs.problems)
+    o = build_plan(_scenario(), inputs, TODAY).option("h100-sxm-80gb-x1-bf16")
+    assert o.step.source.kind == "analytic" and "MFU" in o.step.source.detail

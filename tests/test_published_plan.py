@@ -228,3 +228,21 @@ def test_a_typed_mfu_forces_the_formula_and_is_labelled_user(published_inputs):
     assert a100.step.source.kind == "user" and "MFU 0.50 (yours: scenario model.mfu)" in a100.step.source.detail
     flops = resolve_model(scenario.model, published_inputs.results).flops_per_sample * 256
     assert a100.step.micro_step_time_s == pytest.approx(flops / (312e12 * 0.5), rel=1e-9)
+
+
+@pytest.mark.parametrize("text,field", [
+    ('{"schema": "trainplan.published-models/1", "models": []}', "models"),
+    ('{"schema": "x", "models": {"m": {"family": "decoder", "params": "7B"}}}', "models.m.params"),
+    ('{"schema": "x", "models": {"m": {"params": 5}}}', "models.m.family"),
+    ('{"models": {"m": {"family": "decoder", "params": 5, "transformer": 3}}}', "models.m.transformer"),
+    ("not json", None),
+])
+def test_a_broken_published_models_file_is_refused_naming_the_field(tmp_path, text, field):
+    from planner.inputs.errors import InputError
+    from planner.inputs.published_models import load_published_models
+
+    path = tmp_path / "published_models.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        load_published_models(path)
+    assert str(path) in str(exc.value) and (field is None or field in str(exc.value))

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from planner.inputs import loader
+from planner.inputs.check import Reader
+from planner.inputs.errors import InputError
 
 MODELS_PATH = Path(__file__).resolve().parent / "published_models.json"
 MODELS_FILE = loader.FileKind("published models (JSON)", "json", 4 * loader.MIB)
@@ -22,4 +24,15 @@ def load_published_models(path: str | Path = MODELS_PATH) -> dict[str, dict[str,
         return {}
     data = loader.load_file(path, MODELS_FILE)
     models = data.get("models") if isinstance(data, dict) else None
-    return {str(k): v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}
+    if not isinstance(models, dict):
+        raise InputError(str(path), "models", type(models).__name__, "an object of models by id (regenerate it "
+                         "with `python -m bench published build`)")
+    out = {}
+    for model_id, entry in models.items():
+        r = Reader(entry, str(path), f"models.{model_id}")
+        r.integer("params", None, minimum=1, maximum=10**13)
+        r.string("family")
+        if r.raw("transformer", None) is not None:
+            r.sub("transformer")
+        out[str(model_id)] = dict(entry)
+    return out
