@@ -36,7 +36,7 @@ from planner.inputs.atomic import atomic_write
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
-from planner.inputs.resultfile import REPO_SOURCE
+from planner.inputs.resultfile import REPO_SOURCE, parse_result_text
 from planner.inputs.resultfile import SCHEMA as RESULT_SCHEMA
 from planner.inputs.zoo_catalog import load_catalog
 from planner.vocab import (
@@ -130,7 +130,13 @@ def main(args: argparse.Namespace) -> int:
     models_path = default_models(root)
     rows, problems = check_corpus(root)
     if args.action in ("check", "build"):
-        files, skipped = build_files(rows) if not problems else ({}, Counter())
+        files: dict[str, str] = {}
+        skipped: Counter = Counter()
+        if not problems:
+            try:
+                files, skipped = build_files(rows)
+            except InputError as exc:
+                problems = [str(exc)]
         models = models_text(rows) if not problems else ""
         if args.action == "build" and not problems:
             written, removed = write_files(files, out)
@@ -296,7 +302,7 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
     line = w.integer("line", minimum=start, maximum=end)
     w.string("gpu_name_as_published")
     gpu = w.raw("gpu_profile_id", None)
-    if gpu is not None and gpu not in known_gpus:
+    if gpu is not None and (not isinstance(gpu, str) or gpu not in known_gpus):
         raise w.fail("gpu_profile_id", gpu, "a GPU profile id (gpu_profiles/) or null when the source is ambiguous")
     count = w.integer("gpu_count", minimum=1, maximum=100_000)
     w.choice("parallelism", PARALLELISMS)
@@ -309,6 +315,9 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise w.fail("value", value, "the number as published")
     text = _as_published(value)
+    if _number(text) is None:
+        raise w.fail("value", value, "a number as published: digits with optional thousands commas and decimals, "
+                     "then optionally a unit after a space ('938 img/s', '2,540', '82.4')")
     if not _stands_on(text, body[line - start], csv=csv):
         raise w.fail("value", value, f"a number that stands on upstream line {line}: {body[line - start][:160]!r}")
     unit = w.string("unit")
@@ -404,8 +413,15 @@ def build_files(rows: Iterable[Row]) -> tuple[dict[str, str], Counter]:
             skipped[why] += 1
         else:
             grouped[file_name(row)].append(row)
-    return {name: json.dumps(_result_file(group), indent=1, ensure_ascii=False) + "\n"
-            for name, group in sorted(grouped.items())}, skipped
+    files = {name: json.dumps(_result_file(group), indent=1, ensure_ascii=False) + "\n"
+             for name, group in sorted(grouped.items())}
+    for name, text in files.items():  # what build writes, the planner must read: refuse it here, naming the rows
+        try:
+            parse_result_text(text, name)
+        except InputError as exc:
+            rows_of = ", ".join(f"{r.source_slug} line {r.fields.get('line')}" for r in grouped[name])
+            raise InputError(name, exc.field, exc.value, f"{exc.expected} (built from {rows_of})") from None
+    return files, skipped
 
 
 def _result_file(rows: list[Row]) -> dict[str, Any]:
@@ -462,7 +478,7 @@ def _measurement(row: Row) -> dict[str, Any]:
             "retrieved": ex.retrieved, "stack": ex.stack, "framework": ex.framework,
             "precision_as_published": f["precision_as_published"], "precision_effective": row.precision_effective,
             "precision_reason": f["precision_reason"],
-            "published": {"value": _number(row.value), "unit": unit},
+            "published": {"value": _number(row.value), "unit": unit},  # _row refused what does not parse
             "excerpt": f"bench/published/{ex.raw}", "value_as_published": row.value,
             "gpu_name_as_published": f["gpu_name_as_published"],
         },
@@ -473,12 +489,17 @@ def _measurement(row: Row) -> dict[str, Any]:
     }
 
 
-def _number(text: str) -> float:
-    """The published text as a number: thousands separators and a trailing unit word dropped ('2,470 img/s')."""
-    match = re.match(r"^\s*([0-9][0-9,]*(?:\.[0-9]+)?)", text)
+_NUMBER = re.compile(r"^\s*((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)(?:\s+[^\s0-9].*)?\s*$")
+
+
+def _number(text: str) -> float | None:
+    """The published text as a number: thousands commas dropped, a unit after a space allowed ('2,470 img/s');
+    None for anything else ('1.2e3', '1 234', '1,5', '~1,234', 'n/a'), which `check` refuses."""
+    match = _NUMBER.match(text)
     if not match:
-        raise ValueError(f"no number in {text!r}")
-    return float(match.group(1).replace(",", ""))
+        return None
+    value = float(match.group(1).replace(",", ""))
+    return value if value > 0 else None
 
 
 def models_text(rows: Iterable[Row]) -> str:

@@ -58,6 +58,13 @@ BROKEN = [
     ("an excerpt outside its folder", SOURCE, "raw: raw/example-bench/table.txt", "raw: ../../../etc/passwd",
      "excerpts[0].raw"),
     ("an unknown key", SOURCE, "    notes: null", "    note: null", "excerpts[0].note"),
+    # Numbers that only start like one (a reviewer found '1.2345e3' built as 1.2345 and 'n/a' crashing build).
+    ("an exponent", SOURCE, 'value: "1,234.5"', 'value: "1.2345e3"', "rows[0].value"),
+    ("not a number", SOURCE, 'value: "1,234.5"', 'value: "n/a"', "rows[0].value"),
+    ("a decimal comma", SOURCE, 'value: "1,234.5"', 'value: "1,5"', "rows[0].value"),
+    ("zero", SOURCE, 'value: "1,234.5"', 'value: "0"', "rows[0].value"),
+    ("a GPU id that is a list", SOURCE, "gpu_profile_id: a100-sxm-80gb, gpu_count: 1",
+     "gpu_profile_id: [a100-sxm-80gb], gpu_count: 1", "rows[0].gpu_profile_id"),
 ]
 
 
@@ -179,3 +186,11 @@ def test_an_unknown_adapter_method_is_refused(corpus):
           "value: \"1,234.5\"")
     done = _cli(corpus, "check")
     assert done.returncode == 2 and "rows[0].adapter.method" in done.stderr
+
+
+def test_build_refuses_a_row_the_planner_could_not_read(corpus):
+    """What build writes must parse: a batch per GPU above the global batch is refused naming the row."""
+    _edit(corpus / SOURCE, "batch_per_gpu: 256, global_batch: 256", "batch_per_gpu: 512, global_batch: 256")
+    done = _cli(corpus, "build")
+    assert done.returncode == 2 and "micro_batch" in done.stderr and "example-bench line 5" in done.stderr
+    assert "Traceback" not in done.stderr

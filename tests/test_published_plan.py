@@ -136,6 +136,11 @@ def test_a_published_corpus_model_outside_the_zoo_is_plannable_from_its_file(pub
     ({"value": 1.5, "unit": "s_per_iteration"}, {"gpu_count": 2, "micro_batch": 4, "global_batch": 32}, 1.5 / 4),
     ({"value": 250.0, "unit": "ms_per_iteration"}, {"gpu_count": 1, "micro_batch": 8, "global_batch": 8}, 0.25),
     ({"value": 100.0, "unit": "tokens_per_s"}, {"gpu_count": 1, "micro_batch": 1}, None),  # no seq_len
+    # Batches counted in tokens (a reviewer found 8192 tokens read as 8192 sequences): 4 sequences of 2048
+    ({"value": 10000.0, "unit": "tokens_per_s"},
+     {"gpu_count": 1, "micro_batch": 8192, "seq_len": 2048, "batch_unit": "tokens"}, 8192 / 10000),
+    ({"value": 10.0, "unit": "samples_per_s"},
+     {"gpu_count": 1, "micro_batch": 8192, "seq_len": 2048, "batch_unit": "tokens"}, 4 / 10),
 ])
 def test_the_reader_derives_a_micro_step_from_each_published_unit(figure, config, expected_s):
     data = json.loads(DLE_A100.read_text(encoding="utf-8"))

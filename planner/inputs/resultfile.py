@@ -208,7 +208,13 @@ class Measurement:
         fig = self.provenance.published if self.provenance else None
         if fig is None or self.source != "published":
             return None
-        micro = self.micro_batch or self.batch_size
+        micro: float = self.micro_batch or self.batch_size
+        global_batch: float | None = self.global_batch
+        if self.batch_unit == "tokens":  # batches counted in tokens: samples = tokens / sequence length
+            if not self.seq_len:
+                return None
+            micro /= self.seq_len
+            global_batch = global_batch / self.seq_len if global_batch else None
         count = self.gpu_count or 1
         par = self.parallelism or Parallelism()
         ranks = max(1.0, count / (par.tensor * par.pipeline))
@@ -222,7 +228,7 @@ class Measurement:
                        "iterations_per_s": 1.0 / fig.value}.get(unit)
         if iteration_s is None:
             return None
-        accumulation = (self.global_batch / (micro * ranks)) if self.global_batch else 1.0
+        accumulation = (global_batch / (micro * ranks)) if global_batch else 1.0
         return iteration_s / max(1.0, accumulation)
 
     @property
