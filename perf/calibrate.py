@@ -27,7 +27,7 @@ import calibration_report as report  # noqa: E402
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
 from planner.engine.plan import roofline_terms  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
-from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
+from planner.inputs.folders import Inputs  # noqa: E402
 from planner.inputs.resultfile import percentile, scan_results  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def fitted_text(fitted_on: str) -> str:
     results, problems = scan_results(report.PUBLISHED)
     if problems:
         raise SystemExit("\n".join(problems))
-    inputs = load_inputs(include_user_data=False)
+    inputs = report.corpus_inputs()
     samples = samples_of(report.load_points(results, inputs), inputs)
     cal = calibration_of(samples, fitted_on=fitted_on)
     # The transfer path's held-out errors (leave one GPU out, its figures and its calibration points hidden):

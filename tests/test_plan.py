@@ -398,11 +398,11 @@ def test_another_gpus_measured_memory_line_is_labelled_transferred(inputs):
 
 
 def test_a_broken_calibration_file_becomes_a_problem_and_plans_use_the_default_mfus(monkeypatch, tmp_path):
+    import json as _json
+
     from planner.inputs import calibration as cal_mod
     from planner.inputs import folders
     from planner.inputs.errors import InputError
-
-    import json as _json
 
     good = _json.loads(cal_mod.CALIBRATION_PATH.read_text(encoding="utf-8"))
     bad = tmp_path / "step_calibration.json"

@@ -127,3 +127,22 @@ def test_a_scenario_naming_the_old_id_plans_the_new_one_and_says_so():
     texts = [english(n) for n in plan.assumptions]
     assert any("model 'llama' is now called 'llama_60m' in the zoo" in t for t in texts), texts
     assert any(t.startswith("model llama_60m: ") and "60039680" in t.replace(",", "") for t in texts), texts
+
+
+def test_a_zoo_llm_at_another_sequence_length_keeps_its_exact_parameter_count():
+    """A reviewer found llama3_8b at seq 2048 planned as 8.84B parameters (the 4h² formula, untied head)."""
+    from planner.engine.models import resolve_model
+    from planner.inputs.scenario import parse_scenario
+
+    def model(name: str, shape: dict):
+        return resolve_model(parse_scenario({
+            "schema": "trainplan.scenario/1", "name": "seq", "model": {"name": name, "transformer": shape},
+            "training": {"global_batch": 8, "precisions": ["bf16"]}, "workload": {"dataset_samples": 100, "epochs": 1},
+            "hardware": {"gpus": ["a100-sxm-80gb"], "gpu_counts": [1]}}, "seq.yaml").model)
+
+    shape = {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048, "vocab": 128256, "mlp": "swiglu",
+             "ffn": 14336}
+    m = model("llama3_8b", shape)
+    assert m.params == 8_030_261_248 and m.seq_len == 2048
+    other = model("llama3_8b", {**shape, "layers": 16})  # another size: the scenario's own shape decides
+    assert other.params != 8_030_261_248

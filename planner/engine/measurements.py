@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,10 @@ def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup)
         return "frozen fraction differs"
     if bool(s.get("adapter")) != (training.adapter is not None):
         return "adapter (LoRA/QLoRA) differs"
+    file_adapter = s.get("adapter")
+    if training.adapter is not None and isinstance(file_adapter, Mapping) and file_adapter.get("kind") \
+            and file_adapter.get("kind") != training.adapter.kind:
+        return f"another adapter ({file_adapter.get('kind')}, the scenario has {training.adapter.kind})"
     sharding = s.get("sharding") or "none"
     if sharding not in ("none", None):
         return f"sharded run ({sharding})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from planner.engine.estimates import ResolvedModel, Source
@@ -60,12 +61,21 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     catalog = load_catalog()
     name = canonical_id(spec.name)[0] if spec.name else None  # an old id ('llama') means its new one
     entry = lookup(catalog, name)
-    if entry and spec.transformer is not None and _shape_from_dict(entry.get("transformer")) != spec.transformer:
+    zoo_shape = _shape_from_dict(entry.get("transformer")) if entry else None
+    # The zoo model at another sequence length is still the zoo model: keep its exact parameter count (the scenario's
+    # shape cannot say grouped-query attention or tied heads, so a formula would miscount Llama 3 or Qwen by 8-29%).
+    same_model = (zoo_shape is not None and spec.transformer is not None
+                  and replace(zoo_shape, seq_len=spec.transformer.seq_len) == spec.transformer)
+    if entry and spec.transformer is not None and zoo_shape != spec.transformer and not same_model:
         entry = None  # the zoo's default size is another model: use the scenario's shape, not its numbers
     files = [r for r in results if canonical_id(r.model_name)[0] == name]
     file_model = files[-1].model if files else {}
     # A model of the published corpus the zoo does not build (planner/inputs/published_models.json).
-    corpus = {} if entry else load_published_models().get(name or "", {})
+    # Read only when the scenario and the files leave the size open: a broken corpus file must not block a model
+    # the user described in full.
+    needs_corpus = not entry and not (spec.params and (spec.transformer or spec.flops_per_sample)) \
+        and not file_model.get("params")
+    corpus = load_published_models().get(name or "", {}) if needs_corpus else {}
     shape = (spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
              or _file_shape(file_model.get("transformer"))  # a published model's shape (results/published/)
              or _file_shape(corpus.get("transformer")))
@@ -74,6 +84,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
 
     params, params_from = _first(
         (spec.params, "scenario"),
+        (entry.get("params") if entry and same_model else None, "zoo catalog (at the scenario's sequence length)"),
         (transformer_params(spec.transformer) if spec.transformer else None, "scenario transformer shape"),
         (file_model.get("params"), f"result file {files[-1].label}" if files else ""),
         (entry.get("params") if entry else None, "zoo catalog"),

@@ -289,6 +289,7 @@ class _Micro:
     includes_optimizer: bool
     used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
     band_meaning: str = "assumed"  # "p10-p90" when the band is held-out errors of the path (StepEstimate)
+    precision_used: str | None = None  # the points' precision when it is the option's same-speed sibling
 
 
 def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = None) -> _Micro:
@@ -304,7 +305,8 @@ def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | Non
             # not a transfer from another GPU; the detail says which precision it was.
             source = got[1] if used == precision else Source(
                 got[1].kind, f"{_sibling_reason(gpu, precision, used)}; {got[1].detail}")
-            return _Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro))
+            return _Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro),
+                          precision_used=used)
     flops = _micro_flops(ctx, micro)
     for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
         transferred = _transferred(ctx, option, flops, used)
@@ -351,7 +353,12 @@ def _calibrated(ctx: _Context, option: OptionPlan, flops: float, activation_byte
         return None
     t, eff, known, used, peak = best
     group = calibration.arch_group(gpu)
-    origin = (f"{group} fitted on {cal.counts.get(group, 0)} published runs" if known else
+    # An efficiency on a bound of the fit was not pinned by the runs (a reviewer found 5 of 6 there): say so and give
+    # it the prior's wider range.
+    at_bound = known and not (calibration.EFFICIENCY_BOUNDS[0] + 1e-3 < eff < calibration.EFFICIENCY_BOUNDS[1] - 1e-3)
+    origin = (f"{group} fitted on {cal.counts.get(group, 0)} published runs"
+              + (", at the fit's bound: the runs do not pin it, so its range is widened" if at_bound else "")
+              if known else
               f"prior: no published run on {group} in the calibration; the 25th percentile of the fitted "
               "architectures")
     detail = (f"calibrated roofline F / (P × e × f) + {cal.activation_traffic:.3g} × A / BW: F = {flops:.3g} FLOPs "
@@ -363,7 +370,7 @@ def _calibrated(ctx: _Context, option: OptionPlan, flops: float, activation_byte
     if used != precision:
         detail += f"; {precision} is assumed no slower than {used}"
     # Held-out errors e = predicted / published - 1 lie in [p10, p90], so the run lies in [t/(1+p90), t/(1+p10)].
-    widen = 1.0 if known else PRIOR_BAND_WIDENING
+    widen = 1.0 if known and not at_bound else PRIOR_BAND_WIDENING
     low = t / (1.0 + max(cal.residual_p90, 0.05) * widen)
     high = t / max(1.0 + min(cal.residual_p10, -0.05) * widen, 0.2)
     return _Micro(t, Source("analytic", detail), (low, high), None, False, band_meaning="p10-p90")
@@ -475,7 +482,7 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str
             detail = f"{_sibling_reason(gpu, option.precision, precision)}; {detail}"
         meaning = "p10-p90" if band != ratio_band else "assumed"
         return _Micro(t_b, Source("transferred", detail), band, opt_b, True,
-                      steptime.points_used(pts, option.micro_batch), band_meaning=meaning)
+                      steptime.points_used(pts, option.micro_batch), band_meaning=meaning, precision_used=precision)
     return None
 
 
@@ -510,9 +517,11 @@ def _step(ctx: _Context, option: OptionPlan,
     step = steptime.assemble_step(m.seconds, m.band, m.source, grad_accum=option.grad_accum, optimizer_s=opt_s,
                                   samples_per_step=scenario.training.global_batch, input_s=input_s,
                                   exposed_comm_s=exposed, optimizer_included=m.includes_optimizer,
-                                  optimizer_in_micro_s=opt_one_gpu_s, band_meaning=m.band_meaning,
+                                  optimizer_in_micro_s=opt_one_gpu_s,
+                                  # exposed communication is modelled on top of the held-out one-GPU errors
+                                  band_meaning=m.band_meaning if exposed == 0.0 else "assumed",
                                   input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0,
-                                  notes=_noise_notes(ctx.idx, option.precision, m.used))
+                                  notes=_noise_notes(ctx.idx, m.precision_used or option.precision, m.used))
     return step, scale
 
 

@@ -32,7 +32,12 @@ def load_published_models(path: str | Path = MODELS_PATH) -> dict[str, dict[str,
         r = Reader(entry, str(path), f"models.{model_id}")
         r.integer("params", None, minimum=1, maximum=10**13)
         r.string("family")
-        if r.raw("transformer", None) is not None:
-            r.sub("transformer")
+        r.string_list("sources", ())
+        shape = r.sub("transformer") if r.raw("transformer", None) is not None else None
+        if shape is not None:
+            for key in ("layers", "hidden", "heads", "seq_len", "vocab"):
+                shape.integer(key, minimum=1, maximum=10**7)
+            for key in ("ffn", "kv_heads"):
+                shape.integer(key, None, minimum=1, maximum=10**7)
         out[str(model_id)] = dict(entry)
     return out
