@@ -414,3 +414,25 @@ def test_a_broken_calibration_file_becomes_a_problem_and_plans_use_the_default_m
     assert inputs.calibration is None and any("step_calibration.json" in p for p in inputs.problems)
     o = build_plan(_scenario(), inputs, TODAY).option("h100-sxm-80gb-x1-bf16")
     assert o.step.source.kind == "analytic" and "MFU" in o.step.source.detail
+
+
+def test_qlora_pays_for_dequantising_its_base_weights(bare_inputs):
+    """Issue 15: LoRA and QLoRA differ. LitGPT publishes both for Llama 2 7B on an A100-SXM4-40GB at micro-batch 1
+    (resource-tables.md L53-L54: 2.36 vs 3.68 min per 1,000 iterations, +79.2 ms per iteration)."""
+    from planner.engine import steptime
+    from planner.engine.plan import step_estimate
+
+    def micro(base_dtype: str, kind: str):
+        s = _scenario(model={"name": "llama2_7b"},
+                      training={"global_batch": 1, "micro_batch": 1, "precisions": ["bf16"], "optimizer": "adamw",
+                                "adapter": {"kind": kind, "rank": 8, "targets": "attention", "base_dtype": base_dtype}},
+                      hardware={"gpus": ["a100-sxm-40gb"], "gpu_counts": [1]})
+        return step_estimate(s, bare_inputs, gpu_id="a100-sxm-40gb", precision="bf16", micro_batch=1)
+
+    lora, qlora = micro("bf16", "lora"), micro("nf4", "qlora")
+    quantized = 6_738_415_616 - 2 * 32000 * 4096  # all but the embedding and the untied head
+    extra = qlora.micro_step_time_s - lora.micro_step_time_s
+    assert extra == pytest.approx(steptime.dequant_s(quantized, 1555), rel=1e-9)
+    assert extra == pytest.approx((3.68 - 2.36) * 60 / 1000, rel=0.01)  # the published pair it is taken from
+    assert "to dequantise the nf4 base weights" in qlora.source.detail
+    assert "dequantise" not in lora.source.detail

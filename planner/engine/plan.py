@@ -318,7 +318,35 @@ def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | Non
                          "or run `python -m bench run`")
     calibrated = _calibrated(ctx, option, flops, activation_bytes)
     if calibrated is not None:
-        return calibrated
+        return _with_dequant(ctx, option, calibrated)
+    return _with_dequant(ctx, option, _default_mfu_micro(ctx, option, flops))
+
+
+def _quantized_params(ctx: _Context) -> int:
+    """The base parameters QLoRA keeps in nf4: all but the embedding and the LM head (they stay 16-bit)."""
+    model, shape = ctx.model, ctx.model.transformer
+    embeddings = shape.vocab * shape.hidden * 2 if shape is not None else 0
+    return max(0, model.params - embeddings)
+
+
+def _with_dequant(ctx: _Context, option: OptionPlan, m: _Micro) -> _Micro:
+    """A formula time plus QLoRA's dequantisation (steptime.dequant_s); measured and transferred times come from runs
+    of the same adapter (measurements.py matches it), so they already hold it."""
+    adapter = ctx.scenario.training.adapter
+    if adapter is None or adapter.base_dtype != "nf4":
+        return m
+    extra = steptime.dequant_s(_quantized_params(ctx), option.gpu.memory_bandwidth_gb_per_s)
+    detail = (f"{m.source.detail}; + {steptime.format_duration(extra)} to dequantise the nf4 base weights "
+              f"({steptime.DEQUANT_PASSES} passes × {_quantized_params(ctx):,} parameters × "
+              f"{steptime.QLORA_DEQUANT_BYTES_PER_PARAM_PASS:g} B at {option.gpu.memory_bandwidth_gb_per_s:g} GB/s, "
+              "from LitGPT's published LoRA/QLoRA pair)")
+    low, high = m.band
+    return replace(m, seconds=m.seconds + extra, source=Source(m.source.kind, detail), band=(low + extra, high + extra))
+
+
+def _default_mfu_micro(ctx: _Context, option: OptionPlan, flops: float) -> _Micro:
+    """F / (P × MFU) with the default (or the typed) MFU: the path without a calibration or an activation size."""
+    model, gpu, precision = ctx.model, option.gpu, option.precision
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
     mfu_origin = "yours: scenario model.mfu" if model.mfu else f"default for {model.family} {used}"
     if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:

@@ -55,6 +55,23 @@ OPTIMIZER_BYTES_PER_PARAM = {
     ("adam8bit", "fused"): 16.0,
 }
 
+# QLoRA: bitsandbytes dequantises each 4-bit (nf4) base weight to bf16 before its matmul, in the forward and again
+# in the backward (for the input gradient): DEQUANT_PASSES per micro-step. The cost per quantized parameter and pass,
+# as bytes of DRAM traffic at the profile's bandwidth, is taken from LitGPT's published pair (bench/published,
+# Lightning-AI/litgpt@2685705:tutorials/resource-tables.md#L53-L54, A100-SXM4-40GB, Llama 2 7B, micro-batch 1):
+# LoRA 2.36 vs QLoRA nf4 3.68 min per 1,000 iterations = +79.2 ms per iteration over 2 passes × 6,476,271,616
+# quantized parameters (all but the embedding and head) at 1,555 GB/s = 9.5 B. The traffic alone (read 0.5 B + the
+# block constants, write 2 B) would be 2.6 B: the rest is the dequantisation kernels' own cost at a small batch.
+# One published pair, so a planning assumption (said in the source); nf4-dq (double quantisation) took 4% longer.
+QLORA_DEQUANT_BYTES_PER_PARAM_PASS = 9.5
+DEQUANT_PASSES = 2
+
+
+def dequant_s(quantized_params: int, bandwidth_gb_s: float) -> float:
+    """Seconds a QLoRA micro-step spends dequantising its nf4 base weights (forward + backward)."""
+    return DEQUANT_PASSES * quantized_params * QLORA_DEQUANT_BYTES_PER_PARAM_PASS / (bandwidth_gb_s * 1e9)
+
+
 # Default model-FLOPs utilisation for analytic step times, by family and precision (shown as an assumption).
 # Derived from published throughputs with F = model FLOPs (2 per multiply-add):
 # - cnn: NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5 README (1 GPU, 2.46e10 FLOPs/sample):
