@@ -25,14 +25,19 @@ TODAY = dt.date(2026, 12, 1)
 DLE_A100 = PUBLISHED / "a100-sxm-80gb" / "nvidia-dle-resnet50-pytorch__resnet50.json"
 
 
-def _scenario(**model):
+RESNET50 = {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"}
+
+
+def _scenario(*, model: dict | None = None, training: dict | None = None, hardware: dict | None = None,
+              workload: dict | None = None, **model_fields):
+    """A one-GPU scenario: ResNet-50 at 256 per GPU on three corpus GPUs unless a section is given."""
     return parse_scenario({
         "schema": "trainplan.scenario/1", "name": "published",
-        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16", **model},
-        "training": {"global_batch": 256, "micro_batch": 256, "precisions": ["tf32", "fp16"],
-                     "optimizer": "sgd_momentum"},
-        "workload": {"dataset_samples": 1281167, "epochs": 90},
-        "hardware": {"gpus": ["a100-sxm-80gb", "l40s-48gb", "v100-sxm2-16gb"], "gpu_counts": [1]},
+        "model": model or {**RESNET50, **model_fields},
+        "training": training or {"global_batch": 256, "micro_batch": 256, "precisions": ["tf32", "fp16"],
+                                 "optimizer": "sgd_momentum"},
+        "workload": workload or {"dataset_samples": 1281167, "epochs": 90},
+        "hardware": hardware or {"gpus": ["a100-sxm-80gb", "l40s-48gb", "v100-sxm2-16gb"], "gpu_counts": [1]},
     }, "published.yaml")
 
 
@@ -72,13 +77,9 @@ def test_a_bench_run_outranks_a_published_figure(tmp_path):
     data["environment"]["gpu_profile_id"] = "h100-sxm-80gb"
     (tmp_path / "results" / "published.json").write_text(json.dumps(data), encoding="utf-8")
     inputs = load_inputs([tmp_path / "results"], include_user_data=False)
-    scenario = parse_scenario({
-        "schema": "trainplan.scenario/1", "name": "t",
-        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
-        "training": {"global_batch": 256, "micro_batch": 256, "precisions": ["bf16"], "optimizer": "sgd_momentum"},
-        "workload": {"dataset_samples": 1281167, "epochs": 90},
-        "hardware": {"gpus": ["h100-sxm-80gb", "a100-sxm-80gb"], "gpu_counts": [1]},
-    }, "t.yaml")
+    scenario = _scenario(
+        training={"global_batch": 256, "micro_batch": 256, "precisions": ["bf16"], "optimizer": "sgd_momentum"},
+        hardware={"gpus": ["h100-sxm-80gb", "a100-sxm-80gb"], "gpu_counts": [1]})
     plan = build_plan(scenario, inputs, TODAY)
     h100 = plan.option("h100-sxm-80gb-x1-bf16")
     assert h100.step.source.kind == "measured" and "resnet50-20261120T100000Z.json" in h100.step.source.detail
@@ -88,13 +89,9 @@ def test_a_bench_run_outranks_a_published_figure(tmp_path):
 
 
 def test_another_batch_scales_the_published_point_and_states_the_prior(published_inputs):
-    scenario = parse_scenario({
-        "schema": "trainplan.scenario/1", "name": "p",
-        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
-        "training": {"global_batch": 128, "micro_batch": 128, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
-        "workload": {"dataset_samples": 1281167, "epochs": 90},
-        "hardware": {"gpus": ["v100-sxm2-16gb"], "gpu_counts": [1]},
-    }, "p.yaml")
+    scenario = _scenario(
+        training={"global_batch": 128, "micro_batch": 128, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
+        hardware={"gpus": ["v100-sxm2-16gb"], "gpu_counts": [1]})
     option = build_plan(scenario, published_inputs, TODAY).option("v100-sxm2-16gb-x1-fp16")
     assert option.step.source.kind == "extrapolated"
     assert "only published batch 256" in option.step.source.detail
@@ -111,12 +108,11 @@ def test_multi_gpu_rows_are_not_read_as_one_gpu_times(published_inputs):
 
 def test_a_published_corpus_model_outside_the_zoo_is_plannable_from_its_file(published_inputs):
     """bert_large_squad is not a zoo id: its shape comes from the published file (BERT-large, seq 384)."""
-    scenario = parse_scenario({
-        "schema": "trainplan.scenario/1", "name": "squad", "model": {"name": "bert_large_squad"},
-        "training": {"global_batch": 32, "micro_batch": 32, "precisions": ["fp16"], "optimizer": "adamw"},
-        "workload": {"dataset_samples": 88641, "epochs": 2},
-        "hardware": {"gpus": ["a100-sxm-80gb", "rtx4090-24gb"], "gpu_counts": [1]},
-    }, "squad.yaml")
+    scenario = _scenario(
+        model={"name": "bert_large_squad"},
+        training={"global_batch": 32, "micro_batch": 32, "precisions": ["fp16"], "optimizer": "adamw"},
+        workload={"dataset_samples": 88641, "epochs": 2},
+        hardware={"gpus": ["a100-sxm-80gb", "rtx4090-24gb"], "gpu_counts": [1]})
     plan = build_plan(scenario, published_inputs, TODAY)
     a100 = plan.option("a100-sxm-80gb-x1-fp16")
     assert a100.step.source.kind == "published" and "README.md#L" in a100.step.source.detail
@@ -185,14 +181,10 @@ def test_every_model_in_the_corpus_is_plannable_by_its_id(published_inputs):
 def test_bf16_takes_the_same_gpu_fp16_figure_where_their_peaks_are_equal(published_inputs):
     """ResNet-50 is published at fp16 (AMP) only; on an A100 bf16 runs at the same dense peak, so bf16 gets
     fp16's published time instead of a formula that would make it look 2x faster."""
-    scenario = parse_scenario({
-        "schema": "trainplan.scenario/1", "name": "bf16",
-        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
-        "training": {"global_batch": 256, "micro_batch": 256, "precisions": ["fp16", "bf16"],
-                     "optimizer": "sgd_momentum"},
-        "workload": {"dataset_samples": 1281167, "epochs": 90},
-        "hardware": {"gpus": ["a100-sxm-80gb", "l40s-48gb"], "gpu_counts": [1]},
-    }, "bf16.yaml")
+    scenario = _scenario(
+        training={"global_batch": 256, "micro_batch": 256, "precisions": ["fp16", "bf16"],
+                  "optimizer": "sgd_momentum"},
+        hardware={"gpus": ["a100-sxm-80gb", "l40s-48gb"], "gpu_counts": [1]})
     plan = build_plan(scenario, published_inputs, TODAY)
     fp16, bf16 = plan.option("a100-sxm-80gb-x1-fp16"), plan.option("a100-sxm-80gb-x1-bf16")
     assert bf16.step.compute_step_time_s == fp16.step.compute_step_time_s == pytest.approx(256 / 2470)
@@ -216,12 +208,10 @@ def test_no_sibling_where_the_gpu_has_no_bf16_peak():
 
 def test_the_zoo_vit_plans_by_name(published_inputs):
     """`model: {name: vit_b16}` (zoo vocab null: image patches, no token vocabulary) plans; timm publishes it."""
-    scenario = parse_scenario({
-        "schema": "trainplan.scenario/1", "name": "vit", "model": {"name": "vit_b16"},
-        "training": {"global_batch": 192, "micro_batch": 192, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
-        "workload": {"dataset_samples": 1281167, "epochs": 1},
-        "hardware": {"gpus": ["rtx3090-24gb"], "gpu_counts": [1]},
-    }, "vit.yaml")
+    scenario = _scenario(
+        model={"name": "vit_b16"},
+        training={"global_batch": 192, "micro_batch": 192, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
+        workload={"dataset_samples": 1281167, "epochs": 1}, hardware={"gpus": ["rtx3090-24gb"], "gpu_counts": [1]})
     option = build_plan(scenario, published_inputs, TODAY).option("rtx3090-24gb-x1-fp16")
     assert option.step.source.kind == "published" and "pytorch-image-models" in option.step.source.detail
 
