@@ -96,10 +96,8 @@ def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
         if profile is None:
             continue
         for m in rf.measurements:
-            par = m.parallelism
-            one_gpu = (m.gpu_count or 1) == 1 and (par is None or par.data == "none")
             t = m.published_micro_step_s
-            if m.source != "published" or not one_gpu or not t or m.provenance is None:
+            if m.source != "published" or not m.is_one_gpu or not t or m.provenance is None:
                 continue
             points.append(Point(
                 file=rf, source=str(rf.settings.get("source_slug")), model=rf.model_name,
@@ -297,7 +295,7 @@ def llm_check(results: Sequence[ResultFile], inputs: Inputs) -> list[str]:
         gpu = inputs.profiles.get(rf.gpu_profile_id or "")
         for m in rf.measurements:
             t = m.published_micro_step_s
-            if gpu is None or cal is None or not t or (m.gpu_count or 1) == 1 or rf.model.get("family") != "decoder":
+            if gpu is None or cal is None or not t or m.is_one_gpu or rf.model.get("family") != "decoder":
                 continue
             point = Point(rf, str(rf.settings.get("source_slug")), rf.model_name, "decoder", gpu.id, gpu.architecture,
                           "?", m.precision, m.batch_size, m.batch_size, t, "?", m.seq_len)

@@ -117,8 +117,7 @@ def published_label(rf: ResultFile, m: Measurement) -> str:
 def _published_time(rf: ResultFile, m: Measurement) -> TimePoint | None:
     """A one-GPU micro-step time from a published figure; None for multi-GPU runs (their step holds
     communication and sharding: scaling data for the step-time model, not a one-GPU time)."""
-    par = m.parallelism
-    if (m.gpu_count or 1) != 1 or (par is not None and (par.data != "none" or par.tensor > 1 or par.pipeline > 1)):
+    if not m.is_one_gpu:
         return None
     t = m.published_micro_step_s
     return TimePoint(m.batch_size, t, published_label(rf, m), None, "published") if t else None

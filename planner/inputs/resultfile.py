@@ -197,6 +197,14 @@ class Measurement:
         return self.status == "ok"
 
     @property
+    def is_one_gpu(self) -> bool:
+        """A run on one GPU with no data, tensor or pipeline parallelism: its step is a one-GPU time (a multi-GPU
+        step holds communication and sharding)."""
+        par = self.parallelism
+        return (self.gpu_count or 1) == 1 and (par is None or (par.data == "none" and par.tensor == 1
+                                                                and par.pipeline == 1))
+
+    @property
     def published_micro_step_s(self) -> float | None:
         """Seconds per micro-step on one GPU, derived from a published figure (None when it cannot be).
 

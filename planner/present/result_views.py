@@ -122,7 +122,7 @@ def published_rows(results: Sequence[ResultFile]) -> list[PublishedRow]:
                 precision_as_published=p.precision_as_published or m.precision, batch_per_gpu=m.batch_size,
                 seq_len=m.seq_len, value=p.published.value, unit=p.published.unit,
                 micro_step_ms=step * 1e3 if step else None,
-                planned=(m.gpu_count or 1) == 1 and data == "none" and step is not None,
+                planned=m.is_one_gpu and step is not None,
                 stack=p.stack or "?", retrieved=p.retrieved.isoformat() if p.retrieved else "?",
                 citation=p.source or "?", url=citation_url(p.source or ""), path=r.path))
     return sorted(out, key=lambda x: (x.source_slug, x.model, x.gpu_id, x.gpu_count, x.precision, x.batch_per_gpu))
