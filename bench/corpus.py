@@ -16,6 +16,10 @@ per source, model, GPU and sequence length, each measurement with its provenance
 A row becomes a measurement when it can be planned with: a known GPU profile, a known effective precision, a batch
 per GPU and no caveat; memory figures wait for the memory model. The others stay in the corpus (`list` shows them)
 and `build` counts them by reason.
+
+A row may also record that a configuration ran out of memory (`unit: oom`, `value` the token exactly as printed:
+"OOM", "OOM*", "out of memory"), checked like a number on its cited line (whole, case-sensitive). Next to a row that
+ran it marks a fit/OOM boundary for the memory model; it is never built into a result file.
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ DEFAULT_MODELS = Path(__file__).resolve().parent.parent / "planner" / "inputs" /
 MODELS_SCHEMA = "trainplan.published-models/1"
 MODEL_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+# Optional knobs of a model_shape the planner's memory model reads (planner/engine/models.py _shape_from_dict):
+# the loss head (standard LM logits, chunked cross-entropy, or a sequence-level head with no logits per token, e.g.
+# a classifier), the norm kind and the dropout probability of the model as trained.
+SHAPE_LOSSES = ("standard", "chunked", "sequence")
+SHAPE_NORMS = ("layernorm", "rmsnorm")
 FAMILIES = ("cnn", "vit", "encoder", "decoder", "rnn", "mlp", "custom")
 # Parameter-efficient fine-tuning as published (PEFT's names); the planner models lora and qlora (vocab.ADAPTER_KINDS).
 ADAPTER_METHODS = ("lora", "qlora", "dora", "loha", "lokr", "vera", "oft", "boft", "ia3", "ln_tuning", "prefix_tuning",
@@ -65,9 +74,16 @@ SOURCE_FILE = loader.FileKind("published-source transcription (YAML)", "yaml", 4
 EXCERPT_FILE = loader.FileKind("published excerpt (text)", "text", 4 * loader.MIB)
 PARALLELISMS = (*DATA_PARALLELISMS, "unknown")
 # Units as published; the planner converts once, when it reads a row. "other:<words>" keeps an unusual unit honest.
+# "oom": the configuration ran out of memory; the value is the token as printed ("OOM", "OOM*", "out of memory").
+OOM_UNIT = "oom"
+# GiB = 2^30 bytes, GB = 10^9 bytes, bytes as printed, MiB = 2^20 bytes (a "MB" printed from bytes // 1024**2 or
+# bytes / 2**20, as NVML and torch.cuda memory prints usually are: the source's code says which).
+MEMORY_UNITS = ("gib_memory", "gb_memory", "bytes_memory", "mib_memory")
 UNITS = ("samples_per_s", "images_per_s", "sequences_per_s", "tokens_per_s", "s_per_iteration", "ms_per_iteration",
-         "gib_memory", "gb_memory")
-MEMORY_UNITS = ("gib_memory", "gb_memory")  # GiB = 2^30 bytes, GB = 10^9 bytes, as the source prints them
+         *MEMORY_UNITS, OOM_UNIT)
+# An out-of-memory token must say so: OOM / out of memory / out-of-memory, in any case ("-" or "n/a" do not).
+_OOM_WORDS = re.compile(r"(?<![a-z])oom(?![a-z])|out[ -]of[ -]memory", re.IGNORECASE)
+_WHOLE_BYTES = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
 HEADER_KEYS = ("source", "sha256", "lines", "retrieved", "what")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -250,7 +266,7 @@ def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[st
     shape = e.sub("model_shape")
     out = None
     if shape is not None:
-        shape.reject_unknown((*SHAPE_KEYS, "mlp", "tie_embeddings", "seq_len"))
+        shape.reject_unknown((*SHAPE_KEYS, "mlp", "tie_embeddings", "seq_len", "loss", "norm", "dropout"))
         out = {key: shape.integer(key, None, minimum=1, maximum=10**7) if key == "kv_heads" else
                shape.integer(key, minimum=1, maximum=10**7) for key in SHAPE_KEYS}
         out["mlp"] = shape.choice("mlp", ("gelu", "swiglu"))
@@ -259,6 +275,9 @@ def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[st
             raise shape.fail("tie_embeddings", tie, "true or false")
         out["tie_embeddings"] = tie
         out["seq_len"] = shape.integer("seq_len", None, minimum=1, maximum=10**7)  # the config's default context
+        out["loss"] = shape.choice("loss", SHAPE_LOSSES, None)
+        out["norm"] = shape.choice("norm", SHAPE_NORMS, None)
+        out["dropout"] = shape.number("dropout", None, minimum=0.0, maximum=1.0)
         out = {k: v for k, v in out.items() if v is not None}
     if zoo_entry is None and params is None and out is None:
         raise e.fail("model_params", None, f"the parameter count as published, or model_shape: {model_id} is not "
@@ -311,18 +330,24 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
     w.string("precision_reason")
     for key in ("batch_per_gpu", "global_batch", "seq_len"):
         w.integer(key, None, minimum=1, maximum=10**9)
-    value = w.raw("value")
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise w.fail("value", value, "the number as published")
-    text = _as_published(value)
-    if _number(text) is None:
-        raise w.fail("value", value, "a number as published: digits with optional thousands commas and decimals, "
-                     "then optionally a unit after a space ('938 img/s', '2,540', '82.4')")
-    if not _stands_on(text, body[line - start], csv=csv):
-        raise w.fail("value", value, f"a number that stands on upstream line {line}: {body[line - start][:160]!r}")
     unit = w.string("unit")
     if unit not in UNITS and not unit.startswith("other:"):
         raise w.fail("unit", unit, "one of " + ", ".join(UNITS) + ", or other:<words>")
+    value = w.raw("value")
+    if unit == OOM_UNIT:
+        text = _oom_outcome(w, value, body[line - start], line, csv=csv)
+    else:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise w.fail("value", value, "the number as published")
+        text = _as_published(value)
+        if _number(text) is None:
+            raise w.fail("value", value, "a number as published: digits with optional thousands commas and decimals, "
+                         "then optionally a unit after a space ('938 img/s', '2,540', '82.4')")
+        if unit == "bytes_memory" and not _WHOLE_BYTES.match(text):
+            raise w.fail("value", value, "a whole number of bytes as printed (an average or a fraction of a byte is "
+                         "not a peak: leave it out or give it an other:<words> unit)")
+        if not _stands_on(text, body[line - start], csv=csv):
+            raise w.fail("value", value, f"a number that stands on upstream line {line}: {body[line - start][:160]!r}")
     if not isinstance(w.raw("per_gpu"), bool):
         raise w.fail("per_gpu", w.raw("per_gpu"), "true or false")
     caveat = w.string("caveat", None)
@@ -334,6 +359,35 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
         adapter.string("targets", None)
         adapter.choice("quantization", ("none", "nf4", "nf4_double_quant", "int8", "fp4"), "none")
     return Row(slug, excerpt.model, gpu, count, precision, text, unit, caveat, MappingProxy(dict(w.data)), excerpt)
+
+
+def _oom_outcome(w: Reader, value: Any, line_text: str, line: int, *, csv: bool) -> str:
+    """An out-of-memory row: the token as printed, standing whole on its line; no figure, and a batch per GPU."""
+    if not isinstance(value, str) or not value.strip():
+        raise w.fail("value", value, "the out-of-memory token exactly as printed, as a string ('OOM', 'OOM*', "
+                     "'out of memory')")
+    text = value.strip()
+    if _number(text) is not None or not _OOM_WORDS.search(text):
+        raise w.fail("value", value, "a token that says the run ran out of memory ('OOM', 'OOM*', 'out of memory'); "
+                     "a memory figure takes a memory unit (" + ", ".join(MEMORY_UNITS) + ")")
+    if not _token_stands_on(text, line_text, csv=csv):
+        raise w.fail("value", value, f"the out-of-memory token as printed (case-sensitive) on upstream line {line}: "
+                     f"{line_text[:160]!r}")
+    if w.raw("per_gpu") is not False:
+        raise w.fail("per_gpu", w.raw("per_gpu"), "false: an out-of-memory outcome is no figure per GPU or for all "
+                     "GPUs (batch_per_gpu and gpu_count say what ran out)")
+    if w.raw("batch_per_gpu", None) is None:
+        raise w.fail("batch_per_gpu", None, "the batch per GPU that ran out of memory (without it an out-of-memory "
+                     "outcome marks no fit/OOM boundary)")
+    return text
+
+
+def _token_stands_on(token: str, line: str, *, csv: bool = False) -> bool:
+    """A word token stands on the line whole and case-sensitively: 'OOM' stands in '| OOM |' and 'OOM*', not in
+    'OOMs' or 'ZOOM'; in a CSV file it must be one whole field."""
+    if csv:
+        return token in (field.strip().strip('"') for field in line.split(","))
+    return re.search(r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_])", line) is not None
 
 
 def _stands_on(number: str, line: str, *, csv: bool = False) -> bool:
@@ -370,11 +424,16 @@ def result_unit(unit: str, *, per_gpu: bool) -> str | None:
     return None
 
 
+OOM_NOT_BUILT = "out-of-memory outcome (for the memory model)"
+
+
 def why_not_built(row: Row) -> str | None:
     """None when the row becomes a measurement in a result file; else the reason (counted by `build`)."""
     f = row.fields
     if row.caveat is not None:
         return "caveat (not to be used)"
+    if row.unit == OOM_UNIT:
+        return OOM_NOT_BUILT
     if row.gpu_profile_id is None:
         return "GPU variant not published"
     if row.precision_effective not in PRECISIONS:
@@ -583,7 +642,11 @@ def summary_lines(rows: Iterable[Row]) -> list[str]:
            f"GPU profiles: {len({r.gpu_profile_id for r in rows if r.gpu_profile_id})}",
            f"models: {len({_model_id(r) for r in rows})} ({len({r.model for r in rows})} names as published)",
            f"GPU architectures with 2 or more sources: {', '.join(_shared_architectures(rows)) or 'none'}",
-           f"sources: {len({r.source_slug for r in rows})}"]
+           f"sources: {len({r.source_slug for r in rows})}",
+           f"memory rows: {sum(r.unit in MEMORY_UNITS for r in rows)} (a peak figure with its memory_meaning; for "
+           "the memory model)",
+           f"out-of-memory rows: {sum(r.unit == OOM_UNIT for r in rows)} (a configuration published as out of "
+           "memory; for the memory model)"]
     for title, counts in (("by GPU", Counter(r.gpu_profile_id or "(variant not published)" for r in rows)),
                           ("by precision", Counter(r.precision_effective for r in rows)),
                           ("by source", Counter(r.source_slug for r in rows)),
@@ -607,5 +670,7 @@ def _shared_architectures(rows: list[Row]) -> list[str]:
 
 
 def _row_line(r: Row) -> str:
+    outcome = (f"{r.value} (out of memory at batch {r.fields.get('batch_per_gpu')} per GPU)" if r.unit == OOM_UNIT
+               else f"{r.value} {r.unit}")
     return (f"{r.source_slug}\t{r.model}\t{r.gpu_profile_id or '-'}\tx{r.gpu_count}\t{r.precision_effective}\t"
-            f"{r.value} {r.unit}")
+            f"{outcome}")

@@ -1,0 +1,259 @@
+"""Out-of-memory outcomes and bytes memory figures in the published corpus (`python -m bench published`).
+
+A row with `unit: oom` records that a configuration ran out of memory: its value is the token as printed ("OOM"),
+checked on its cited line like a number (whole, case-sensitive), never built into a result file, counted by `list
+--summary`. The fixture corpus is SYNTHETIC (tests/fixtures/published_example), copied and edited per test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.corpus import DEFAULT_ROOT, OOM_NOT_BUILT, check_corpus, why_not_built
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "fixtures" / "published_example"
+SOURCE = "sources/example-bench.yaml"
+RAW = "raw/example-bench/table.txt"
+BUILT = "results/published/a100-sxm-80gb/example-bench__resnet50.json"
+# The row this file adds to the fixture: line 7, a third row after the two the fixture has.
+ROW = ('      - {{line: 7, gpu_name_as_published: "A100 80GB", gpu_profile_id: a100-sxm-80gb, gpu_count: 1, '
+       'parallelism: none, precision_as_published: TF32, precision_effective: tf32, precision_reason: "TF32 as '
+       'published", batch_per_gpu: 512, global_batch: 512, seq_len: null, value: {value}, unit: {unit}, '
+       'per_gpu: {per_gpu}}}\n')
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", "published", *args, "--root", str(root)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def _corpus(tmp_path: Path, line: str, *, value: str = '"OOM"', unit: str = "oom", per_gpu: str = "false",
+            row_edit: tuple[str, str] | None = None) -> Path:
+    """The fixture with one more upstream line (L7) in its excerpt and one more row citing it."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    for rel in (SOURCE, RAW):
+        _edit(corpus / rel, "docs/RESULTS.md#L3-L6", "docs/RESULTS.md#L3-L7")
+    (corpus / RAW).write_text((corpus / RAW).read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    row = ROW.format(value=value, unit=unit, per_gpu=per_gpu)
+    if row_edit:
+        assert row_edit[0] in row
+        row = row.replace(*row_edit)
+    source = corpus / SOURCE
+    source.write_text(source.read_text(encoding="utf-8") + row, encoding="utf-8")
+    return corpus
+
+
+OOM_LINE = "| 1 | TF32 | 512 | OOM |"
+
+
+def test_an_oom_row_is_checked_listed_and_counted(tmp_path):
+    corpus = _corpus(tmp_path, OOM_LINE)
+    done = _cli(corpus, "check")
+    assert done.returncode == 0 and "3 rows in 1 sources" in done.stdout, done.stderr
+    listed = _cli(corpus, "list").stdout
+    assert "OOM (out of memory at batch 512 per GPU)" in listed
+    summary = _cli(corpus, "list", "--summary").stdout
+    assert "out-of-memory rows: 1 " in summary and "memory rows: 0 " in summary
+
+
+def test_an_oom_row_is_never_built(tmp_path):
+    corpus = _corpus(tmp_path, OOM_LINE)
+    shipped = (corpus / BUILT).read_bytes()
+    done = _cli(corpus, "build")
+    assert done.returncode == 0, done.stderr
+    assert f"{OOM_NOT_BUILT} 1" in done.stdout and "wrote 1 result files" in done.stdout
+    assert (corpus / BUILT).read_bytes() == shipped  # the result file holds the one measurement it held before
+    assert len(json.loads(shipped)["measurements"]) == 1
+    assert _cli(corpus, "check").returncode == 0
+
+
+@pytest.mark.parametrize("what,line,value,unit,per_gpu,row_edit,field", [
+    ("an OOM token not on its line", "| 1 | TF32 | 512 | 95.1 |", '"OOM"', "oom", "false", None, "rows[2].value"),
+    ("another token than the one printed", OOM_LINE, '"OOM*"', "oom", "false", None, "rows[2].value"),
+    ("the token in another case", OOM_LINE, '"oom"', "oom", "false", None, "rows[2].value"),
+    ("a token inside a word", "| 1 | TF32 | 512 | OOMs |", '"OOM"', "oom", "false", None, "rows[2].value"),
+    ("a word that only contains OOM", "| 1 | TF32 | 512 | ZOOM |", '"ZOOM"', "oom", "false", None, "rows[2].value"),
+    ("a dash that does not say out of memory", "| 1 | TF32 | 512 | - |", '"-"', "oom", "false", None,
+     "rows[2].value"),
+    ("a number with the oom unit", "| 1 | TF32 | 512 | 24.5 |", '"24.5"', "oom", "false", None, "rows[2].value"),
+    ("an OOM token with a speed unit", OOM_LINE, '"OOM"', "images_per_s", "false", None, "rows[2].value"),
+    ("per_gpu true", OOM_LINE, '"OOM"', "oom", "true", None, "rows[2].per_gpu"),
+    ("no batch per GPU", OOM_LINE, '"OOM"', "oom", "false", ("batch_per_gpu: 512", "batch_per_gpu: null"),
+     "rows[2].batch_per_gpu"),
+])
+def test_a_bad_oom_row_is_refused_naming_file_and_field(tmp_path, what, line, value, unit, per_gpu, row_edit, field):
+    corpus = _corpus(tmp_path, line, value=value, unit=unit, per_gpu=per_gpu, row_edit=row_edit)
+    done = _cli(corpus, "check")
+    assert done.returncode == 2, done.stdout
+    assert field in done.stderr and "example-bench.yaml" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("token,line,csv,stands", [
+    ("OOM", "| 7 B | Llama 2 | None | 4 | 4,194,304 | OOM | - |", False, True),
+    ("OOM", "| OOM* |", False, True),
+    ("OOM*", "| OOM* |", False, True),
+    ("out of memory", "ran out of memory at batch 8", False, True),
+    ("OOM", "| OOMs |", False, False),
+    ("OOM", "| ZOOM |", False, False),
+    ("oom", "| OOM |", False, False),
+    ("OOM", "gpu,OOM,8", True, True),
+    ("OOM", "gpu,OOM*,8", True, False),
+])
+def test_an_oom_token_stands_on_its_line_only_whole_and_in_its_case(token, line, csv, stands):
+    from bench.corpus import _token_stands_on
+
+    assert _token_stands_on(token, line, csv=csv) is stands
+
+
+BYTES_LINE = "| 1 | TF32 | 128 | 38868615168 |"
+
+
+def test_a_bytes_memory_row_needs_its_memory_meaning_and_is_a_memory_row(tmp_path):
+    corpus = _corpus(tmp_path, BYTES_LINE, value='"38868615168"', unit="bytes_memory", per_gpu="true")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "excerpts[0].memory_meaning" in done.stderr, done.stderr
+    _edit(corpus / SOURCE, "    notes: null", "    memory_meaning: max_memory_reserved\n    notes: null")
+    done = _cli(corpus, "check")
+    assert done.returncode == 0, done.stderr
+    assert "memory rows: 1 " in _cli(corpus, "list", "--summary").stdout
+    built = _cli(corpus, "build")
+    assert built.returncode == 0 and "memory figure (for the memory model) 1" in built.stdout
+
+
+MIB_LINE = "| 1 | TF32 | 128 | GPU memory occupied: 14949 MB. |"
+
+
+def test_a_mib_memory_row_needs_its_memory_meaning_and_is_a_memory_row(tmp_path):
+    """mib_memory: a "MB" printed from bytes // 1024**2 (NVML, torch.cuda prints), i.e. MiB."""
+    corpus = _corpus(tmp_path, MIB_LINE, value='"14949"', unit="mib_memory", per_gpu="true")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "excerpts[0].memory_meaning" in done.stderr, done.stderr
+    _edit(corpus / SOURCE, "    notes: null", "    memory_meaning: device_used\n    notes: null")
+    done = _cli(corpus, "check")
+    assert done.returncode == 0, done.stderr
+    assert "memory rows: 1 " in _cli(corpus, "list", "--summary").stdout
+    built = _cli(corpus, "build")
+    assert built.returncode == 0 and "memory figure (for the memory model) 1" in built.stdout
+
+
+def test_a_mib_memory_value_must_stand_on_its_line(tmp_path):
+    corpus = _corpus(tmp_path, MIB_LINE, value='"14948"', unit="mib_memory", per_gpu="true")
+    _edit(corpus / SOURCE, "    notes: null", "    memory_meaning: device_used\n    notes: null")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "rows[2].value" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("value,line", [
+    ('"26068364077.056"', "| 1 | TF32 | 128 | 26068364077.056 |"),  # an average of bytes, not a count
+    ('"38868615168 B"', "| 1 | TF32 | 128 | 38868615168 B |"),
+])
+def test_a_bytes_memory_value_is_a_whole_number_of_bytes(tmp_path, value, line):
+    corpus = _corpus(tmp_path, line, value=value, unit="bytes_memory", per_gpu="true")
+    _edit(corpus / SOURCE, "    notes: null", "    memory_meaning: max_memory_reserved\n    notes: null")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "rows[2].value" in done.stderr and "whole number of bytes" in done.stderr
+
+
+# ---------------------------------------------------------------- the shipped corpus
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    rows, problems = check_corpus(DEFAULT_ROOT)
+    assert not problems, problems
+    return rows
+
+
+def test_shipped_oom_rows_are_never_built_and_say_their_batch(shipped):
+    ooms = [r for r in shipped if r.unit == "oom"]
+    assert len(ooms) >= 9
+    for r in ooms:
+        assert why_not_built(r) == OOM_NOT_BUILT
+        assert r.fields["batch_per_gpu"] and r.fields["per_gpu"] is False and r.value == "OOM"
+
+
+def _litgpt(rows, model_id, gpu, unit, batch, method="lora"):
+    return [r for r in rows if r.source_slug == "litgpt-finetune-tables" and r.excerpt is not None
+            and r.excerpt.model_id == model_id and r.gpu_profile_id == gpu and r.unit == unit
+            and r.fields["batch_per_gpu"] == batch and (r.fields.get("adapter") or {}).get("method") == method]
+
+
+@pytest.mark.parametrize("model_id,ran_batch,ran_gb,oom_batch,oom_line", [
+    ("llama2_7b", 2, "29.07", 4, 57),
+    ("llama2_13b", 1, "38.12", 2, 62),
+])
+def test_litgpt_a100_lora_fit_and_oom_boundaries(shipped, model_id, ran_batch, ran_gb, oom_batch, oom_line):
+    """LitGPT's A100-SXM4-40GB LoRA table: the micro-batch that ran (peak allocated GB) next to the one that
+    ran out of memory, with the same configuration."""
+    (ran,) = _litgpt(shipped, model_id, "a100-sxm-40gb", "gb_memory", ran_batch)
+    (oom,) = _litgpt(shipped, model_id, "a100-sxm-40gb", "oom", oom_batch)
+    assert ran.value == ran_gb and oom.fields["line"] == oom_line
+    for key in ("gpu_count", "precision_effective", "global_batch", "seq_len", "adapter"):
+        assert ran.fields[key] == oom.fields[key], key
+
+
+def test_the_peft_peak_reserved_figures_are_bytes_memory_rows(shipped):
+    peft = {r.excerpt.raw.split("/")[-1]: r for r in shipped if r.source_slug == "huggingface-peft-method-comparison"
+            and r.excerpt is not None and r.unit == "bytes_memory"}
+    for name, value in (("full-finetuning--llama-3.2-3B-lr_0.00001.txt", "38868615168"),
+                        ("lora--llama-3.2-3B-rank32.txt", "22292725760"),
+                        ("lora--llama-3.2-3B-rank64.txt", "22552772608")):
+        row = peft[name]
+        assert row.value == value and row.fields["per_gpu"] is True and row.excerpt is not None
+        assert "max_memory_reserved" in (row.excerpt.notes or "")
+    # the averages and the percentile stay out of the memory rows
+    assert not [r for r in shipped if r.source_slug == "huggingface-peft-method-comparison"
+                and r.unit in ("gb_memory", "gib_memory", "bytes_memory") and "." in r.value]
+
+
+def test_the_hf_single_gpu_guide_rows_are_nvml_mib_device_used(shipped):
+    """transformers' 'Efficient Training on a Single GPU' (bert-large-uncased, V100-SXM2 16GB): NVML used // 2**20
+    printed "MB" is MiB, device_used; the context-only and weights-only figures have no batch."""
+    rows = {(r.fields["line"]): r for r in shipped if r.source_slug == "hf-transformers-perf-train-gpu-one"}
+    assert {line: r.value for line, r in rows.items()} == {
+        87: "1343", 103: "2631", 173: "14949", 275: "8681", 306: "6775", 344: "13939", 367: "7275", 454: "12295",
+        478: "4847", 539: "13085", 561: "5363", 619: "5363"}
+    for line, r in rows.items():
+        assert r.unit == "mib_memory" and r.gpu_profile_id == "v100-sxm2-16gb" and r.excerpt is not None
+        assert "device_used" in (r.excerpt.notes or "") and r.fields["per_gpu"] is True
+        assert why_not_built(r) == "memory figure (for the memory model)"
+        assert (r.fields["batch_per_gpu"] is None) == (line in (87, 103))
+    assert rows[173].fields["batch_per_gpu"] == 4 and rows[173].precision_effective == "fp32"
+    assert rows[367].fields["batch_per_gpu"] == 1 and rows[367].fields["global_batch"] == 4
+    assert rows[367].precision_effective == "fp16"
+
+
+
+def test_a_model_shape_may_say_its_loss_head_norm_and_dropout(tmp_path):
+    """loss (standard | chunked | sequence), norm and dropout pass through to published_models.json, where the
+    planner reads them (a sequence-classification head has no per-token logits)."""
+    corpus = _corpus(tmp_path, MIB_LINE, value='"14949"', unit="mib_memory", per_gpu="true")
+    shape = ("    memory_meaning: device_used\n    model_family: encoder\n    model_params: 335143938\n"
+             "    model_shape: {layers: 24, hidden: 1024, heads: 16, ffn: 4096, vocab: 30522, mlp: gelu, seq_len: 512, "
+             "loss: sequence, norm: layernorm, dropout: 0.1}\n    notes: null")
+    _edit(corpus / SOURCE, "    model_params: null\n", "")
+    _edit(corpus / SOURCE, "    model_id: resnet50", "    model_id: bert_large_cls")
+    _edit(corpus / SOURCE, "    model_zoo_id: resnet50", "    model_zoo_id: null")
+    _edit(corpus / SOURCE, "    notes: null", shape)
+    done = _cli(corpus, "build")
+    assert done.returncode == 0, done.stderr
+    model = json.loads((corpus / "published_models.json").read_text())["models"]["bert_large_cls"]
+    assert model["transformer"] == {"layers": 24, "hidden": 1024, "heads": 16, "ffn": 4096, "vocab": 30522,
+                                    "mlp": "gelu", "seq_len": 512, "loss": "sequence", "norm": "layernorm",
+                                    "dropout": 0.1}
+    _edit(corpus / SOURCE, "loss: sequence", "loss: classification")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "model_shape.loss" in done.stderr, done.stderr
