@@ -19,7 +19,12 @@ class Attention(nn.Module):
     attention (Ainslie et al. 2023; Llama-3, Mistral, Qwen2.5): k and v project to kv_heads x head_dim and each
     key/value head serves heads/kv_heads query heads (repeated before SDPA, as Hugging Face's repeat_kv, so the FLOP
     counter sees ordinary attention). `out_bias` defaults to `bias` (Qwen2.5: biases on q, k, v but not on out).
+    `impl` "eager" replaces SDPA with explicit softmax(QKᵀ/√d)V and dropout on the probabilities, as 2021-era
+    Hugging Face BERT and timm ViT wrote it (an s×s score matrix kept for backward); `bench trace --attention eager`
+    sets it on every Attention module.
     """
+
+    impl = "sdpa"  # "sdpa" | "eager" (ATTENTION_IMPLS)
 
     def __init__(self, hidden: int, heads: int, *, bias: bool, fused: bool, dropout: float = 0.0,
                  causal: bool = False, kv_heads: int | None = None, out_bias: bool | None = None):
@@ -54,10 +59,28 @@ class Attention(nn.Module):
             group = self.heads // self.kv_heads
             k, v = (t[:, :, None].expand(b, self.kv_heads, group, s, head_dim).reshape(b, self.heads, s, head_dim)
                     for t in (k, v))
-        y = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
-        )
+        if self.impl == "eager":
+            y = _eager_attention(q, k, v, dropout=self.dropout if self.training else 0.0, causal=self.causal)
+        else:
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
+            )
         return self.out(y.transpose(1, 2).reshape(b, s, h))
+
+
+ATTENTION_IMPLS = ("sdpa", "eager")
+
+
+def _eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, dropout: float,
+                     causal: bool) -> torch.Tensor:
+    """softmax(QKᵀ/√d)V written out (Hugging Face BertSelfAttention, timm Attention before fused_attn)."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if causal:
+        s = q.shape[-2]
+        mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    probs = F.dropout(torch.softmax(scores, dim=-1), p=dropout, training=dropout > 0)
+    return torch.matmul(probs, v)
 
 
 def _normal_init(model: nn.Module, std: float = 0.02) -> None:

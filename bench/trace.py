@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--optimizer", default="adamw", help="sgd | sgd_momentum | adam | adamw | adafactor")
     parser.add_argument("--optimizer-impl", default="foreach", choices=("foreach", "fused"))
     parser.add_argument("--checkpointing", action="store_true", help="activation checkpointing of each block")
+    parser.add_argument("--attention", default="sdpa", choices=("sdpa", "eager"),
+                        help="sdpa (default): scaled_dot_product_attention, traced as CUDA's fused kernels; eager: "
+                             "explicit softmax(QK^T)V with its s x s scores (2021-era BERT, timm ViT)")
     parser.add_argument("--frozen-fraction", type=float, default=0.0, metavar="F",
                         help="freeze this fraction of the parameters (lowest layers first)")
     parser.add_argument("--adapter", default=None, metavar="lora:R[:DTYPE]",
@@ -116,7 +119,19 @@ class ModelMeta(TypedDict):
     transformer: dict | None  # zoo transformers' shape (ZooEntry.transformer)
 
 
-def _workload_builder(model: str, options: dict):
+def _with_attention(module, attention: str, model: str):
+    """Set every zoo Attention module to `attention`; eager on a model without one is a usage error."""
+    from bench.models_transformer import Attention
+
+    layers = [m for m in module.modules() if isinstance(m, Attention)]
+    if attention != "sdpa" and not layers:
+        raise InputError(SOURCE, "--attention", attention, f"sdpa: {model} has no zoo attention layer to make eager")
+    for m in layers:
+        m.impl = attention
+    return module
+
+
+def _workload_builder(model: str, options: dict, attention: str = "sdpa"):
     """(metadata dict, build() -> (module, make_batch, loss_fn)); zoo models are built on the meta device."""
     from bench import zoo
 
@@ -134,7 +149,7 @@ def _workload_builder(model: str, options: dict):
                 raise
             except Exception:  # noqa: BLE001 - e.g. it loads a checkpoint: build it for real instead
                 wl = zoo.load_custom(model)
-            return wl.model, wl.make_batch, wl.loss_fn
+            return _with_attention(wl.model, attention, model), wl.make_batch, wl.loss_fn
 
         try:
             build_custom()  # fail early on a bad spec
@@ -153,7 +168,7 @@ def _workload_builder(model: str, options: dict):
 
     def build_zoo():
         wl = zoo.build(model, device="meta", **options)
-        return wl.model, wl.make_batch, wl.loss_fn
+        return _with_attention(wl.model, attention, model), wl.make_batch, wl.loss_fn
 
     # entry.id: the zoo id an old name ('llama') means, so result files carry the current id
     meta = {"name": entry.id, "family": entry.family, "input_desc": entry.input_desc, "transformer": entry.transformer}
@@ -214,7 +229,7 @@ def run_traces(args) -> tuple[dict | None, int]:
                          "semantics check the tracer; the planner must never read them as a CUDA prediction)")
     if adapter and args.frozen_fraction:
         raise InputError(SOURCE, "--frozen-fraction", args.frozen_fraction, "0 with --adapter (LoRA freezes the base)")
-    meta, build = _workload_builder(args.model, _model_options(args))
+    meta, build = _workload_builder(args.model, _model_options(args), attention=args.attention)
     emulate_cuda = args.emulate == "cuda"
     dtypes = {"fp32": None, "tf32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
     measurements: list[dict] = []
@@ -284,7 +299,7 @@ def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
         "warmup": 0, "steps": 1, "optimizer": args.optimizer, "optimizer_impl": args.optimizer_impl,
         "set_to_none": True, "grad_accum": 1, "activation_checkpointing": bool(args.checkpointing),
         "frozen_fraction": args.frozen_fraction,
-        "adapter": _adapter_setting(adapter, precisions),
+        "adapter": _adapter_setting(adapter, precisions), "attention": args.attention,
         "lr": OPTIMIZER_OPTIONS[args.optimizer]["lr"], "optimizer_options": OPTIMIZER_OPTIONS[args.optimizer],
         "sharding": "none", "state_layout": "torch_amp", "sync_method": None, "emulates": emulates,
         "memory_breakdown": "as bench run measures it, on the traced live bytes: weights/grads/optimizer: storage "

@@ -38,7 +38,7 @@ class ZooEntry:
     params: int
     input_desc: str
     seq_len: int | None
-    # {layers, hidden, heads, kv_heads, seq_len, vocab, mlp: gelu|swiglu, ffn, tie_embeddings}
+    # {layers, hidden, heads, kv_heads, seq_len, vocab, mlp: gelu|swiglu, ffn, tie_embeddings, dropout, norm}
     transformer: dict | None
     flops_per_sample: float  # model FLOPs, forward+backward, 2 per multiply-add
     flop_convention: str
@@ -168,7 +168,8 @@ def _vit_b16(*, dropout: float = 0.0, device=None) -> _Built:
         "3x224x224 image, 1000 classes",
         seq_len=197,
         transformer={"layers": 12, "hidden": 768, "heads": 12, "kv_heads": 12, "seq_len": 197, "vocab": None,
-                     "mlp": "gelu", "ffn": 3072, "tie_embeddings": False},
+                     "mlp": "gelu", "ffn": 3072, "tie_embeddings": False,
+                     "dropout": dropout, "norm": "layernorm"},
     )
 
 
@@ -204,7 +205,8 @@ def _bert(name: str, layers: int, hidden: int, heads: int):
             f"{seq_len} token ids (vocab {vocab}, 2 segments), 15% masked",
             seq_len=seq_len,
             transformer={"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": heads, "seq_len": seq_len,
-                         "vocab": vocab, "mlp": "gelu", "ffn": 4 * hidden, "tie_embeddings": True},
+                         "vocab": vocab, "mlp": "gelu", "ffn": 4 * hidden, "tie_embeddings": True,
+                         "dropout": dropout, "norm": "layernorm"},
             palm_flops=True,
         )
 
@@ -222,7 +224,8 @@ def _gpt2(name: str, size: str, layers: int, hidden: int, heads: int):
             f"{seq_len} token ids (vocab {vocab}), next-token loss",
             seq_len=seq_len,
             transformer={"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": heads, "seq_len": seq_len,
-                         "vocab": vocab, "mlp": "gelu", "ffn": 4 * hidden, "tie_embeddings": True},
+                         "vocab": vocab, "mlp": "gelu", "ffn": 4 * hidden, "tie_embeddings": True,
+                         "dropout": dropout, "norm": "layernorm"},
             palm_flops=True,
         )
 
@@ -315,7 +318,8 @@ def _decoder_built(cfg: dict, description: str, *, tie_embeddings: bool = False,
         seq_len=s,
         transformer={"layers": cfg["layers"], "hidden": cfg["hidden"], "heads": cfg["heads"],
                      "kv_heads": cfg["kv_heads"], "seq_len": s, "vocab": cfg["vocab"], "mlp": "swiglu",
-                     "ffn": cfg["ffn"], "tie_embeddings": tie_embeddings},
+                     "ffn": cfg["ffn"], "tie_embeddings": tie_embeddings, "dropout": 0.0,
+                     "norm": "rmsnorm"},
         palm_flops=True,
     )
 

@@ -3,8 +3,9 @@
 1. CPU (independent reference): the tracer with plain CPU semantics (--emulate cpu, fp32) against a real CPU step of
    the same model, measured by torch.profiler's memory timeline (allocator events + pre-existing tensors); the
    activation part is cross-checked against the bytes the real step saved for backward (saved_tensors_hooks).
-2. Formulas: the CUDA-emulating trace against the planner's formula estimate (planner.engine.memory.estimate_memory without
-   workspace/context: states + max(step transients, activations + forward transients), Korthikanti et al. 2022).
+2. Formulas: the CUDA-emulating trace against the planner's formula estimate (planner.engine.memory.estimate_memory's
+   allocated_peak without workspace: states + the larger of the start of backward and the optimizer step,
+   Korthikanti et al. 2022), with fused (SDPA) and eager attention (`bench trace --attention eager`).
 3. CUDA (on a GPU machine only): the CUDA-emulating trace + the planner's workspace term vs max_memory_allocated.
 
 Run: .venv/bin/python perf/trace_accuracy.py [--part cpu|formula|cuda]   (Markdown tables; a few minutes)
@@ -25,6 +26,7 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.profiler._memory_profiler import MemoryProfileTimeline  # noqa: E402
 
 from bench import zoo  # noqa: E402
+from bench.models_transformer import Attention  # noqa: E402
 from bench.trace_core import StepPlan, run_traced_step  # noqa: E402
 from bench.trace_model import make_optimizer_factory, make_preparer  # noqa: E402
 
@@ -34,9 +36,12 @@ FORMULA_CASES = [("gpt2", {}, (1, 8)), ("bert_base", {"seq_len": 512}, (8, 32)),
 
 
 def trace(model: str, options: dict, batch: int, precision: str = "fp32", emulate_cuda: bool = False,
-          checkpointing: bool = False):
+          checkpointing: bool = False, attention: str = "sdpa"):
     def build():
         wl = zoo.build(model, device="meta", **options)
+        for m in wl.model.modules():
+            if isinstance(m, Attention):
+                m.impl = attention
         return wl.model, wl.make_batch, wl.loss_fn
 
     plan = StepPlan(build=build, prepare=make_preparer(frozen_fraction=0.0, adapter=None, precision=precision,
@@ -82,33 +87,25 @@ def real_cpu_step(model: str, options: dict, batch: int) -> tuple[int, int]:
     return int(np.asarray(sizes).sum(axis=1).max()), sum(saved.values())
 
 
-def formula_peaks(model: str, options: dict, batch: int, precision: str) -> tuple[float, float]:
-    """The planner's formula estimate without workspace, context and NCCL (what a trace should reproduce):
-    (as the planner computes it: states + max(step transients, activations + forward transients),
-     the same with gradients counted only in the optimizer-step branch)."""
+def formula_peak(model: str, options: dict, batch: int, precision: str, attention: str) -> float:
+    """The planner's formula estimate of max_memory_allocated without workspace (what a trace should reproduce):
+    allocated_peak of estimate_memory on the zoo's shape (its dropout and norm), at the trace's attention."""
     from planner.engine.estimates import ResolvedModel
-    from planner.engine.memory import estimate_memory, transient_parts
+    from planner.engine.memory import estimate_memory
+    from planner.engine.models import _shape_from_dict
     from planner.engine.option import OptionPlan
     from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profile
-    from planner.inputs.scenario import TrainingSetup, TransformerShape
+    from planner.inputs.scenario import TrainingSetup
 
     entry = zoo.describe(model, **options)
-    t = entry.transformer
-    shape = TransformerShape(layers=t["layers"], hidden=t["hidden"], heads=t["heads"], seq_len=t["seq_len"],
-                             vocab=t["vocab"], mlp=t["mlp"], ffn=t["ffn"])
+    shape = _shape_from_dict(entry.transformer)
     resolved = ResolvedModel(name=model, family=entry.family, params=entry.params, transformer=shape,
-                             seq_len=t["seq_len"])
-    training = TrainingSetup(global_batch=batch)
-    # Any GPU: only the parts are compared (no workspace or context), never the fit.
+                             seq_len=shape.seq_len if shape else None, attention=attention)
+    # Any GPU: only allocated bytes are compared (no workspace), never the fit.
     gpu = load_profile(DEFAULT_PROFILES_DIR / "h100-sxm-80gb.yaml")
-    est = estimate_memory(resolved, training, OptionPlan(gpu, 1, precision, micro_batch=batch), workspace_gib=0.0,
-                          context_gib=0.0)
-    planner = est.weights + est.grads + est.optimizer + est.activations + est.transients
-    parts = transient_parts(entry.params, precision=precision, optimizer="adamw")
-    # zero_grad(set_to_none=True) frees the gradients before forward; backward creates them after its peak
-    step_branch = est.weights + est.grads + est.optimizer + parts.step
-    activation_branch = est.weights + est.optimizer + est.activations + parts.forward
-    return planner, max(step_branch, activation_branch)
+    est = estimate_memory(resolved, TrainingSetup(global_batch=batch), OptionPlan(gpu, 1, precision, micro_batch=batch),
+                          workspace_gib=0.0, context_gib=0.0)
+    return est.allocated_peak
 
 
 def cpu_table() -> None:
@@ -132,18 +129,18 @@ def cpu_table() -> None:
 
 def formula_table() -> None:
     print("### Traced (CUDA emulation) vs the planner's formulas (Korthikanti et al. 2022 + ESTIMATION.md §1)\n")
-    print("| model | precision | batch | traced peak MiB | formula peak MiB | diff | formula, grads only at step() "
-          "MiB | diff |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | attention | precision | batch | traced peak MiB | formula allocated peak MiB | "
+          "formula − traced |")
+    print("|---|---|---|---|---|---|---|")
     for model, options, batches in FORMULA_CASES:
-        for precision in ("fp32", "bf16"):
-            for b in batches:
-                traced = trace(model, options, b, precision, emulate_cuda=True)
-                planner, no_grads = formula_peaks(model, options, b, precision)
-                seq = zoo.describe(model, **options).seq_len
-                print(f"| {model} (s={seq}) | {precision} | {b} | {traced.peak_bytes / MIB:.0f} | "
-                      f"{planner / MIB:.0f} | {(traced.peak_bytes - planner) / planner:+.1%} | "
-                      f"{no_grads / MIB:.0f} | {(traced.peak_bytes - no_grads) / no_grads:+.1%} |")
+        for attention in ("sdpa", "eager"):
+            for precision in ("fp32", "bf16"):
+                for b in batches:
+                    traced = trace(model, options, b, precision, emulate_cuda=True, attention=attention)
+                    planner = formula_peak(model, options, b, precision, attention)
+                    seq = zoo.describe(model, **options).seq_len
+                    print(f"| {model} (s={seq}) | {attention} | {precision} | {b} | {traced.peak_bytes / MIB:.0f} "
+                          f"| {planner / MIB:.0f} | {(planner - traced.peak_bytes) / traced.peak_bytes:+.1%} |")
     print()
 
 

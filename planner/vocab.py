@@ -20,8 +20,10 @@ OPTIMIZERS: tuple[Optimizer, ...] = ("sgd", "sgd_momentum", "adam", "adamw", "ad
 SGD_FAMILY: tuple[Optimizer, ...] = ("sgd", "sgd_momentum")
 # What `bench trace` can build on fake tensors (bitsandbytes' 8-bit Adam has no fake-tensor kernels).
 TRACEABLE_OPTIMIZERS: tuple[Optimizer, ...] = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor")
-OptimizerImpl = Literal["foreach", "fused"]
-OPTIMIZER_IMPLS: tuple[OptimizerImpl, ...] = ("foreach", "fused")
+# foreach: multi-tensor kernels (PyTorch's CUDA default); fused: one kernel; for_loop: one parameter at a time
+# (torch.optim with foreach=False, Hugging Face's older transformers.AdamW).
+OptimizerImpl = Literal["foreach", "fused", "for_loop"]
+OPTIMIZER_IMPLS: tuple[OptimizerImpl, ...] = ("foreach", "fused", "for_loop")
 
 Sharding = Literal["none", "zero1", "zero2", "zero3"]
 SHARDINGS: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
@@ -31,8 +33,17 @@ STATE_LAYOUTS: tuple[StateLayout, ...] = ("torch_amp", "zero_paper", "deepspeed"
 AdapterKind = Literal["lora", "qlora"]
 ADAPTER_KINDS: tuple[AdapterKind, ...] = ("lora", "qlora")
 ADAPTER_TARGETS: tuple[str, ...] = ("attention", "qv", "all_linear")
-BASE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "int8", "nf4")
+BASE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "int8", "nf4", "nf4_dq")  # nf4_dq: with double quantisation
+QUANTIZED_BASE_DTYPES: tuple[str, ...] = ("int8", "nf4", "nf4_dq")
 MLP_KINDS: tuple[str, ...] = ("gelu", "swiglu")
+NORM_KINDS: tuple[str, ...] = ("layernorm", "rmsnorm")
+# The moment of a training step that sets its memory peak (planner.engine.memory.peak_parts).
+MemoryPhase = Literal["backward", "optimizer_step"]
+MEMORY_PHASES: tuple[MemoryPhase, ...] = ("backward", "optimizer_step")
+# standard: the full logits and an fp32 log-softmax exist for backward; chunked: a fused/chunked cross-entropy
+# (Liger's fused linear cross-entropy, torchtune's chunked loss) never materialises the whole logits; sequence: a
+# sequence-level head (classification, regression) with no logits over the vocabulary at all.
+LOSS_KINDS: tuple[str, ...] = ("standard", "chunked", "sequence")
 
 # Pricing tiers: the four a quote can carry, plus on_prem (priced from purchase and power, not from a quote).
 RentalTier = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
@@ -72,6 +83,9 @@ DataParallelism = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 DATA_PARALLELISMS: tuple[DataParallelism, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")
 AttentionKind = Literal["eager", "sdpa", "flash", "unknown"]
 ATTENTION_KINDS: tuple[AttentionKind, ...] = ("eager", "sdpa", "flash", "unknown")
+# What a scenario may ask for (model.attention): eager = explicit softmax(QK^T)V, sdpa = PyTorch's
+# scaled_dot_product_attention (flash or memory-efficient kernel), flash = FlashAttention-2 (16-bit, sm80+).
+MODEL_ATTENTIONS: tuple[AttentionKind, ...] = ("eager", "sdpa", "flash")
 BatchUnit = Literal["samples", "tokens"]
 BATCH_UNITS: tuple[BatchUnit, ...] = ("samples", "tokens")
 

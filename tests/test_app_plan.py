@@ -160,7 +160,8 @@ def test_an_impossible_config_says_does_not_fit_with_the_numbers():
     at.number_input(key="micro_batch").set_value(256).run()
     errors = " ".join(e.value for e in at.error).replace("\\", "")
     assert "Does not fit" in errors
-    assert re.search(r"needs \*\*\d+(\.\d)? GiB\*\* per GPU at micro-batch 256, has \*\*\d+\.\d GiB\*\* usable", errors)
+    assert re.search(r"needs \*\*\d+(\.\d)? GiB\*\* per GPU at micro-batch 256, the GPU has \*\*\d+\.\d GiB\*\*",
+                     errors)
     assert metric(at, "Fits in GPU memory?") == "No"
     assert not at.exception
 
@@ -304,6 +305,23 @@ def test_model_switch_to_a_transformer_with_tokens_plans():
     assert not at.error, [e.value for e in at.error]
     d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["model"] == {"name": "gpt2"} and d["workload"]["tokens"] == 1.0e9
+
+
+def test_the_attention_kernel_widget_reaches_the_scenario_and_the_memory_source():
+    """Issue 16: model.attention from the sidebar; eager keeps s×s scores, so the same option needs more memory."""
+    at = one_gpu(fresh())
+    at.selectbox(key="model_name").set_value("gpt2").run()
+    at.radio(key="work_kind").set_value("tokens").run()
+    at.number_input(key="tokens").set_value(1.0e9)
+    at.selectbox(key="optimizer").set_value("adamw").run()
+    fused = float(table_row(at, "h100-sxm-80gb-x1-bf16")["Peak memory (GiB/GPU)"])
+    at.radio(key="model_attention").set_value("eager").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
+    assert d["model"] == {"name": "gpt2", "attention": "eager"}
+    row = table_row(at, "h100-sxm-80gb-x1-bf16")
+    assert "eager attention (model.attention)" in row["Memory source"]
+    assert float(row["Peak memory (GiB/GPU)"]) > fused
 
 
 def test_reference_points_and_custom_transformer_and_lora():

@@ -10,7 +10,16 @@ import pytest
 
 from planner.engine.estimates import MemoryEstimate
 from planner.present import i18n
-from planner.vocab import ADAPTER_TARGETS, OPTIMIZERS, PRECISIONS, SHARDINGS, SOURCE_KINDS, TIERS
+from planner.vocab import (
+    ADAPTER_TARGETS,
+    MEMORY_PHASES,
+    OPTIMIZERS,
+    PRECISIONS,
+    SHARDINGS,
+    SOURCE_KINDS,
+    TIERS,
+)
+from ui.state import ATTENTION_CHOICES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SAME_IN_BOTH = {
     "no", "english", "español", "adam", "adamw", "adafactor", "sgd", "gpu", "gpus", "gib", "gb", "ms", "kwh", "usd",
     "tflops", "tdp", "spot", "pue", "mfu", "nccl", "cuda", "lora", "qlora", "zero", "fsdp", "fp32", "tf32", "fp16",
-    "bf16", "fp8", "p10", "p50", "p90", "forward", "backward", "id", "h", "s", "w", "b",
+    "bf16", "fp8", "p10", "p50", "p90", "forward", "backward", "id", "h", "s", "w", "b", "eager", "sdpa", "flash",
 }
 
 # The seed articles' vocabulary (../shared/seeds/) that the Spanish app must use for these ideas.
@@ -92,6 +101,7 @@ def test_keys_the_app_names_exist():
         "common.adapter": ("none", "lora", "qlora"), "common.language": i18n.LANGUAGES,
         "app.sidebar.work_kinds": ("epochs", "tokens", "reference_points"),
         "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
+        "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
     }
     prefixes -= {"app.col", "app.col_help"}  # columns: every one is rendered by the AppTest tests, in both languages
     assert prefixes <= set(choices), f"choice prefixes without a value list here: {prefixes - set(choices)}"

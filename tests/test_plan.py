@@ -16,7 +16,7 @@ from planner.engine.recommend import pareto_frontier
 from planner.inputs.errors import InputError
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, parse_scenario
-from planner.present.planjson import plan_to_dict
+from planner.present.planjson import option_to_dict, plan_to_dict
 from planner.vocab import GIB
 from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
@@ -101,7 +101,7 @@ def test_impossible_config_does_not_fit_and_quotes_numbers(bare_inputs):
     plan = build_plan(s, bare_inputs, TODAY)
     o = plan.options[0]
     assert not o.fits
-    assert texts(o.notes)[0].startswith("does not fit: needs ") and "GiB usable of 80" in texts(o.notes)[0]
+    assert texts(o.notes)[0].startswith("does not fit: needs ") and "the GPU has 80" in texts(o.notes)[0]
     assert plan.recommendation.primary is None
     assert any("no option fits" in w for w in texts(plan.warnings))
 
@@ -436,3 +436,40 @@ def test_qlora_pays_for_dequantising_its_base_weights(bare_inputs):
     assert extra == pytest.approx((3.68 - 2.36) * 60 / 1000, rel=0.01)  # the published pair it is taken from
     assert "to dequantise the nf4 base weights" in qlora.source.detail
     assert "dequantise" not in lora.source.detail
+
+
+def test_a_model_without_any_activation_figure_plans_with_fit_unknown(bare_inputs):
+    """Issue 16: a model given only as parameters and FLOPs is planned (states, time, cost) with fits null and a note
+    naming how to get its activations, not refused; the recommendation says its fit is unknown."""
+    s = _scenario(model={"params": 300_000_000, "flops_per_sample": 1.8e12},
+                  hardware={"gpus": ["a100-sxm-80gb", "t4-16gb"], "gpu_counts": [1]},
+                  training={"global_batch": 32, "precisions": ["bf16", "fp16"], "optimizer": "adamw"})
+    plan = build_plan(s, bare_inputs, TODAY)
+    unknown = [o for o in plan.options if o.fits is None]
+    assert unknown and all(o.step is not None and o.memory is not None for o in unknown)
+    o = unknown[0]
+    assert not o.memory.activations_known and o.memory.activations == 0
+    assert o.micro_batch == 1 and "micro_batch_fit_unknown" in [n.key for n in o.notes]  # the smallest, said
+    assert any("python -m bench trace" in t for t in texts(o.notes))
+    assert plan.recommendation.primary in {u.id for u in unknown}
+    assert "memory fit is unknown" in plan.recommendation.reason and "known to fit" not in plan.recommendation.reason
+    assert any("no option is known to fit" in w for w in texts(plan.warnings))
+    assert option_to_dict(o)["fits"] is None
+
+
+def test_a_model_too_big_even_without_activations_does_not_fit(bare_inputs):
+    # 30B parameters at 16 B each under torch AMP + AdamW = 480 GB: no activation figure needed to say no.
+    s = _scenario(model={"params": 30_000_000_000, "flops_per_sample": 1.8e14},
+                  hardware={"gpus": ["a100-sxm-80gb"], "gpu_counts": [1]},
+                  training={"global_batch": 32, "precisions": ["bf16"], "optimizer": "adamw"})
+    o = build_plan(s, bare_inputs, TODAY).options[0]
+    assert o.fits is False and texts(o.notes)[0].startswith("does not fit")
+
+
+def test_the_zoo_vit_plans(bare_inputs):
+    """Issue 16: `model: {name: vit_b16}` (an image transformer: no token vocabulary) used to crash the planner."""
+    s = _scenario(model={"name": "vit_b16"}, hardware={"gpus": ["a100-sxm-80gb"], "gpu_counts": [1]},
+                  training={"global_batch": 256, "precisions": ["bf16"], "optimizer": "adamw"})
+    o = build_plan(s, bare_inputs, TODAY).options[0]
+    assert o.fits and o.memory.activations > 0 and o.memory.source.kind == "analytic"
+    assert "no token vocabulary" in o.memory.source.detail

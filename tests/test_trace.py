@@ -140,6 +140,20 @@ def test_sdpa_runs_as_cuda_fused_kernel_without_score_matrix():
     assert acts(128, "cuda") == pytest.approx((12 * 66 + 9) * s * b * h + 4 * s * b * vocab, rel=0.02)
 
 
+def test_eager_attention_keeps_the_score_matrix_as_the_formula_says():
+    """--attention eager: explicit softmax(QK^T)V keeps s x s scores; fp32 with dropout, Korthikanti's unfused
+    66 sbh + 9 a s^2 b per layer (softmax output, dropout mask and dropped probabilities) over the fused 66 sbh."""
+    def acts(attention: str) -> tuple[int, str]:
+        doc = _doc("--model", "gpt2", "--seq-len", "128", "--precision", "fp32", "--batch", "2",
+                   "--attention", attention)
+        return _row(doc)["memory_breakdown_bytes"]["activations"], doc["settings"]["attention"]
+
+    (eager, said), (fused, _) = acts("eager"), acts("sdpa")
+    s, b, a = 128, 2, 12
+    assert said == "eager"
+    assert eager - fused == pytest.approx(12 * 9 * a * s * s * b, rel=0.03)
+
+
 def test_lora_trains_only_the_adapters():
     row_doc = _doc("--model", "gpt2", "--seq-len", "64", "--precision", "bf16", "--batch", "1",
                    "--adapter", "lora:16")
@@ -191,6 +205,7 @@ def test_data_dependent_model_gets_a_clear_message_and_exit_2(tmp_path):
     (["--model", "gpt2", "--adapter", "lora:x"], "--adapter"),
     (["--model", "mlp", "--checkpointing", "--batch", "2"], "--checkpointing"),
     (["--model", "mlp", "--emulate", "cpu", "--out", str(ROOT / "results")], "--out"),
+    (["--model", "resnet18", "--attention", "eager", "--batch", "2"], "--attention"),
 ])
 def test_bad_input_exits_2_naming_the_field(argv, field, capsys):
     argv = argv if "--out" in argv else [*argv, "--out", "-"]
@@ -221,3 +236,18 @@ def test_7b_is_traced_without_real_memory():
     # AdamW foreach step: 4 + 4 + 8 + 4 bytes per parameter (ESTIMATION.md §1: 20 B/param at step())
     assert got["peak"] == pytest.approx(20 * got["params"], rel=0.01)
     assert got["rss_kib"] * 1024 < 2 * 2**30
+
+
+def test_the_planner_reads_eager_traces_for_eager_scenarios_only():
+    from planner.engine.measurements import index_measurements
+    from planner.engine.models import resolve_model
+    from planner.inputs.resultfile import parse_result
+    from planner.inputs.scenario import ModelSpec, TrainingSetup
+
+    files = [parse_result(_doc("--model", "gpt2", "--precision", "fp32", "--batch", "2,4",
+                               "--attention", attention), f"{attention}.json") for attention in ("eager", "sdpa")]
+    for wanted, expected in ((None, "sdpa.json"), ("sdpa", "sdpa.json"), ("eager", "eager.json")):
+        model = resolve_model(ModelSpec(name="gpt2", attention=wanted))
+        idx = index_measurements(files, model, TrainingSetup(global_batch=8))
+        labels = {p.label for p in idx.peaks[("traced", "fp32")]}
+        assert labels and all(expected in label for label in labels), (wanted, labels)

@@ -141,8 +141,9 @@ def test_released_decoders_match_the_analytic_count_and_their_config(model_id):
     shape = {k: getattr(spec, k) for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")}
     entry = zoo.describe(model_id)
     assert entry.params == llama_param_count(**shape, tie=spec.tie_embeddings, qkv_bias=spec.qkv_bias)
+    # Released LLaMA-family checkpoints train without dropout (attention_dropout 0.0 in their configs) and use RMSNorm.
     assert entry.transformer == {**shape, "seq_len": spec.seq_len, "mlp": "swiglu",
-                                 "tie_embeddings": spec.tie_embeddings}
+                                 "tie_embeddings": spec.tie_embeddings, "dropout": 0.0, "norm": "rmsnorm"}
     assert entry.seq_len == spec.seq_len <= spec.max_seq_len
     # a resized variant keeps the id's tie / bias choices
     small = {"layers": 1, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 96, "vocab": 100}
@@ -199,7 +200,8 @@ def test_describe_llama_7b_uses_meta_and_palm_flops():
     entry = zoo.describe("llama_60m", preset="7b")
     assert entry.params == 6_738_415_616  # LLaMA-7B, HF LlamaForCausalLM.num_parameters()
     assert entry.transformer == {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 32, "seq_len": 2048,
-                                 "vocab": 32000, "mlp": "swiglu", "ffn": 11008, "tie_embeddings": False}
+                                 "vocab": 32000, "mlp": "swiglu", "ffn": 11008, "tie_embeddings": False,
+                                 "dropout": 0.0, "norm": "rmsnorm"}
     assert entry.flops_per_sample == (6 * entry.params + 12 * 32 * 4096 * 2048) * 2048
     assert entry.largest_layer_params == 32000 * 4096
 

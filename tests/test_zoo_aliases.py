@@ -104,7 +104,9 @@ def test_shipped_7b_scenarios_name_llama2_7b_and_match_its_shape(scenario):
     assert model["name"] == "llama2_7b"
     assert model["params"] == entry["params"] and model["largest_layer_params"] == entry["largest_layer_params"]
     # the architecture is the preset's; seq_len is the scenario's training context (2048), not a model property
-    arch = {k: v for k, v in entry["transformer"].items() if k not in ("seq_len", "kv_heads", "tie_embeddings")}
+    # (kv_heads, tie, dropout and norm are not typed there: the planner takes them from this entry, the same shape)
+    arch = {k: v for k, v in entry["transformer"].items()
+            if k not in ("seq_len", "kv_heads", "tie_embeddings", "dropout", "norm")}
     assert {k: v for k, v in model["transformer"].items() if k != "seq_len"} == arch
     assert entry["transformer"]["kv_heads"] == entry["transformer"]["heads"]  # plain multi-head, as the shape says
     assert entry["transformer"]["tie_embeddings"] is False  # SwiGLU's untied default, as the planner assumes

@@ -31,7 +31,8 @@ def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
     st.subheader(md(view.headline))
     st.markdown(md(view.setting))
     cols = st.columns(4)
-    cols[0].metric(tr("app.metric.fits"), tr("common.yes"),
+    said = tr("common.yes") if primary.fits else tr("app.chart.fit_unknown")  # None: no activation figure
+    cols[0].metric(tr("app.metric.fits"), said,
                    delta=tr("app.metric.fits_delta", total=gib(m.total), capacity=gib(m.capacity)),
                    delta_color="off", delta_arrow="off",
                    help=tr("app.metric.fits_help", headroom=fmt.percent(m.headroom, loc)))
@@ -55,7 +56,7 @@ def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
 
 def _no_recommendation(plan: Plan) -> PlanOption | None:
     loc = locale()
-    if not any(o.fits for o in plan.options):
+    if not any(o.fits or o.fits is None for o in plan.options):
         o = closest_to_fitting(plan)
         st.subheader(tr("app.main.nothing_fits_title"))
         if o is None:
@@ -73,4 +74,4 @@ def _no_recommendation(plan: Plan) -> PlanOption | None:
         st.info(tr("app.main.nothing_fits_advice"))
         return o
     st.warning(tr("app.main.no_price"))
-    return next((o for o in plan.options if o.fits), None)
+    return next((o for o in plan.options if o.fits or o.fits is None), None)

@@ -42,7 +42,7 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
         pick = 0 if o.id == r.primary else 1 if o.id == r.runner_up else 2
         c = o.cost
         priced = c is not None and c.price is not None
-        return (pick, not o.fits, not priced, c.usd if c is not None and priced else 0.0, c.hours if c else 0.0)
+        return (pick, {True: 0, None: 1, False: 2}[o.fits], not priced, c.usd if c is not None and priced else 0.0, c.hours if c else 0.0)
 
     data: dict[str, list] = {c: [] for c in COLUMNS}
     for o in sorted(plan.options, key=rank):
@@ -51,7 +51,7 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
         m, s, c, conv = o.memory, o.step, o.cost, o.convergence
         values = {
             "role": roles.get(o.id, ""), "gpu": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
-            "fits": bool(o.fits), "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
+            "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
             "memory_gib": _round(m.total / GIB, 2) if m else None,
             "capacity_gib": _round(m.capacity / GIB, 1) if m else None,
             "headroom_pct": _round(100 * m.headroom, 1) if m else None,

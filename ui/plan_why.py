@@ -30,7 +30,10 @@ def render_why(plan: Plan, o: PlanOption | None, scenario: Scenario) -> None:
     if m is not None:
         with st.expander(tr("app.why.memory", total=gib(m.total))):
             rows = [(tr(f"common.part.{p}"), fmt.number(v, loc, 2) + " GiB") for p, v in m.parts_gib().items()]
-            rows += [(tr("app.why.total"), gib(m.total, 2)), (tr("app.why.capacity"), gib(m.capacity, 2)),
+            rows += [(tr("app.why.allocated_peak"), gib(m.allocated_peak, 2)),
+                     (tr("app.why.reserved_peak"), gib(m.reserved_peak, 2)),
+                     (tr("app.why.total"), gib(m.total, 2)), (tr("app.why.phase"), tr(f"common.phase.{m.phase}")),
+                     (tr("app.why.capacity"), gib(m.capacity, 2)),
                      (tr("app.why.usable"), gib(m.usable, 2)), (tr("app.why.headroom"), fmt.percent(m.headroom, loc)),
                      (tr("app.col.micro_batch"), str(o.micro_batch)), (tr("app.col.grad_accum"), str(o.grad_accum))]
             _kv_table(rows)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, overload
 
 from planner.inputs.errors import InputError
+from planner.inputs.published_models import load_published_models
 from planner.inputs.scenario import (
     Adapter,
     Hardware,
@@ -24,7 +25,9 @@ from planner.inputs.scenario import (
     parse_scenario,
     scenario_to_dict,
 )
+from planner.inputs.zoo_catalog import canonical_id, load_catalog, lookup
 from planner.present.i18n import language_of
+from planner.vocab import MODEL_ATTENTIONS
 
 CUSTOM_MODEL = "__custom__"
 BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
@@ -39,6 +42,8 @@ SPOT_KEYS = {"spot_rate": "preemptions_per_instance_hour", "spot_interval": "che
 ON_PREM_KEYS = {"onprem_purchase": "purchase_usd_per_gpu", "onprem_years": "lifetime_years",
                 "onprem_util": "fleet_utilisation", "onprem_kwh": "usd_per_kwh", "onprem_pue": "pue"}
 TRANSFORMER_KEYS = {f"t_{k}": k for k in TRANSFORMER_DEFAULTS}
+AUTO_ATTENTION = "auto"  # the model.attention widget's "not set": chosen per GPU, precision and family
+ATTENTION_CHOICES = (AUTO_ATTENTION, *MODEL_ATTENTIONS)
 MODEL_NUMBER_KEYS = {"model_params": "params", "model_flops": "flops_per_sample", "model_mfu": "mfu",
                      "model_input_cpu": "input_cpu_s_per_sample"}
 # Model fields with no widget: they belong to the model they were given for, so a model change drops them.
@@ -87,6 +92,7 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "ui_locale": locale,
         "model_name": m.get("name") or CUSTOM_MODEL,
         "model_transformer": m.get("transformer") is not None,
+        "model_attention": m.get("attention") or AUTO_ATTENTION,
         "precisions": list(t.get("precisions", td["precisions"])),
         "optimizer": t.get("optimizer", td["optimizer"]),
         "optimizer_impl": t.get("optimizer_impl", td["optimizer_impl"]),
@@ -165,8 +171,13 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
         m[field] = w[key]
     if m["params"] is not None:
         m["params"] = int(m["params"])
-    m["transformer"] = ({field: w[key] for key, field in TRANSFORMER_KEYS.items()}
+    # The widgets own the sizes; knobs without a widget (kv_heads, dropout, norm, loss...) stay as loaded.
+    m["transformer"] = ({**(m.get("transformer") or {}), **{field: w[key] for key, field in TRANSFORMER_KEYS.items()}}
                         if w["model_transformer"] else None)
+    kv = (m["transformer"] or {}).get("kv_heads")
+    if kv and m["transformer"]["heads"] % kv:
+        del m["transformer"]["kv_heads"]  # the edited head count no longer splits into the loaded key/value heads
+    m["attention"] = None if w["model_attention"] == AUTO_ATTENTION else w["model_attention"]
     d["model"] = _drop_none(m)
 
     t = dict(d.get("training") or {})
@@ -175,9 +186,10 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
              micro_batch="auto" if w["micro_auto"] else int(w["micro_batch"]),
              activation_checkpointing=bool(w["checkpointing"]), sharding=w["sharding"],
              state_layout=w["state_layout"], frozen_fraction=float(w["frozen_fraction"]))
+    # The widgets own kind, rank, targets and base; knobs without a widget (dropout) stay as loaded.
     t["adapter"] = (None if w["adapter_kind"] == "none" else
-                    {"kind": w["adapter_kind"], "rank": int(w["adapter_rank"]), "targets": w["adapter_targets"],
-                     "base_dtype": w["adapter_base_dtype"]})
+                    {**(t.get("adapter") or {}), "kind": w["adapter_kind"], "rank": int(w["adapter_rank"]),
+                     "targets": w["adapter_targets"], "base_dtype": w["adapter_base_dtype"]})
     d["training"] = _drop_none(t)
 
     wl = dict(d.get("workload") or {})
@@ -219,10 +231,23 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     return d
 
 
+def has_attention(model_name: str | None, typed_transformer: bool) -> bool:
+    """Whether the attention kernel matters for this model: a typed transformer shape, or a zoo or published-corpus
+    model with one (a CNN or a custom model without a shape has no attention for the memory model to count)."""
+    if typed_transformer:
+        return True
+    if not model_name or model_name == CUSTOM_MODEL:
+        return False
+    name = canonical_id(model_name)[0]
+    entry = lookup(load_catalog(), name) or load_published_models().get(name) or {}
+    return bool(entry.get("transformer"))
+
+
 def model_reset_values() -> dict[str, Any]:
     """Widget values that belong to one model: cleared when the user picks another model."""
     out: dict[str, Any] = dict.fromkeys(MODEL_NUMBER_KEYS)
     out["model_transformer"] = False
+    out["model_attention"] = AUTO_ATTENTION
     return out
 
 

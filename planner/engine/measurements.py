@@ -141,7 +141,10 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         # step times only from runs with the scenario's own checkpointing (recompute changes the time).
         file_ckpt = bool(rf.settings.get("activation_checkpointing", False))
         times_apply = file_ckpt == training.activation_checkpointing
-        peaks_apply = not file_ckpt
+        # Peaks hold the run's attention: an eager one (bench trace --attention eager) keeps s² scores that fused
+        # kernels do not, so eager files answer eager scenarios (model.attention: eager) and only those.
+        file_eager = rf.settings.get("attention") == "eager"
+        peaks_apply = not file_ckpt and (model.transformer is None or file_eager == (model.attention == "eager"))
         optimizer = str(rf.settings.get("optimizer") or "adamw")
         trainable = rf.model.get("trainable_params")
         if rf.ddp:

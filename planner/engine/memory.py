@@ -15,11 +15,12 @@ from planner.engine.memory_activations import (
     head_activation_bytes,
     layer_activation_bytes,
     logits_loss_bytes,
+    resolve_attention,
     transformer_activation_bytes,
 )
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
-from planner.inputs.errors import InputError
+from planner.inputs.errors import CannotEstimate, InputError
 from planner.vocab import (
     ADAPTER_TARGETS,
     GIB,
@@ -28,8 +29,10 @@ from planner.vocab import (
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
+    QUANTIZED_BASE_DTYPES,
     SHARDINGS,
     STATE_LAYOUTS,
+    MemoryPhase,
 )
 
 if TYPE_CHECKING:  # type names only: planner.inputs.scenario imports yaml
@@ -39,7 +42,8 @@ __all__ = [
     "StateBytes", "TransientParts", "trainable_params", "total_params", "adapter_params", "model_state_bytes",
     "transient_parts", "transient_bytes", "transformer_activation_bytes", "layer_activation_bytes",
     "head_activation_bytes", "logits_loss_bytes", "activation_bytes", "fit_activation_line", "workspace_bytes",
-    "estimate_memory", "checkpoint_bytes", "max_micro_batch_that_fits",
+    "estimate_memory", "checkpoint_bytes", "max_micro_batch_that_fits", "resolve_attention",
+    "quantized_base_params",
 ]
 
 
@@ -51,7 +55,12 @@ OPTIMIZER_STATE_BYTES = {"sgd": 0.0, "sgd_momentum": 4.0, "adam": 8.0, "adamw": 
 # Frozen LoRA/QLoRA base weights. nf4: 4 bits + one fp32 absmax per 64-weight block = 0.5 + 4/64 B
 # (Dettmers et al. 2023, QLoRA §2; bitsandbytes blocksize 64, double quantisation off, its default in
 # transformers' BitsAndBytesConfig). With double quantisation the constants fall to 0.127 bit (≈ 0.516 B).
-BASE_DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "int8": 1.0, "nf4": 0.5 + 4 / 64}
+# nf4_dq: double quantisation stores the constants in 8 bits with one fp32 per 256 of them, 8/64 + 32/(64·256) =
+# 0.127 bit per weight (QLoRA §2): 0.5 + 0.127/8 B. Only the blocks' linear weights are quantised: embeddings,
+# the LM head and norms stay 16-bit (bitsandbytes replaces nn.Linear layers; transformers' BitsAndBytesConfig
+# skips the output embedding, llm_int8_skip_modules / get_keys_to_not_convert).
+BASE_DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "int8": 1.0, "nf4": 0.5 + 4 / 64, "nf4_dq": 0.5 + (8 / 64 + 32 / (64 * 256)) / 8}
+UNQUANTIZED_BASE_BYTES = 2.0  # embeddings, LM head and norms of a quantised base: bf16/fp16
 
 # cuBLAS workspace per handle and stream: PyTorch's default CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8"
 # (2 × 4 MiB + 8 × 16 KiB = 8.125 MiB), ":4096:8" = 32 MiB on compute capability >= 9.0
@@ -67,6 +76,11 @@ CUDA_CONTEXT_BYTES = 0.5 * GIB
 # NCCL buffers when N > 1: "hundreds of MiB" (ESTIMATION.md §1): NCCL_BUFFSIZE 4 MiB per channel and peer
 # plus proxy/channel state.
 NCCL_BUFFER_BYTES = 0.5 * GIB
+# The caching allocator's rounding and fragmentation: max_memory_reserved / max_memory_allocated − 1 (PyTorch
+# CUDA caching allocator: 512-B rounding, 2 MiB small-pool and 20 MiB large-pool segments, blocks split and
+# cached; docs "CUDA semantics › Memory management"). Set from published runs by perf/memory_report.py (fitted
+# on its named half of the points, checked on the other half; see RESERVED_FIT_NOTE).
+RESERVED_OVER_ALLOCATED = 0.11
 TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (ESTIMATION.md §1 "Fit")
 
 
@@ -89,11 +103,22 @@ def adapter_params(model: ResolvedModel, adapter: Adapter) -> int:
     if adapter.rank < 1:
         raise InputError(None, "training.adapter.rank", adapter.rank, "an integer >= 1")
     h, f = shape.hidden, shape.ffn_width
-    square = 2 * h  # q, k, v, o are h × h (no grouped-query shapes in TransformerShape)
-    per_layer = {"attention": 4 * square, "qv": 2 * square}.get(adapter.targets)
+    kv = shape.kv_head_count * h // shape.heads  # k and v project to kv_heads x head_dim (grouped-query attention)
+    q_or_o, k_or_v = h + h, h + kv  # d_in + d_out
+    per_layer = {"attention": 2 * q_or_o + 2 * k_or_v, "qv": q_or_o + k_or_v}.get(adapter.targets)
     if per_layer is None:  # all_linear: attention + MLP matrices (3 for SwiGLU, 2 for GeLU), each h × f
-        per_layer = 4 * square + (3 if shape.mlp == "swiglu" else 2) * (h + f)
+        per_layer = 2 * q_or_o + 2 * k_or_v + (3 if shape.mlp == "swiglu" else 2) * (h + f)
     return shape.layers * adapter.rank * per_layer
+
+
+def quantized_base_params(model: ResolvedModel) -> int:
+    """The base parameters a quantised adapter base (int8, nf4) holds quantised: all but the token embedding and
+    the LM head (one V×h matrix when tied), which stay 16-bit; without a shape, all of them."""
+    shape = model.transformer
+    if shape is None:
+        return model.params
+    embeddings = shape.vocab * shape.hidden * (1 if shape.tied else 2)
+    return max(0, model.params - embeddings)
 
 
 def trainable_params(model: ResolvedModel, training: TrainingSetup) -> int:
@@ -169,7 +194,7 @@ def _check_sharding(state_layout: str, sharding: str) -> None:
 
 def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layout: str, precision: str,
                       sharding: str = "none", n_gpus: int = 1, largest_layer_params: int | None = None,
-                      adapter_base_dtype: str | None = None) -> StateBytes:
+                      adapter_base_dtype: str | None = None, quantized_params: int | None = None) -> StateBytes:
     """Weights, gradients and optimizer state per GPU (ESTIMATION.md §1).
 
     Frozen parameters (Ψ − T) hold weights only, at the adapter's base dtype when given. ZeRO over N GPUs
@@ -185,8 +210,12 @@ def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layo
     if adapter_base_dtype is not None:
         _check(adapter_base_dtype, tuple(BASE_DTYPE_BYTES), "training.adapter.base_dtype")
     w, g, o = layout_bytes_per_param(state_layout, precision, optimizer)
-    frozen_w = BASE_DTYPE_BYTES[adapter_base_dtype] if adapter_base_dtype else w
     frozen, n, unit = params - trainable, n_gpus, largest_layer_params or 0
+    frozen_w = BASE_DTYPE_BYTES[adapter_base_dtype] if adapter_base_dtype else w
+    if adapter_base_dtype in QUANTIZED_BASE_DTYPES and quantized_params is not None and frozen:
+        # A quantised base keeps its embeddings and head at 16-bit: the average byte per frozen parameter.
+        quantized = min(quantized_params, frozen)
+        frozen_w = (quantized * frozen_w + (frozen - quantized) * UNQUANTIZED_BASE_BYTES) / frozen
     if state_layout == "deepspeed":
         # DeepSpeed estimate_zero2/zero3_model_states_mem_needs (no offload): Z2 4Ψ + 16Ψ/N, Z3 4·LL + 18Ψ/N.
         # Split: fp16 weights and grads + fp32 grad partition (4/N) + master and moments (12/N); Z3's extra
@@ -208,11 +237,11 @@ def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layo
 
 
 def checkpoint_bytes(params: int, trainable: int, *, optimizer: str, state_layout: str, precision: str = "bf16",
-                     adapter_base_dtype: str | None = None) -> float:
+                     adapter_base_dtype: str | None = None, quantized_params: int | None = None) -> float:
     """Checkpoint size on disk: all weights + full optimizer state (ESTIMATION.md §5); deepspeed = zero_paper."""
     layout = "zero_paper" if state_layout == "deepspeed" else state_layout
     states = model_state_bytes(params, trainable, optimizer=optimizer, state_layout=layout, precision=precision,
-                               adapter_base_dtype=adapter_base_dtype)
+                               adapter_base_dtype=adapter_base_dtype, quantized_params=quantized_params)
     return states.weights + states.optimizer
 
 
@@ -234,10 +263,11 @@ class TransientParts:
 def optimizer_temporary_bytes_per_param(optimizer: str, optimizer_impl: str, state_layout: str) -> float:
     """foreach step() temporaries (ESTIMATION.md §1, checked): Adam/AdamW one param-sized buffer (sqrt of v);
     SGD with weight decay `grad + wd·param` (weight decay assumed, the usual SGD setting); Adafactor's update
-    buffer (assumed alike); fused kernels and bitsandbytes 8-bit Adam update in place."""
+    buffer (assumed alike); fused kernels and bitsandbytes 8-bit Adam update in place; a per-parameter loop
+    (for_loop) holds one tensor's temporary at a time, negligible next to the model's states."""
     _check(optimizer, OPTIMIZERS, "training.optimizer")
     _check(optimizer_impl, OPTIMIZER_IMPLS, "training.optimizer_impl")
-    if optimizer_impl == "fused" or optimizer == "adam8bit":
+    if optimizer_impl in ("fused", "for_loop") or optimizer == "adam8bit":
         return 0.0
     return 2.0 if state_layout == "pure_bf16" else 4.0
 
@@ -391,30 +421,46 @@ def _largest_unit_params(model: ResolvedModel) -> int | None:
     return max(s.vocab * s.hidden, block)
 
 
-def peak_parts(grad_bytes: float, activations: float, parts: TransientParts,
-               grad_accum: int) -> tuple[float, float, float]:
-    """(grads, activations, transients) alive at the peak, which is the larger of two moments (ESTIMATION.md §1):
+def head_gradient_bytes(model: ResolvedModel, training: TrainingSetup, *, precision: str) -> float:
+    """The LM head's weight gradient, allocated at the start of backward while every activation is still alive
+    (the output layer is the first one backward reaches). Tied or not, the V×h matrix gets its gradient there."""
+    shape = model.transformer
+    if (shape is None or not shape.vocab or shape.loss == "sequence" or training.adapter is not None
+            or training.frozen_fraction >= 1.0):
+        return 0.0
+    _, grad_bytes, _ = layout_bytes_per_param(training.state_layout, precision, training.optimizer)
+    return grad_bytes * shape.vocab * shape.hidden
 
-    - end of forward: activations + forward transients, and gradients only when accumulation keeps them alive
-      (zero_grad(set_to_none=True), the default, frees them before forward at accumulation 1);
-    - optimizer.step(): all gradients + the optimizer's temporaries; activations are freed by then.
+
+def peak_parts(grad_bytes: float, activations: float, parts: TransientParts, grad_accum: int, *,
+               head_grad: float = 0.0, grads_kept: bool = False) -> tuple[float, float, float, MemoryPhase]:
+    """(grads, activations, transients, phase) alive at the peak, the larger of two moments (ESTIMATION.md §1):
+
+    - "backward", its start: activations + forward transients (autocast cache, the loss gradient is with the
+      activations) + the head's weight gradient; all gradients only when accumulation keeps them alive
+      (zero_grad(set_to_none=True), the default, frees them before forward at accumulation 1; `grads_kept`: zeroed
+      gradients stay, PyTorch 1.x's zero_grad()). Later in backward
+      each block's activations are freed as its gradients appear, so the start is the activation-side peak;
+    - "optimizer_step": all gradients + the optimizer's temporaries; activations are freed by then.
     """
-    grads_in_forward = grad_bytes if grad_accum > 1 else 0.0
+    # The head's gradient is whole (V×h) before any reduce-scatter shards it, so it is not capped at the sharded total.
+    grads_in_forward = grad_bytes if grad_accum > 1 or grads_kept else head_grad
     forward_peak = grads_in_forward + activations + parts.forward
     step_peak = grad_bytes + parts.step
     if forward_peak >= step_peak:
-        return grads_in_forward, activations, parts.forward
-    return grad_bytes, 0.0, parts.step
+        return grads_in_forward, activations, parts.forward, "backward"
+    return grad_bytes, 0.0, parts.step, "optimizer_step"
 
 
 def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: OptionPlan, *,
                     line: ActivationLine | None = None, workspace_gib: float | None = None,
                     context_gib: float | None = None) -> MemoryEstimate:
-    """Per-GPU memory by part at the peak moment (see peak_parts) + workspace + context + NCCL, so the
-    breakdown sums to the peak of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act).
+    """Per-GPU memory by part at the peak moment (see peak_parts) + workspace, fragmentation, context and NCCL, so
+    the breakdown sums to the device total of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act).
 
-    The option gives the GPU (capacity, compute capability for the workspace default), the GPU count, the
-    precision, the micro-batch and the accumulation; `workspace_gib`/`context_gib` override the defaults.
+    The option gives the GPU (capacity, compute capability for the workspace default and the attention kernel),
+    the GPU count, the precision, the micro-batch and the accumulation; `workspace_gib`/`context_gib` override the
+    defaults.
     """
     layout, precision, n_gpus = training.state_layout, option.precision, option.n_gpus
     trainable = trainable_params(model, training)
@@ -423,9 +469,22 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
     largest = _largest_unit_params(model) if training.sharding == "zero3" else None
     states = model_state_bytes(params, trainable, optimizer=training.optimizer, state_layout=layout,
                                precision=precision, sharding=training.sharding, n_gpus=n_gpus,
-                               largest_layer_params=largest, adapter_base_dtype=base_dtype)
-    activations, source = activation_bytes(model, precision, option.micro_batch,
-                                           checkpointing=training.activation_checkpointing, line=line, layout=layout)
+                               largest_layer_params=largest, adapter_base_dtype=base_dtype,
+                               quantized_params=quantized_base_params(model))
+    attention, attention_why = resolve_attention(model.attention, family=model.family, precision=precision,
+                                                 compute_capability=option.gpu.compute_capability)
+    notes: list[Note] = []
+    try:
+        activations, source = activation_bytes(model, precision, option.micro_batch,
+                                               checkpointing=training.activation_checkpointing, line=line,
+                                               layout=layout, attention=attention, attention_why=attention_why,
+                                               adapter=training.adapter)
+        known = True
+    except CannotEstimate:
+        # Plan the rest (states, time, cost) and say the fit is unknown rather than refuse the model.
+        activations, known = 0.0, False
+        source = Source("analytic", f"activations unknown for {model.name}: model states and overheads only")
+        notes.append(Note("activations_unknown", model=model.name, precision=precision))
     parts = transient_parts(trainable, precision=precision, optimizer=training.optimizer,
                             optimizer_impl=training.optimizer_impl, grad_accum=option.grad_accum, n_gpus=n_gpus,
                             sharding=training.sharding, state_layout=layout)
@@ -434,7 +493,6 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
         # A fitted intercept already holds the forward-time extras of the measured run (autocast cache...);
         # DDP buckets are not in a single-GPU measurement.
         parts = TransientParts(parts.step, ddp_bucket_bytes(trainable, n_gpus, training.sharding, layout))
-    notes: list[Note] = []
     if workspace_gib is not None:
         workspace = workspace_gib * GIB
         context = context_gib * GIB if context_gib is not None else 0.0
@@ -444,13 +502,18 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
         context = context_gib * GIB if context_gib is not None else CUDA_CONTEXT_BYTES
     if training.sharding == "zero3" and largest is None:
         notes.append(Note("zero3_layer_unknown"))
-    grads, shown_activations, transients = peak_parts(states.grads, activations, parts, option.grad_accum)
+    head_grad = 0.0 if line is not None else head_gradient_bytes(model, training, precision=precision)
+    grads, shown_activations, transients, phase = peak_parts(states.grads, activations, parts, option.grad_accum,
+                                                             head_grad=head_grad,
+                                                             grads_kept=not training.set_grads_to_none)
     if shown_activations < activations:
         notes.append(Note("peak_at_optimizer_step", activations_gib=round(activations / GIB, 2)))
+    allocated = states.weights + grads + states.optimizer + shown_activations + transients + workspace
     estimate = MemoryEstimate(
         weights=states.weights, grads=grads, optimizer=states.optimizer, activations=shown_activations,
         transients=transients, workspace=workspace, context=context,
         nccl=NCCL_BUFFER_BYTES if n_gpus > 1 else 0.0, capacity=option.gpu.memory_gib * GIB, source=source,
+        fragmentation=RESERVED_OVER_ALLOCATED * allocated, phase=phase, activations_known=known,
     )
     if estimate.fits and estimate.headroom < TIGHT_HEADROOM:
         notes.append(Note("headroom_tight", pct=round(estimate.headroom * 100)))
@@ -460,7 +523,7 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
 def max_micro_batch_that_fits(model: ResolvedModel, training: TrainingSetup, option: OptionPlan,
                               candidates: Iterable[int], *, line: ActivationLine | None = None,
                               workspace_gib: float | None = None, context_gib: float | None = None) -> int | None:
-    """The largest candidate micro-batch whose estimate (at the option's accumulation) fits in 0.95 × capacity,
+    """The largest candidate micro-batch whose estimate (at the option's accumulation) fits the capacity,
     or None; the option's own micro_batch is not used."""
     for b in sorted(set(candidates), reverse=True):
         est = estimate_memory(model, training, replace(option, micro_batch=b), line=line,

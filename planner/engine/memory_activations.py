@@ -6,18 +6,22 @@ from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ActivationLine, ResolvedModel, Source
 from planner.inputs.errors import CannotEstimate, InputError
-from planner.vocab import PRECISIONS, STATE_LAYOUTS
+from planner.vocab import MODEL_ATTENTIONS, PRECISIONS, QUANTIZED_BASE_DTYPES, STATE_LAYOUTS
 
 if TYPE_CHECKING:
-    from planner.inputs.scenario import TransformerShape
+    from planner.inputs.scenario import Adapter, TransformerShape
 
-ATTENTIONS = ("sdpa", "manual")  # flash/memory-efficient SDPA | explicit softmax(QK^T)V
+ATTENTIONS = MODEL_ATTENTIONS  # eager (softmax(QK^T)V) | sdpa (PyTorch's fused SDPA) | flash (FlashAttention-2)
 
 MASK_BYTES = 1  # dropout masks are torch.bool on CUDA (Korthikanti et al. 2022 §4.1: "1 byte")
 LOGSUMEXP_BYTES = 4  # flash / memory-efficient SDPA keep an fp32 logsumexp per head and token for backward
 LOG_SOFTMAX_BYTES = 4  # cross_entropy runs in fp32 (autocast fp32 op list): saved log-softmax, 4 B per logit
-# Dropout in the analytic fallback: GPT-2/BERT train with it; for dropout-free LLMs it overstates by 2sbh of
-# ~36sbh per layer (≈5%), the conservative side of a fit check.
+# RMSNorm as Hugging Face (LlamaRMSNorm), LitGPT and torchtitan write it: the input is upcast to fp32, which pow
+# and mul save (4 B per element), and the normalised tensor is saved by the weight multiply (residual dtype).
+# A fused LayerNorm saves only its input (and per-row statistics).
+RMSNORM_FP32_INPUT_BYTES = 4
+# Dropout in the analytic fallback when the shape does not say: GPT-2/BERT train with it; for dropout-free LLMs it
+# overstates by 2sbh of ~36sbh per layer (≈5%), the conservative side of a fit check. Zoo and corpus shapes say.
 ASSUME_DROPOUT = True
 # Fraction of activations kept under checkpointing when no transformer shape says better: Chen et al. 2016
 # ("Training Deep Nets with Sublinear Memory Cost", arXiv:1604.06174) keep ≈ 2/√n of n blocks' activations
@@ -28,11 +32,49 @@ CHECKPOINTED_ACTIVATION_FRACTION = 0.5
 FP32_ACTIVATION_ELEMENT_BYTES = 4.0
 HALF_ACTIVATION_ELEMENT_BYTES = 2.0
 AMP_ACTIVATION_ELEMENT_BYTES = 4.0 * 38 / 66
+# FlashAttention-2 runs fp16/bf16 only, on sm80 and newer (Dao 2023, "FlashAttention-2", README requirements:
+# Ampere, Ada or Hopper); asking for `flash` elsewhere is refused.
+FLASH_MIN_CAPABILITY = 8.0
 
 
 def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
     if value not in allowed:
         raise InputError(None, field, value, "one of " + ", ".join(allowed))
+
+
+def resolve_attention(requested: str | None, *, family: str, precision: str,
+                      compute_capability: str | None) -> tuple[str, str]:
+    """(attention, why): the scenario's model.attention, else sdpa.
+
+    The default is what the common stacks run for ViT, encoders and decoders alike: PyTorch's fused
+    scaled_dot_product_attention (Hugging Face ≥ 4.36's `attn_implementation` default, LitGPT, torchtitan, timm,
+    the zoo), which picks its flash kernel for fp16/bf16 on sm80+ and the memory-efficient one otherwise — no s×s
+    scores either way — after the caller repeats grouped K/V to every head (Hugging Face's repeat_kv, LitGPT's
+    expand). `flash` (FlashAttention-2 called directly, K/V kept at kv_heads) needs fp16/bf16 on sm80+; eager
+    attention (2021-era BERT, timm ViT) must be asked for.
+    """
+    if requested is None:
+        kernel = "flash" if precision in ("fp16", "bf16") and _capability(compute_capability) >= FLASH_MIN_CAPABILITY \
+            else "memory-efficient"
+        return "sdpa", f"default: PyTorch's fused SDPA ({kernel} kernel, {family})"
+    _check(requested, ATTENTIONS, "model.attention")
+    if requested == "flash" and (precision not in ("fp16", "bf16")
+                                 or _capability(compute_capability) < FLASH_MIN_CAPABILITY):
+        # FlashAttention-2 cannot run here: the fused SDPA path is what would.
+        return "sdpa", f"model.attention flash needs fp16/bf16 on sm80+: SDPA at {precision} on sm{compute_capability}"
+    return requested, "model.attention"
+
+
+def _capability(compute_capability: str | None) -> float:
+    try:
+        return float(str(compute_capability)) if compute_capability is not None else 0.0
+    except ValueError:
+        return 0.0
+
+
+def shape_dropout(shape: TransformerShape) -> bool:
+    """Whether the shape trains with dropout masks: its `dropout` > 0, assumed when it does not say."""
+    return ASSUME_DROPOUT if shape.dropout is None else shape.dropout > 0
 
 
 def activation_kind(precision: str, layout: str) -> str:
@@ -67,37 +109,85 @@ def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> fl
 
 
 def layer_activation_coefficients(shape: TransformerShape, precision: str, *, attention: str = "sdpa",
-                                  dropout: bool = False, layout: str = "torch_amp") -> tuple[float, float, float]:
+                                  dropout: bool | None = None, layout: str = "torch_amp",
+                                  adapter: Adapter | None = None) -> tuple[float, float, float]:
     """(c_sbh, c_as2b, c_asb): one block keeps c_sbh·s·b·h + c_as2b·a·s²·b + c_asb·a·s·b bytes.
 
     Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", §4.1, eq. 1):
     s·b·h·(34 + 5as/h) at 16-bit with dropout, unfused attention. Term by term, with t the matmul-input bytes,
-    r the residual/LayerNorm-input bytes and m the mask byte (0 without dropout):
-    LayerNorm inputs 2r; attention QKV input, Q, K, V and projection input 5t + output-dropout mask m;
-    MLP (mlp_activation_coefficient) + m. Scores (manual attention): softmax output t, + with dropout its mask
-    and output (1 + t); under AMP softmax runs in fp32 (4) and the PV matmul saves a 16-bit copy (2), + mask.
-    SDPA (flash / memory-efficient) stores no s² tensor, only an fp32 logsumexp (4·a·s·b) and regenerates
-    dropout from its RNG state. Results (checked in tests): 16-bit 34 + 5as/h / 32 + 2as/h, fp32 66 + 9as/h /
-    64 + 4as/h, AMP 38 + 7as/h / 36 + 6as/h; SDPA 34/32, 66/64, 38/36.
+    r the residual/LayerNorm-input bytes and m the mask byte (0 without dropout; `dropout` None: the shape's):
+    norm inputs 2r (RMSNorm: 2(4 + r), its fp32 upcast and normalised output); attention QKV input, Q, K, V and
+    projection input 5t (FlashAttention keeps grouped K and V at kv_heads: (3 + 2·kv/a)t; eager and SDPA run on
+    K and V repeated to all heads, Hugging Face's repeat_kv) + output-dropout mask m; MLP
+    (mlp_activation_coefficient) + m. Scores (eager attention): softmax output t, + with dropout its mask and
+    output (1 + t); under AMP softmax runs in fp32 (4) and the PV matmul saves a 16-bit copy (2), + mask.
+    SDPA/flash store no s² tensor, only an fp32 logsumexp (4·a·s·b) and regenerate dropout from its RNG state.
+    Results (checked in tests): 16-bit 34 + 5as/h / 32 + 2as/h, fp32 66 + 9as/h / 64 + 4as/h, AMP 38 + 7as/h /
+    36 + 6as/h; SDPA 34/32, 66/64, 38/36. With an adapter the base is frozen: see frozen_block_coefficient.
     """
-    _check(attention, ATTENTIONS, "attention")
+    _check(attention, ATTENTIONS, "model.attention")
     kind = activation_kind(precision, layout)
-    t, r, m = _tensor_bytes(kind), _residual_bytes(kind), (MASK_BYTES if dropout else 0)
-    c_sbh = 2 * r + (5 * t + m) + (mlp_activation_coefficient(shape, t) + m)
-    if attention == "sdpa":
+    t, r = _tensor_bytes(kind), _residual_bytes(kind)
+    m = MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
+    if adapter is not None:
+        c_sbh = frozen_block_coefficient(shape, t=t, r=r, m=m, attention=attention, adapter=adapter)
+    else:
+        norms = 2 * (r if shape.norm_kind == "layernorm" else RMSNORM_FP32_INPUT_BYTES + r)
+        kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
+        c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t) + m)
+    if attention != "eager":
         return c_sbh, 0.0, float(LOGSUMEXP_BYTES)
     if kind == "amp":
         c_scores = 4 + 2 + m
     else:
-        c_scores = t + (MASK_BYTES + t if dropout else 0)
+        c_scores = t + (MASK_BYTES + t if m else 0)
     return c_sbh, float(c_scores), 0.0
 
 
+def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int, attention: str,
+                             adapter: Adapter) -> float:
+    """Bytes per s·b·h one block keeps for backward when its base weights are frozen (LoRA/QLoRA).
+
+    Autograd saves what the gradient of something trainable needs (checked with saved_tensors_hooks: a frozen
+    nn.Linear saves no input): a frozen linear keeps no input and a frozen norm no normalised output; the
+    attention kernel still keeps Q, K, V (flash: at kv_heads) and its output (not eager's), the activation
+    function its input (GeLU f/h; SwiGLU gate, SiLU and up outputs, 3f/h). bitsandbytes' 4/8-bit matmuls
+    (MatMul4Bit, MatMul8bitLt) save their input whatever needs a gradient, so a quantised base keeps the linear
+    inputs after all. Adapters add their input: once when lora_dropout is 0 (the shared tensor), else a mask
+    and a dropped copy per adapted matrix (PEFT's per-layer nn.Dropout) instead of the input itself (checked:
+    with p > 0 the undropped input is not kept by the adapter). LitGPT's fused qkv adapter drops once for q and
+    v together: PEFT's count is the upper one.
+    """
+    f_over_h = shape.ffn_width / shape.hidden
+    norms = 2 * (r if shape.norm_kind == "layernorm" else RMSNORM_FP32_INPUT_BYTES)
+    kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
+    attention_saved = (1 + 2 * kv) * t + (0 if attention == "eager" else t) + m
+    mlp_saved = (3 if shape.mlp == "swiglu" else 1) * f_over_h * t + m
+    # The matmul inputs: attention input, projection input, MLP input, down-projection input (in units of sbh).
+    inputs = {"qkv": 1.0, "o": 1.0, "mlp": 1.0, "down": f_over_h}
+    # Adapted matrices per input: q, k, v share the attention input; gate and up (SwiGLU) the MLP input.
+    adapted = {"qv": {"qkv": 2}, "attention": {"qkv": 3, "o": 1},
+               "all_linear": {"qkv": 3, "o": 1, "mlp": 2 if shape.mlp == "swiglu" else 1, "down": 1}}[adapter.targets]
+    if adapter.base_dtype in QUANTIZED_BASE_DTYPES:  # bitsandbytes keeps every linear's input
+        kept = dict(inputs)
+    elif adapter.dropout > 0:  # the adapters keep their dropped copies (below), not the input
+        kept = {}
+    else:
+        kept = {k: inputs[k] for k in adapted}
+    if attention != "eager":
+        kept.pop("o", None)  # the attention kernel's saved output is the projection input
+    lora = sum(kept.values()) * t
+    if adapter.dropout > 0:  # a mask and a dropped copy per adapted matrix
+        lora += sum(n * inputs[k] * (MASK_BYTES + t) for k, n in adapted.items())
+    return norms + attention_saved + mlp_saved + lora
+
+
 def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, attention: str = "sdpa",
-                           dropout: bool = False, layout: str = "torch_amp") -> float:
+                           dropout: bool | None = None, layout: str = "torch_amp",
+                           adapter: Adapter | None = None) -> float:
     """Bytes one transformer block keeps for backward (Korthikanti et al. 2022 eq. 1 and variants)."""
     c_sbh, c_as2b, c_asb = layer_activation_coefficients(shape, precision, attention=attention, dropout=dropout,
-                                                         layout=layout)
+                                                         layout=layout, adapter=adapter)
     s, b, h, a = shape.seq_len, micro_batch, shape.hidden, shape.heads
     return c_sbh * s * b * h + c_as2b * a * s * s * b + c_asb * a * s * b
 
@@ -107,36 +197,48 @@ def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
     return LOG_SOFTMAX_BYTES * seq_len * micro_batch * vocab
 
 
-def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool = False,
-                          layout: str = "torch_amp") -> float:
-    """Embedding dropout mask, final LayerNorm input, LM-head input and the logits/loss tensors.
+def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool | None = None,
+                          layout: str = "torch_amp", adapter: Adapter | None = None) -> float:
+    """Embedding dropout mask, final norm input, LM-head input and the logits/loss tensors.
 
     Logits (ESTIMATION.md §1): the model's logits (t·sbV, kept by the training loop that returned them), the
     fp32 log-softmax 4sbV, and a backward transient of the same size (its gradient) at the start of backward.
+    A chunked or fused cross-entropy (`loss: chunked`) never holds the whole logits, and a sequence-level head
+    (`loss: sequence`: classification) has none: only the head input counts. A frozen head (adapters: the head
+    stays a 16-bit nn.Linear) keeps no input, and a frozen final norm no normalised output.
     """
     kind = activation_kind(precision, layout)
-    t, r, m = _tensor_bytes(kind), _residual_bytes(kind), (MASK_BYTES if dropout else 0)
+    t, r = _tensor_bytes(kind), _residual_bytes(kind)
+    m = MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
+    norm = r if shape.norm_kind == "layernorm" else RMSNORM_FP32_INPUT_BYTES + (0 if adapter is not None else r)
+    if adapter is not None:
+        t_head = 0
+    else:
+        t_head = t
     sb = shape.seq_len * micro_batch
-    logits = t * sb * shape.vocab + 2 * logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
-    return (m + r + t) * sb * shape.hidden + logits
+    logits = 0.0
+    if shape.loss == "standard":
+        logits = t * sb * shape.vocab + 2 * logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
+    return (m + norm + t_head) * sb * shape.hidden + logits
 
 
 def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *,
-                                 attention: str = "sdpa", dropout: bool = False, checkpointing: bool = False,
-                                 layout: str = "torch_amp") -> float:
+                                 attention: str = "sdpa", dropout: bool | None = None, checkpointing: bool = False,
+                                 layout: str = "torch_amp", adapter: Adapter | None = None) -> float:
     """Activations of a decoder/encoder stack at micro-batch b: L blocks + embeddings/head (bytes per GPU).
 
     Checkpointing (ESTIMATION.md §1): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
     fp32, whose residual stream is fp32) and one block's full working set exists during its recomputation.
     """
     per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
-                                       layout=layout)
+                                       layout=layout, adapter=adapter)
     if checkpointing:
         r = _residual_bytes(activation_kind(precision, layout))
         blocks = shape.layers * r * shape.seq_len * micro_batch * shape.hidden + per_layer
     else:
         blocks = shape.layers * per_layer
-    return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout)
+    return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout,
+                                          adapter=adapter)
 
 
 def activation_element_bytes(precision: str, layout: str) -> float:
@@ -146,14 +248,14 @@ def activation_element_bytes(precision: str, layout: str) -> float:
             "half": HALF_ACTIVATION_ELEMENT_BYTES}[kind]
 
 
-def checkpointing_fraction(model: ResolvedModel, precision: str, layout: str) -> tuple[float, str]:
+def checkpointing_fraction(model: ResolvedModel, precision: str, layout: str,
+                           adapter: Adapter | None = None) -> tuple[float, str]:
     """Kept fraction of per-sample activations under checkpointing, and how it was obtained."""
     shape = model.transformer
     if shape is None:
         return CHECKPOINTED_ACTIVATION_FRACTION, "checkpointing ×0.5 (Chen et al. 2016, √n segments)"
-    full = transformer_activation_bytes(shape, 1, precision, dropout=ASSUME_DROPOUT, layout=layout)
-    kept = transformer_activation_bytes(shape, 1, precision, dropout=ASSUME_DROPOUT, checkpointing=True,
-                                        layout=layout)
+    full = transformer_activation_bytes(shape, 1, precision, layout=layout, adapter=adapter)
+    kept = transformer_activation_bytes(shape, 1, precision, checkpointing=True, layout=layout, adapter=adapter)
     fraction = kept / full
     return fraction, f"checkpointing ×{fraction:.2f} (transformer formula ratio)"
 
@@ -166,26 +268,47 @@ def _with_detail(source: Source, extra: list[str]) -> Source:
 
 
 def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_precision: str, precision: str,
-                         layout: str, checkpointing: bool, extra: list[str]) -> float:
+                         layout: str, checkpointing: bool, extra: list[str], adapter: Adapter | None = None) -> float:
     """A per-sample activation figure moved to another precision and to checkpointing; says how in `extra`."""
     if given_precision != precision:
         scale = activation_element_bytes(precision, layout) / activation_element_bytes(given_precision, layout)
         per_sample *= scale
         extra.append(f"scaled {given_precision}→{precision} ×{scale:.2f}")
     if checkpointing:
-        fraction, how = checkpointing_fraction(model, precision, layout)
+        fraction, how = checkpointing_fraction(model, precision, layout, adapter)
         per_sample *= fraction
         extra.append(how)
     return per_sample
 
 
+def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str, attention_why: str,
+                    checkpointing: bool) -> str:
+    """How the transformer formula was set up, knob by knob (the plan's source line for the activations)."""
+    variant = {"fp32": "fp32", "amp": "torch AMP", "half": "16-bit"}[activation_kind(precision, layout)]
+    if shape.dropout is None:
+        dropout = "dropout assumed (the shape does not say)" if ASSUME_DROPOUT else "no dropout assumed"
+    else:
+        dropout = f"dropout {shape.dropout:g}"
+    kv = f", {shape.kv_head_count} KV heads" if shape.kv_head_count != shape.heads else ""
+    why = f" ({attention_why})" if attention_why else ""
+    if not shape.vocab:
+        loss = "no token vocabulary (image transformer): no logits"
+    elif shape.loss == "standard":
+        loss = "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient"
+    else:
+        loss = f"{shape.loss} loss: no whole logits"
+    return (f"Korthikanti et al. 2022, s·b·h·(34 + 5as/h) per layer: {variant}, {attention} attention{why}{kv}, "
+            f"{shape.norm_kind}, {dropout}{', checkpointing' if checkpointing else ''}; {loss}")
+
+
 def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, checkpointing: bool = False,
                      line: ActivationLine | None = None, layout: str = "torch_amp", attention: str = "sdpa",
-                     dropout: bool = ASSUME_DROPOUT) -> tuple[float, Source]:
+                     attention_why: str = "", adapter: Adapter | None = None) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
     Precedence (ESTIMATION.md: measured > traced > formula): a fitted line (its intercept included; lines are
     taken as measured without checkpointing), the transformer formula, then the user's per-sample figure.
+    `attention` is the resolved kind (resolve_attention) and `attention_why` how it was chosen.
     """
     if micro_batch < 1:
         raise InputError(None, "micro_batch", micro_batch, "an integer >= 1")
@@ -194,15 +317,18 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         extra: list[str] = []
         per_sample = _rescaled_per_sample(line.bytes_per_sample, model, given_precision=line.precision,
                                           precision=precision, layout=layout, checkpointing=checkpointing,
-                                          extra=extra)
+                                          extra=extra, adapter=adapter)
         return line.intercept_bytes + per_sample * micro_batch, _with_detail(line.source, extra)
     if model.transformer is not None:
-        value = transformer_activation_bytes(model.transformer, micro_batch, precision, attention=attention,
-                                             dropout=dropout, checkpointing=checkpointing, layout=layout)
-        variant = {"fp32": "fp32", "amp": "torch AMP", "half": "16-bit"}[activation_kind(precision, layout)]
-        detail = (f"Korthikanti et al. 2022, s·b·h·(34 + 5as/h) per layer: {variant}, {attention} attention, "
-                  f"{'dropout' if dropout else 'no dropout'}{', checkpointing' if checkpointing else ''}; "
-                  "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient")
+        shape = model.transformer
+        value = transformer_activation_bytes(shape, micro_batch, precision, attention=attention,
+                                             checkpointing=checkpointing, layout=layout, adapter=adapter)
+        detail = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
+                                 checkpointing=checkpointing)
+        if adapter is not None:
+            detail += (f"; frozen base ({adapter.kind} on {adapter.targets}, base {adapter.base_dtype}): no input "
+                       "kept for frozen linears" + (" except bitsandbytes' quantised ones"
+                                                    if adapter.base_dtype in QUANTIZED_BASE_DTYPES else ""))
         return value, Source("analytic", detail)
     if model.activation_bytes_per_sample is not None:
         extra = [f"model.activation_bytes_per_sample = {model.activation_bytes_per_sample:.3g} B"]
@@ -211,7 +337,7 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         per_sample = _rescaled_per_sample(model.activation_bytes_per_sample, model,
                                           given_precision=model.activation_precision or precision,
                                           precision=precision, layout=layout, checkpointing=checkpointing,
-                                          extra=extra)
+                                          extra=extra, adapter=adapter)
         return per_sample * micro_batch, Source("user", "; ".join(extra))
     raise CannotEstimate(
         "model.activation_bytes_per_sample",

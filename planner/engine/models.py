@@ -12,20 +12,20 @@ from planner.inputs.published_models import load_published_models
 from planner.inputs.resultfile import ResultFile
 from planner.inputs.scenario import ModelSpec, TransformerShape
 from planner.inputs.zoo_catalog import canonical_id, load_catalog, lookup
+from planner.vocab import LOSS_KINDS, NORM_KINDS
 
 
-def transformer_params(shape: TransformerShape, tied_embeddings: bool | None = None) -> int:
+def transformer_params(shape: TransformerShape) -> int:
     """Parameter count of a decoder/encoder stack from its shape (biases and norms ignored: < 0.1%).
 
-    Per layer: attention 4h^2; MLP 2·h·f (gelu) or 3·h·f (swiglu); embeddings V·h (+ V·h when untied).
-    By default GeLU models tie the output head to the embeddings (GPT-2, BERT) and SwiGLU ones do not (LLaMA).
+    Per layer: attention 2h² (q, o) + 2·h·(kv_heads·h/heads) (k, v: grouped-query attention, Ainslie et al.
+    2023); MLP 2·h·f (gelu) or 3·h·f (swiglu); embeddings V·h (+ V·h when the head is untied). Unless the
+    shape says, GeLU models tie the output head to the embeddings (GPT-2, BERT) and SwiGLU ones do not (LLaMA).
     """
-    if tied_embeddings is None:
-        tied_embeddings = shape.mlp == "gelu"
     h, f = shape.hidden, shape.ffn_width
     mlp = (3 if shape.mlp == "swiglu" else 2) * h * f
-    per_layer = 4 * h * h + mlp
-    embeddings = shape.vocab * h * (1 if tied_embeddings else 2)
+    per_layer = 2 * h * h + 2 * h * (shape.kv_head_count * h // shape.heads) + mlp
+    embeddings = shape.vocab * h * (1 if shape.tied else 2)
     return shape.layers * per_layer + embeddings
 
 
@@ -38,11 +38,27 @@ def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
 def _shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
     if not d:
         return None
+    tie, dropout = d.get("tie_embeddings"), d.get("dropout")
     return TransformerShape(
         layers=int(d["layers"]), hidden=int(d["hidden"]), heads=int(d["heads"]), seq_len=int(d["seq_len"]),
         # An image transformer (ViT: zoo vocab null) has no token vocabulary: no embedding table, no LM logits.
         vocab=int(d.get("vocab") or 0), mlp=str(d.get("mlp", "gelu")), ffn=d.get("ffn"),
+        kv_heads=int(d["kv_heads"]) if d.get("kv_heads") else None,
+        tie_embeddings=bool(tie) if isinstance(tie, bool) else None,
+        dropout=float(dropout) if isinstance(dropout, int | float) and not isinstance(dropout, bool) else None,
+        norm=str(d["norm"]) if d.get("norm") in NORM_KINDS else None,
+        loss=str(d["loss"]) if d.get("loss") in LOSS_KINDS else "standard",
     )
+
+
+def _same_architecture(zoo: TransformerShape, typed: TransformerShape) -> bool:
+    """Whether a typed shape is the zoo model's (at any sequence length, dropout or loss): the sizes agree and every
+    structural knob the scenario states (kv_heads, tied head, norm) is the zoo's."""
+    sizes = ("layers", "hidden", "heads", "vocab", "mlp", "ffn_width")
+    if any(getattr(zoo, k) != getattr(typed, k) for k in sizes):
+        return False
+    return all(getattr(typed, k) is None or getattr(typed, k) == getattr(zoo, k)
+               for k in ("kv_heads", "tie_embeddings", "norm"))
 
 
 def _file_shape(d: object) -> TransformerShape | None:
@@ -62,10 +78,10 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     name = canonical_id(spec.name)[0] if spec.name else None  # an old id ('llama') means its new one
     entry = lookup(catalog, name)
     zoo_shape = _shape_from_dict(entry.get("transformer")) if entry else None
-    # The zoo model at another sequence length is still the zoo model: keep its exact parameter count (the scenario's
-    # shape cannot say grouped-query attention or tied heads, so a formula would miscount Llama 3 or Qwen by 8-29%).
+    # The zoo model at another sequence length is still the zoo model: keep its exact parameter count (a typed shape
+    # that leaves out kv_heads or tie_embeddings would make a formula miscount Llama 3 or Qwen by 8-29%).
     same_model = (zoo_shape is not None and spec.transformer is not None
-                  and replace(zoo_shape, seq_len=spec.transformer.seq_len) == spec.transformer)
+                  and _same_architecture(zoo_shape, spec.transformer))
     if entry and spec.transformer is not None and zoo_shape != spec.transformer and not same_model:
         entry = None  # the zoo's default size is another model: use the scenario's shape, not its numbers
     files = [r for r in results if canonical_id(r.model_name)[0] == name]
@@ -76,7 +92,11 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     needs_corpus = not entry and not (spec.params and (spec.transformer or spec.flops_per_sample)) \
         and not file_model.get("params")
     corpus = load_published_models().get(name or "", {}) if needs_corpus else {}
-    shape = (spec.transformer or _shape_from_dict(entry.get("transformer") if entry else None)
+    typed = spec.transformer
+    if typed is not None and zoo_shape is not None and same_model:  # the zoo's knobs, the scenario's settings
+        typed = replace(zoo_shape, seq_len=typed.seq_len, loss=typed.loss,
+                        dropout=zoo_shape.dropout if typed.dropout is None else typed.dropout)
+    shape = (typed or _shape_from_dict(entry.get("transformer") if entry else None)
              or _file_shape(file_model.get("transformer"))  # a published model's shape (results/published/)
              or _file_shape(corpus.get("transformer")))
     family = ((entry or {}).get("family") or file_model.get("family") or corpus.get("family")
@@ -127,6 +147,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
         activation_precision=spec.activation_precision,
         mfu=spec.mfu,
         input_cpu_s_per_sample=spec.input_cpu_s_per_sample,
+        attention=spec.attention,
         seq_len=shape.seq_len if shape else (entry or {}).get("seq_len"),
     )
 

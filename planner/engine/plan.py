@@ -113,15 +113,21 @@ def _fixed_option(scenario: Scenario, gpu: GpuProfile, *, precision: str, micro_
 
 
 def _activation_bytes(ctx: _Context, option: OptionPlan) -> float | None:
-    """Stored activation bytes of one micro-step by the memory model (None when it has no way to tell)."""
+    """The step time's memory-traffic term: the activation bytes one micro-step writes, by the memory model (None
+    when it has no way to tell). Whatever the peak's phase, and as if the base were trainable: a frozen layer
+    still reads and writes its activations; only what autograd keeps for backward differs (memory, not time)."""
     t = ctx.scenario.training
     line = ctx.lines[option.precision].get(option.gpu.id) or ctx.lines[option.precision].get("*")
+    attention, why = memory.resolve_attention(ctx.model.attention, family=ctx.model.family,
+                                              precision=option.precision,
+                                              compute_capability=option.gpu.compute_capability)
     try:
-        mem = memory.estimate_memory(ctx.model, t, option, line=line,
-                                     workspace_gib=ctx.scenario.hardware.workspace_gib)
+        value, _ = memory.activation_bytes(ctx.model, option.precision, option.micro_batch,
+                                           checkpointing=t.activation_checkpointing, line=line,
+                                           layout=t.state_layout, attention=attention, attention_why=why)
     except CannotEstimate:
         return None
-    return mem.activations
+    return value
 
 
 def _micro_flops(ctx: _Context, micro_batch: int) -> float:
@@ -248,13 +254,16 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     notes = list(mem.notes)
     ckpt = memory.checkpoint_bytes(memory.total_params(ctx.model, t), ctx.trainable, optimizer=t.optimizer,
                                    state_layout=t.state_layout, precision=precision,
-                                   adapter_base_dtype=t.adapter.base_dtype if t.adapter else None) / GIB
-    if not mem.fits:
+                                   adapter_base_dtype=t.adapter.base_dtype if t.adapter else None,
+                                   quantized_params=memory.quantized_base_params(ctx.model)) / GIB
+    if mem.fits is False:
         notes.insert(0, Note("does_not_fit", need=round(mem.total / GIB, 1), micro=micro,
                              usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
         return replace(base, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, checkpoint_gib=ckpt,
                        notes=tuple(notes))
-    step, scale = _step(ctx, option, mem.activations)
+    if mem.fits is None and not t.micro_batch:
+        notes.append(Note("micro_batch_fit_unknown", micro=micro))
+    step, scale = _step(ctx, option, _activation_bytes(ctx, option))
     notes.extend(step.notes)
     if precision == "fp16":
         notes.append(Note("fp16_loss_scaling"))
@@ -268,7 +277,7 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
         c = cost.estimate_time_only(option, step, ctx.conv, scenario.pricing, scenario.workload,
                                     mean_power_w=power_w, reason=exc.note)
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
-    return replace(base, fits=True, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
+    return replace(base, fits=mem.fits, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
 
 
@@ -322,22 +331,16 @@ def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | Non
     return _with_dequant(ctx, option, _default_mfu_micro(ctx, option, flops))
 
 
-def _quantized_params(ctx: _Context) -> int:
-    """The base parameters QLoRA keeps in nf4: all but the embedding and the LM head (they stay 16-bit)."""
-    model, shape = ctx.model, ctx.model.transformer
-    embeddings = shape.vocab * shape.hidden * 2 if shape is not None else 0
-    return max(0, model.params - embeddings)
-
-
 def _with_dequant(ctx: _Context, option: OptionPlan, m: _Micro) -> _Micro:
     """A formula time plus QLoRA's dequantisation (steptime.dequant_s); measured and transferred times come from runs
     of the same adapter (measurements.py matches it), so they already hold it."""
     adapter = ctx.scenario.training.adapter
-    if adapter is None or adapter.base_dtype != "nf4":
+    if adapter is None or adapter.base_dtype not in ("nf4", "nf4_dq"):
         return m
-    extra = steptime.dequant_s(_quantized_params(ctx), option.gpu.memory_bandwidth_gb_per_s)
+    quantized = memory.quantized_base_params(ctx.model)
+    extra = steptime.dequant_s(quantized, option.gpu.memory_bandwidth_gb_per_s)
     detail = (f"{m.source.detail}; + {steptime.format_duration(extra)} to dequantise the nf4 base weights "
-              f"({steptime.DEQUANT_PASSES} passes × {_quantized_params(ctx):,} parameters × "
+              f"({steptime.DEQUANT_PASSES} passes × {quantized:,} parameters × "
               f"{steptime.QLORA_DEQUANT_BYTES_PER_PARAM_PASS:g} B at {option.gpu.memory_bandwidth_gb_per_s:g} GB/s, "
               "from LitGPT's published LoRA/QLoRA pair)")
     low, high = m.band
@@ -596,5 +599,5 @@ def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.
     if w:
         out.append(w)
     if options and not any(o.fits for o in options):
-        out.append(Note("no_option_fits"))
+        out.append(Note("no_option_fits_known") if any(o.fits is None for o in options) else Note("no_option_fits"))
     return out

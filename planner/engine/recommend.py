@@ -10,8 +10,11 @@ from planner.vocab import PRECISION_PREFERENCE
 
 
 def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
-    """Options that fit and have a price (an option timed but with no quote cannot be compared on cost)."""
-    return [o for o in options if o.fits and o.cost is not None and o.cost.price is not None]
+    """Options that fit and have a price (an option timed but with no quote cannot be compared on cost). Options
+    whose fit is unknown (fits None: no activation figure) count only when no option is known to fit."""
+    priced = [o for o in options if o.cost is not None and o.cost.price is not None]
+    known = [o for o in priced if o.fits]
+    return known or [o for o in priced if o.fits is None]
 
 
 def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
@@ -29,7 +32,7 @@ def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
 def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recommendation:
     pool = costed(options)
     if not pool:
-        reason = ("no option fits in memory" if not any(o.fits for o in options)
+        reason = ("no option fits in memory" if not any(o.fits or o.fits is None for o in options)
                   else "no option has a price for the chosen tier")
         return Recommendation(None, None, None, None, reason)
     deadline = constraints.deadline_hours
@@ -47,6 +50,9 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
         reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
     if budget is not None and cost_of(primary).usd > budget:
         reason += f"; over the {budget:,.0f} USD budget"
+    if primary.fits is None:
+        reason += ("; its memory fit is unknown (no activation figure for the model)"
+                   + ("; the options known to fit have no price" if any(o.fits for o in options) else ""))
     if deadline is not None and cost_of(primary).hours <= deadline < cost_of(primary).hours_range[1]:
         reason += f"; at the high end of its range ({cost_of(primary).hours_range[1]:,.1f} h) it misses the deadline"
     runner = _runner_up(primary, pareto_frontier(pool))

@@ -54,6 +54,10 @@ OPTIMIZER_BYTES_PER_PARAM = {
     ("adam8bit", "foreach"): 16.0,
     ("adam8bit", "fused"): 16.0,
 }
+# A per-parameter loop moves the same bytes as the multi-tensor one (it runs the same element-wise ops, tensor by
+# tensor; its extra cost is kernel launches, not traffic).
+OPTIMIZER_BYTES_PER_PARAM.update({(opt, "for_loop"): OPTIMIZER_BYTES_PER_PARAM[(opt, "foreach")]
+                                  for opt, impl in list(OPTIMIZER_BYTES_PER_PARAM) if impl == "foreach"})
 
 # QLoRA: bitsandbytes dequantises each 4-bit (nf4) base weight to bf16 before its matmul, in the forward and again
 # in the backward (for the input gradient): DEQUANT_PASSES per micro-step. The cost per quantized parameter and pass,

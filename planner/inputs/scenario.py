@@ -19,7 +19,10 @@ from planner.vocab import (
     ADAPTER_TARGETS,
     BASE_DTYPES,
     LOCALES,
+    LOSS_KINDS,
     MLP_KINDS,
+    MODEL_ATTENTIONS,
+    NORM_KINDS,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
@@ -41,12 +44,30 @@ class TransformerShape:
     vocab: int
     mlp: str = "gelu"
     ffn: int | None = None  # MLP width; default 4h for gelu, 8h/3 rounded for swiglu
+    kv_heads: int | None = None  # key/value heads (< heads: grouped-query, 1: multi-query); default heads
+    tie_embeddings: bool | None = None  # LM head shares the token embedding; default: gelu yes, swiglu no
+    dropout: float | None = None  # training dropout probability; None: not said (the memory check assumes some)
+    norm: str | None = None  # layernorm | rmsnorm; default: gelu layernorm, swiglu rmsnorm
+    loss: str = "standard"  # standard | chunked (fused/chunked cross-entropy) | sequence (classification head)
 
     @property
     def ffn_width(self) -> int:
         if self.ffn is not None:
             return self.ffn
         return 4 * self.hidden if self.mlp == "gelu" else int(round(8 * self.hidden / 3))
+
+    @property
+    def kv_head_count(self) -> int:
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def tied(self) -> bool:
+        """Whether the LM head is the token embedding (GPT-2, BERT, Llama 3.2 1B/3B) or its own matrix (LLaMA)."""
+        return self.mlp == "gelu" if self.tie_embeddings is None else self.tie_embeddings
+
+    @property
+    def norm_kind(self) -> str:
+        return self.norm or ("rmsnorm" if self.mlp == "swiglu" else "layernorm")
 
 
 @dataclass(frozen=True)
@@ -60,6 +81,7 @@ class ModelSpec:
     transformer: TransformerShape | None = None
     mfu: float | None = None
     input_cpu_s_per_sample: float | None = None
+    attention: str | None = None  # eager | sdpa | flash; None: chosen per GPU, precision and family
 
 
 @dataclass(frozen=True)
@@ -68,6 +90,7 @@ class Adapter:
     rank: int = 16
     targets: str = "attention"
     base_dtype: str = "bf16"
+    dropout: float = 0.0  # lora_dropout on the adapters' input (PEFT's default 0.0; LitGPT 0.05)
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,9 @@ class TrainingSetup:
     state_layout: str = "torch_amp"
     frozen_fraction: float = 0.0
     adapter: Adapter | None = None
+    # optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default, frees gradients before forward; False keeps
+    # zeroed gradients alive through forward (PyTorch 1.x's default, and the loops written for it).
+    set_grads_to_none: bool = True
 
 
 @dataclass(frozen=True)
@@ -241,9 +267,16 @@ def _model(r: Reader) -> ModelSpec:
             vocab=t.integer("vocab", minimum=1, maximum=100_000_000),
             mlp=t.string("mlp", tsd["mlp"], MLP_KINDS),
             ffn=t.integer("ffn", None, minimum=1, maximum=10_000_000),
+            kv_heads=t.integer("kv_heads", None, minimum=1, maximum=10_000),
+            tie_embeddings=t.boolean("tie_embeddings") if t.raw("tie_embeddings", None) is not None else None,
+            dropout=t.number("dropout", None, minimum=0, maximum=0.99),
+            norm=t.string("norm", None, NORM_KINDS),
+            loss=t.string("loss", tsd["loss"], LOSS_KINDS),
         )
         if shape.hidden % shape.heads:
             raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
+        if shape.heads % shape.kv_head_count:
+            raise t.fail("kv_heads", shape.kv_heads, f"a divisor of heads ({shape.heads})")
     spec = ModelSpec(
         name=r.string("name", None),
         params=r.integer("params", None, minimum=1, maximum=10**14),
@@ -254,6 +287,7 @@ def _model(r: Reader) -> ModelSpec:
         transformer=shape,
         mfu=r.number("mfu", None, minimum=0.01, maximum=1),
         input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0, maximum=100),
+        attention=r.string("attention", None, MODEL_ATTENTIONS),
     )
     if spec.name is None and spec.params is None and spec.transformer is None:
         raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
@@ -287,6 +321,7 @@ def _training(r: Reader) -> TrainingSetup:
             rank=a.integer("rank", ad["rank"], minimum=1, maximum=65536),
             targets=a.string("targets", ad["targets"], ADAPTER_TARGETS),
             base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"], BASE_DTYPES),
+            dropout=a.number("dropout", ad["dropout"], minimum=0, maximum=0.99),
         )
     setup = TrainingSetup(
         global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
@@ -299,6 +334,7 @@ def _training(r: Reader) -> TrainingSetup:
         state_layout=r.string("state_layout", td["state_layout"], STATE_LAYOUTS),
         frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
         adapter=adapter,
+        set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
     )
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
         raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "

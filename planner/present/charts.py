@@ -41,8 +41,9 @@ def top_options(plan: Plan, n: int | None = 10) -> list[PlanOption]:
     picks = [oid for oid in (r.primary, r.runner_up, r.cheapest_within_deadline, r.fastest_within_budget) if oid]
     frontier = [o.id for o in pareto_frontier(pool)]
     ranked = sorted(pool, key=lambda o: (cost_of(o).usd, cost_of(o).hours))
-    ranked += [o for o in plan.options if o.fits and (o.cost is None or o.cost.price is None)]
-    ranked += [o for o in plan.options if not o.fits]
+    ranked += [o for o in plan.options if o not in ranked and o.fits is not False
+               and (o.cost is None or o.cost.price is None or o.fits is None)]
+    ranked += [o for o in plan.options if o.fits is False]
     if n is None:
         return ranked
     # Picks and the frontier first; then the cheapest of each GPU and count not yet shown (variety: four
@@ -158,15 +159,16 @@ def cost_time_spec(plan: Plan, locale: str | None = "en", deadline_hours: float 
 
 def memory_rows(options: Sequence[PlanOption], locale: str | None = "en",
                 label: Callable[[PlanOption], str] = option_label) -> list[dict]:
-    """One bar per option (its memory parts in GiB) with its capacity, usable share and fit, in the given order."""
+    """One bar per option (its memory parts in GiB) with its capacity and fit, in the given order."""
     names = {p: t(f"common.part.{p}", locale) for p in MemoryEstimate.PARTS}
-    fits, no_fit = t("app.chart.fits", locale), t("app.chart.no_fit", locale)
+    status = {True: t("app.chart.fits", locale), False: t("app.chart.no_fit", locale),
+              None: t("app.chart.fit_unknown", locale)}
     rows = []
     for rank, o in enumerate(o for o in options if o.memory is not None):
         m = memory_of(o)
         common = {"gpu": label(o), "rank": rank, "capacity": round(m.capacity / GIB, 2),
-                  "usable": round(m.usable / GIB, 2), "total": round(m.total / GIB, 2),
-                  "status": fits if o.fits else no_fit, "fits": bool(o.fits)}
+                  "total": round(m.total / GIB, 2),
+                  "status": status[o.fits], "fits": bool(o.fits), "fit_unknown": o.fits is None}
         for i, (part, value) in enumerate(m.parts_gib().items()):
             rows.append({**common, "part": names[part], "order": i, "gib": round(value, 3)})
     return rows
@@ -175,7 +177,7 @@ def memory_rows(options: Sequence[PlanOption], locale: str | None = "en",
 def memory_spec(plan: Plan | None, locale: str | None = "en", options: Sequence[PlanOption] | None = None, *,
                 label: Callable[[PlanOption], str] = option_label, titled: bool = True) -> dict:
     """The memory chart of the app and the reports: per option, the parts stacked, a black tick at the GPU's
-    capacity, a dashed tick at the usable 95 %, and whether it fits. Options: the top ones of `plan` by default."""
+    capacity, and whether it fits. Options: the top ones of `plan` by default."""
     if options is None:
         options = top_options(plan, MAX_OPTIONS_IN_MEMORY_CHART) if plan is not None else []
         options = [o for o in options if o.memory is not None][:MAX_OPTIONS_IN_MEMORY_CHART]
@@ -204,17 +206,14 @@ def memory_spec(plan: Plan | None, locale: str | None = "en", options: Sequence[
                 "encoding": {"y": y, "x": {"field": "capacity", "type": "quantitative"},
                              "tooltip": [{"field": "capacity", "type": "quantitative", "format": ",.1f",
                                           "title": t("app.chart.capacity", locale)}]}}
-    usable = {"transform": one_per_option,
-              "mark": {"type": "tick", "color": "#555", "thickness": 1, "size": 20, "strokeDash": [3, 2]},
-              "encoding": {"y": y, "x": {"field": "usable", "type": "quantitative"},
-                           "tooltip": [{"field": "usable", "type": "quantitative", "format": ",.1f",
-                                        "title": t("app.chart.usable", locale)}]}}
     status = {"transform": one_per_option,
               "mark": {"type": "text", "align": "left", "dx": 6, "fontSize": 11, "fontWeight": "bold"},
               "encoding": {"y": y, "x": {"field": "capacity", "type": "quantitative"},
                            "text": {"field": "status", "type": "nominal"},
-                           "color": {"condition": {"test": "datum.fits", "value": "#1b5e20"}, "value": "#b00020"}}}
-    spec: dict = {"data": {"values": rows}, "layer": [bars, usable, capacity, status],
+                           "color": {"condition": [{"test": "datum.fits", "value": "#1b5e20"},
+                                                   {"test": "datum.fit_unknown", "value": "#6d6d6d"}],
+                                     "value": "#b00020"}}}
+    spec: dict = {"data": {"values": rows}, "layer": [bars, capacity, status],
                   "height": {"step": 22}}
     if titled:
         spec["title"] = _title(t("report.chart.memory_title", locale), t("report.chart.memory_subtitle", locale))

@@ -186,7 +186,7 @@ class ScalingRow:
     gpu_name: str
     precision: str
     n_gpus: int
-    fits: bool
+    fits: bool | None  # None: unknown (no activation figure)
     hours: float | None
     cost_usd: float | None
     gpu_hours: float | None

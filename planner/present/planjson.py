@@ -29,7 +29,9 @@ def option_to_dict(o: PlanOption) -> dict:
     memory_gib = None
     if m is not None:
         memory_gib = {k: _r(v) for k, v in m.parts_gib().items()}
-        memory_gib.update(total=_r(m.total / GIB), capacity=_r(m.capacity / GIB), usable=_r(m.usable / GIB))
+        memory_gib.update(total=_r(m.total / GIB), capacity=_r(m.capacity / GIB), usable=_r(m.usable / GIB),
+                          allocated_peak=_r(m.allocated_peak / GIB), reserved_peak=_r(m.reserved_peak / GIB),
+                          device_total=_r(m.device_total / GIB))
     price = None
     if c is not None and c.price is not None:
         p = c.price
@@ -42,6 +44,7 @@ def option_to_dict(o: PlanOption) -> dict:
         "memory_gib": memory_gib,
         "headroom": _r(m.headroom, 3) if m else None,
         "memory_source": str(m.source) if m else None,
+        "memory_phase": m.phase if m else None,
         "step_time_s": _r(s.step_time_s) if s else None,
         "micro_step_time_s": _r(s.micro_step_time_s) if s else None,
         "step_time_source": str(s.source) if s else None,

@@ -47,7 +47,7 @@ def _row(o: PlanOption) -> list[str]:
         price = f"{c.price.provider} {c.price.tier} {c.price.as_of or 'undated'} ${c.price.usd_per_gpu_hour:.2f}"
     local = f"{_money(c.amount_in_currency)} {c.currency}" if c and c.price else MISSING
     return [
-        o.id, "yes" if o.fits else "NO", parts, total,
+        o.id, {True: "yes", False: "NO", None: "unknown"}[o.fits], parts, total,
         f"{o.micro_batch}x{o.grad_accum}" if o.micro_batch else MISSING,
         _fmt(s.step_time_s, ".3f") if s else MISSING, s.source.kind if s else MISSING,
         _fmt(o.convergence.steps, ",.0f") if o.convergence else MISSING, hours,

@@ -52,7 +52,7 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
     r = plan.recommendation
     primary, runner = plan.option(r.primary), plan.option(r.runner_up)
     fastest = plan.option(r.fastest_within_budget)
-    n_fit = sum(o.fits for o in plan.options)
+    n_fit = sum(1 for o in plan.options if o.fits)
     counts = t("summary.counts", locale, total=len(plan.options), fit=n_fit, priced=len(costed(plan.options)))
     if primary is None or primary.cost is None:
         key = "none_fit" if n_fit == 0 else "none_priced"

@@ -173,6 +173,8 @@ def _options_table(plan: Plan, shown: list[PlanOption], locale: str) -> Table:
 
 
 def _role_text(o: PlanOption, r, locale: str) -> str:
+    if o.fits is None:
+        return t("report.role.fit_unknown", locale)
     if not o.fits:
         # Without a memory estimate the option could not be sized at all (e.g. precision unsupported): say why.
         return render_note(o.notes[0], locale) if o.memory is None and o.notes else t("report.role.no_fit", locale)
@@ -239,7 +241,7 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
     """Per shown option, where its figures come from; lines true of every option are listed once, first."""
     per_option = []
     for o in shown:
-        if not o.fits:
+        if o.fits is False:
             continue
         lines = []
         if o.step:
@@ -248,6 +250,11 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
         if o.memory:
             lines.append(t("report.src.memory", locale, kind=source_kind(o.memory.source.kind, locale),
                            detail=render_note(o.memory.source.detail, locale)))
+            m = o.memory
+            lines.append(t("report.src.memory_figures", locale, allocated=fmt.number(m.allocated_peak / GIB, locale),
+                           reserved=fmt.number(m.reserved_peak / GIB, locale),
+                           device=fmt.number(m.device_total / GIB, locale),
+                           phase=t(f"common.phase.{m.phase}", locale)))
         if o.convergence:
             lines.append(t("report.src.steps", locale, kind=source_kind(o.convergence.source.kind, locale),
                            detail=render_note(o.convergence.source.detail, locale)))

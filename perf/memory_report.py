@@ -1,0 +1,192 @@
+"""How far the memory model is from published peak-memory measurements, like with like.
+
+Every case of perf/memory_cases.yaml names one verified corpus row (bench/published/sources/) and sets every knob
+from the published configuration. The planner's memory estimate is compared on the counter the source printed:
+
+- max_memory_allocated → the estimate's allocated_peak (goal: within 5%);
+- max_memory_reserved → reserved_peak (allocated + the allocator's fragmentation);
+- device_used (nvidia-smi / NVML) → device_total (reserved + CUDA context + NCCL; goal: within 10%);
+- an out-of-memory row → the verdict: it must not fit; a row that ran must fit.
+
+error = predicted / published − 1. `half: fit` rows may set a free constant, `half: check` rows only check it; the
+table reports both halves apart.
+
+    .venv/bin/python perf/memory_report.py           # the Markdown table (the README's)
+    .venv/bin/python perf/memory_report.py --json    # every case's numbers
+
+Deterministic (no timing); tests/test_published_memory.py asserts each row and that the README table is this one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from bench.corpus import Row, check_corpus  # noqa: E402
+from planner.engine.estimates import MemoryEstimate  # noqa: E402
+from planner.engine.memory import RESERVED_OVER_ALLOCATED, estimate_memory  # noqa: E402
+from planner.engine.models import resolve_model  # noqa: E402
+from planner.engine.option import OptionPlan  # noqa: E402
+from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles  # noqa: E402
+from planner.inputs.scenario import parse_scenario  # noqa: E402
+from planner.vocab import GIB  # noqa: E402
+
+CASES = ROOT / "perf" / "memory_cases.yaml"
+CORPUS = ROOT / "bench" / "published"
+UNIT_BYTES = {"gb_memory": 1e9, "gib_memory": 2.0**30, "mib_memory": 2.0**20, "bytes_memory": 1.0}
+FIGURE_OF = {"max_memory_allocated": "allocated_peak", "max_memory_reserved": "reserved_peak",
+             "device_used": "device_total"}
+TOLERANCE = {"allocated_peak": 0.05, "reserved_peak": 0.10, "device_total": 0.10}
+
+
+@dataclass(frozen=True)
+class Result:
+    case: str
+    half: str
+    source: str  # slug:line
+    figure: str  # allocated_peak | reserved_peak | device_total | verdict
+    published_gib: float | None  # None for an out-of-memory row
+    predicted_gib: float
+    fits: bool
+    ran: bool  # the published run ran (False: out of memory)
+    estimate: MemoryEstimate
+
+    @property
+    def error(self) -> float | None:
+        return None if self.published_gib is None else self.predicted_gib / self.published_gib - 1
+
+
+def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
+    return list(yaml.safe_load(path.read_text(encoding="utf-8"))["cases"])
+
+
+def find_row(rows: Sequence[Row], ref: dict[str, Any], gpu: str) -> Row:
+    """The corpus row a case names: source, line and unit, on the case's GPU when the row names one (a source
+    cites several files, so a line number alone can repeat), at `batch` when a line holds several rows."""
+    found = [r for r in rows if r.source_slug == ref["source"] and r.fields.get("line") == ref["line"]
+             and r.unit == ref["unit"] and ("batch" not in ref or r.fields.get("batch_per_gpu") == ref["batch"])
+             and r.gpu_profile_id in (None, gpu)]
+    if len(found) != 1:
+        raise SystemExit(f"{CASES}: row {ref}: {len(found)} corpus rows match (expected exactly one)")
+    return found[0]
+
+
+def memory_meaning(row: Row) -> str | None:
+    """The counter a row's excerpt printed (its `memory_meaning` in the transcription)."""
+    doc = yaml.safe_load((CORPUS / "sources" / f"{row.source_slug}.yaml").read_text(encoding="utf-8"))
+    raw = row.excerpt.raw if row.excerpt is not None else None
+    return next((e.get("memory_meaning") for e in doc["excerpts"] if e.get("raw") == raw), None)
+
+
+def predict(case: dict[str, Any], row: Row, profiles: dict) -> Result:
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": case["id"], "model": case["scenario"]["model"],
+        "training": {"global_batch": case["micro_batch"] * case.get("grad_accum", 1) * case.get("n_gpus", 1),
+                     **case["scenario"]["training"]},
+        "workload": {"dataset_samples": 1000, "epochs": 1},
+        "hardware": {"gpus": [case["gpu"]], "gpu_counts": [case.get("n_gpus", 1)]}}, f"{CASES}:{case['id']}")
+    model = resolve_model(scenario.model)
+    option = OptionPlan(gpu=profiles[case["gpu"]], n_gpus=case.get("n_gpus", 1),
+                        precision=scenario.training.precisions[0], micro_batch=case["micro_batch"],
+                        grad_accum=case.get("grad_accum", 1))
+    est = estimate_memory(model, scenario.training, option, context_gib=case.get("context_gib"))
+    ran = row.unit != "oom"
+    meaning = memory_meaning(row)
+    figure = FIGURE_OF.get(meaning or "", "verdict") if ran else "verdict"
+    published = float(row.value.replace(",", "")) * UNIT_BYTES[row.unit] / GIB if ran else None
+    predicted = getattr(est, figure if figure != "verdict" else "device_total") / GIB
+    return Result(case=case["id"], half=case["half"], source=f"{row.source_slug}:L{row.fields.get('line')}",
+                  figure=figure, published_gib=published, predicted_gib=predicted, fits=est.fits, ran=ran,
+                  estimate=est)
+
+
+def run() -> list[Result]:
+    rows, problems = check_corpus(CORPUS)
+    if problems:
+        raise SystemExit("the corpus does not check: " + problems[0])
+    profiles = load_profiles(DEFAULT_PROFILES_DIR)[0]
+    return [predict(case, find_row(rows, case["row"], case["gpu"]), profiles) for case in load_cases()]
+
+
+def implied_reserved_fraction(r: Result) -> float | None:
+    """The fragmentation a reserved or device figure implies: published reserved / predicted allocated − 1 (the
+    device figure less the predicted context and NCCL first); None for an allocated figure or a verdict."""
+    if r.published_gib is None or r.figure not in ("reserved_peak", "device_total"):
+        return None
+    reserved = r.published_gib * GIB
+    if r.figure == "device_total":
+        reserved -= r.estimate.context + r.estimate.nccl
+    return reserved / r.estimate.allocated_peak - 1
+
+
+def fit_reserved_fraction(results: Sequence[Result]) -> tuple[float, list[str]]:
+    """memory.RESERVED_OVER_ALLOCATED fitted on the `fit` half: the median implied fragmentation of its reserved and
+    device rows (rounded to 0.01), and the cases it used."""
+    used = [(r.case, f) for r in results if r.half == "fit" and (f := implied_reserved_fraction(r)) is not None]
+    if not used:
+        raise SystemExit(f"{CASES}: no fit-half row with a reserved or device figure to fit the fragmentation on")
+    return round(statistics.median(f for _, f in used), 2), [c for c, _ in used]
+
+
+def summary(results: Sequence[Result]) -> dict[str, Any]:
+    fitted, used = fit_reserved_fraction(results)
+    out: dict[str, Any] = {"n_cases": len(results), "verdicts_right": sum(r.fits == r.ran for r in results),
+                           "reserved_over_allocated_fit": fitted, "reserved_fit_cases": used}
+    for figure in ("allocated_peak", "reserved_peak", "device_total"):
+        for half in ("fit", "check", "all"):
+            errs = [abs(r.error) for r in results if r.figure == figure and r.error is not None
+                    and (half == "all" or r.half == half)]
+            if errs:
+                out[f"{figure}_{half}_median_abs"] = round(statistics.median(errs), 4)
+                out[f"{figure}_{half}_max_abs"] = round(max(errs), 4)
+                out[f"{figure}_{half}_n"] = len(errs)
+    return out
+
+
+def table_lines(results: Sequence[Result]) -> list[str]:
+    lines = ["| case | half | published row | compared | published GiB | predicted GiB | error | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        pub = f"{r.published_gib:.2f}" if r.published_gib is not None else "out of memory"
+        err = f"{r.error * 100:+.1f}%" if r.error is not None else "—"
+        verdict = ("fits" if r.fits else "does not fit") + (" ✓" if r.fits == r.ran else " ✗")
+        lines.append(f"| {r.case} | {r.half} | {r.source} | {r.figure} | {pub} | {r.predicted_gib:.2f} | {err} | "
+                     f"{verdict} |")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="every case's numbers and the summary as JSON")
+    args = ap.parse_args(argv)
+    results = run()
+    if args.json:
+        print(json.dumps({"summary": summary(results),
+                          "cases": [{"case": r.case, "half": r.half, "row": r.source, "figure": r.figure,
+                                     "published_gib": r.published_gib, "predicted_gib": round(r.predicted_gib, 4),
+                                     "error": None if r.error is None else round(r.error, 4), "fits": r.fits,
+                                     "ran": r.ran, "phase": r.estimate.phase,
+                                     "parts_gib": {k: round(v, 3) for k, v in r.estimate.parts_gib().items()},
+                                     "source": str(r.estimate.source)} for r in results]}, indent=1))
+        return 0
+    print("\n".join(table_lines(results)))
+    fitted, used = fit_reserved_fraction(results)
+    print(f"\nFragmentation (max_memory_reserved / max_memory_allocated − 1) fitted on the fit half "
+          f"({len(used)} rows: {', '.join(used)}): {fitted:.2f}; the planner uses "
+          f"{RESERVED_OVER_ALLOCATED:.2f} (planner/engine/memory.py).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The memory model against published peak-memory measurements, like with like (perf/memory_cases.yaml, one test
+per published row): allocated_peak vs torch.cuda.max_memory_allocated within 5%, reserved_peak vs
+max_memory_reserved within 10%, device_total vs NVML/nvidia-smi within 10%, and the verdict of every row (a run
+that ran fits, an out-of-memory row does not). Every number is read from the verified corpus
+(bench/published/sources/), every knob from the published configuration (each case's `why`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+_spec = importlib.util.spec_from_file_location("memory_report", ROOT / "perf" / "memory_report.py")
+assert _spec is not None and _spec.loader is not None
+memory_report = importlib.util.module_from_spec(_spec)
+sys.modules["memory_report"] = memory_report
+_spec.loader.exec_module(memory_report)
+
+# Rows the model misses today, each with why; strict: a fix turns the xfail into a failure until it is removed here.
+KNOWN_MISSES = {
+    "litgpt-a100-llama2-7b-lora-b2": "LitGPT's LoRA run grows 7.2 GiB per sample at 1,304 tokens; the frozen-base "
+                                     "model 6.5 (-5.6% at micro-batch 2): ~12 B·s·h per layer unexplained",
+    "litgpt-a100-llama2-7b-qlora-nf4": "QLoRA allocated ≈10% low: LitGPT/bitsandbytes hold ~1.3 GiB more than the "
+                                       "frozen-base model explains (at load or in bnb's matmuls; not published)",
+    "litgpt-a100-llama2-13b-qlora-nf4": "QLoRA allocated ≈9% low (as the 7B QLoRA row)",
+    "litgpt-a10g-mistral-7b-qlora-b2": "QLoRA allocated ≈18% low (as the 7B QLoRA row, larger at seq 512)",
+    "mesa-deit-b-amp-b128": "ViT-B/16 eager attention under AMP ≈23% low: 4 GiB unexplained (the counter is "
+                            "inferred from the demo code and the GPU and PyTorch version are not published)",
+    "litgpt-a10g-llama2-7b-fsdp4-ckpt-b4-oom": "FSDP on 4 x A10G ran out of memory where the model says 19 of "
+                                               "22.5 GiB: FSDP's unsharded root unit, prefetched blocks and full "
+                                               "state-dict save are not modelled",
+}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {r.case: r for r in memory_report.run()}
+
+
+CASE_IDS = [c["id"] for c in memory_report.load_cases()]
+
+
+@pytest.mark.parametrize("case_id", [pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_MISSES[c], strict=True))
+                                     if c in KNOWN_MISSES else c for c in CASE_IDS])
+def test_published_row(results, case_id):
+    r = results[case_id]
+    assert r.fits == r.ran, f"{case_id}: the plan says {'fits' if r.fits else 'does not fit'}; the published run " \
+                            f"{'ran' if r.ran else 'ran out of memory'} ({r.source})"
+    if r.error is not None:
+        limit = memory_report.TOLERANCE[r.figure]
+        assert abs(r.error) <= limit, f"{case_id}: {r.figure} {r.predicted_gib:.2f} GiB vs published " \
+                                      f"{r.published_gib:.2f} GiB ({r.error:+.1%}, limit ±{limit:.0%}; {r.source})"
+
+
+def test_the_cases_cover_what_the_issue_names(results):
+    cases = memory_report.load_cases()
+    knobs = [c["scenario"] for c in cases]
+    assert sum(r.published_gib is not None for r in results.values()) >= 8
+    assert any(k["training"].get("adapter", {}).get("kind") == "lora" for k in knobs)
+    assert any(k["training"].get("adapter", {}).get("kind") == "qlora" for k in knobs)
+    assert any("adapter" not in k["training"] and k["model"]["name"].startswith("llama") for k in knobs)  # full FT
+    assert any(c.get("n_gpus", 1) > 1 and c["scenario"]["training"].get("sharding") == "zero3" for c in cases)
+    assert any(k["model"].get("attention") == "eager" and k["training"]["precisions"] == ["fp32"] for k in knobs)
+    assert any(k["model"]["name"] == "vit_b16" for k in knobs)
+    # out-of-memory rows next to a row of the same configuration that ran (a boundary): LitGPT Llama 2 7B b2/b4
+    # and 13B b1/b2 on the A100 40GB
+    oom = [r for r in results.values() if not r.ran]
+    assert len(oom) >= 6
+    wrong = {r.case for r in results.values() if r.fits != r.ran}
+    assert wrong == {"litgpt-a10g-llama2-7b-fsdp4-ckpt-b4-oom"}, wrong
+
+
+def test_the_fragmentation_constant_is_the_fit_on_the_fit_half(results):
+    fitted, used = memory_report.fit_reserved_fraction(list(results.values()))
+    assert used and all(results[c].half == "fit" for c in used)
+    assert memory_report.RESERVED_OVER_ALLOCATED == fitted, \
+        "planner/engine/memory.py RESERVED_OVER_ALLOCATED differs from perf/memory_report.py's fit: update it"
+
+
+def test_known_misses_name_real_cases():
+    assert set(KNOWN_MISSES) <= set(CASE_IDS)
+
+
+def test_every_case_names_exactly_one_corpus_row():
+    rows, problems = memory_report.check_corpus(memory_report.CORPUS)
+    assert not problems
+    for case in memory_report.load_cases():
+        row = memory_report.find_row(rows, case["row"], case["gpu"])
+        assert row.unit == case["row"]["unit"]
+        assert case["half"] in ("fit", "check") and case["why"]
+
+
+def test_the_readme_table_is_the_report(results):
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"<!-- memory-table:start -->\n(.*?)<!-- memory-table:end -->", text, re.S)
+    assert found, "README.md: no memory table between <!-- memory-table:start --> and <!-- memory-table:end -->"
+    ordered = [results[c] for c in CASE_IDS]
+    assert found.group(1).strip().splitlines() == memory_report.table_lines(ordered), \
+        "README.md memory table is stale: paste `.venv/bin/python perf/memory_report.py`"
