@@ -310,6 +310,7 @@ def test_model_switch_to_a_transformer_with_tokens_plans():
 def test_the_attention_kernel_widget_reaches_the_scenario_and_the_memory_source():
     """Issue 16: model.attention from the sidebar; eager keeps s×s scores, so the same option needs more memory."""
     at = one_gpu(fresh())
+    assert not [r for r in at.radio if r.key == "model_attention"]  # ResNet-50 has no attention to choose
     at.selectbox(key="model_name").set_value("gpt2").run()
     at.radio(key="work_kind").set_value("tokens").run()
     at.number_input(key="tokens").set_value(1.0e9)

@@ -148,7 +148,7 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                 _num("app.sidebar.t_seq_len", "t_seq_len")
                 _num("app.sidebar.t_ffn", "t_ffn", optional=True)
             st.radio(tr("app.sidebar.t_mlp"), MLP_KINDS, key="t_mlp", horizontal=True)
-        if state.has_attention(ss["model_name"], bool(ss["model_transformer"])):
+        if "model_attention" not in state.hidden_keys(ss):  # the same rule that keeps its value while hidden
             st.radio(tr("app.sidebar.attention"), state.ATTENTION_CHOICES, key="model_attention", horizontal=True,
                      format_func=choice_label("app.sidebar.attentions"), help=tr("app.sidebar.attention_help"))
         _num("app.sidebar.mfu", "model_mfu", optional=True, step=0.01, fmt="%.2f", help_key="app.sidebar.mfu_help")

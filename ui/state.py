@@ -332,6 +332,8 @@ def hidden_keys(session: Session) -> set[str]:
         hidden |= set(ON_PREM_KEYS)
     if not session.get("model_transformer"):
         hidden |= set(TRANSFORMER_KEYS)
+    if not has_attention(session.get("model_name"), bool(session.get("model_transformer"))):
+        hidden.add("model_attention")
     if session.get("adapter_kind", "none") == "none":
         hidden |= {"adapter_rank", "adapter_targets", "adapter_base_dtype"}
     if session.get("gpus_all"):
