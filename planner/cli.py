@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["prices"]:
+        return _run_prices(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
@@ -142,3 +145,63 @@ def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | b
     from planner.present.report import render_report
     return render_report(plan, scenario, args.format, locale=args.lang or scenario.locale,
                          all_options=args.all_options, paper=args.paper)
+
+
+# ---------------------------------------------------------------- python -m planner prices import ...
+
+def build_prices_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m planner prices",
+                                description="Price catalogs: import SkyPilot-format vms.csv files into a snapshot "
+                                            "of per-GPU-hour quotes that the GPU profiles load.")
+    sub = p.add_subparsers(dest="command", required=True)
+    imp = sub.add_parser("import", help="read vms.csv files (a file, a catalogs/vN folder or gpu_profiles/catalog/"
+                                        "raw) and write the snapshot")
+    imp.add_argument("catalog", nargs="+", help="a vms.csv file or a folder of them")
+    imp.add_argument("--out", default=None, help="snapshot file to write (atomic; default: standard output); with "
+                     "--check, the snapshot to compare (default: gpu_profiles/catalog/skypilot.yaml)")
+    imp.add_argument("--check", action="store_true", help="write nothing: exit 2 when the snapshot differs from "
+                     "what these files make")
+    imp.add_argument("--source", default=None, help="provenance for files without a '# source:' line, e.g. "
+                     "skypilot-org/skypilot-catalog@<commit>:catalogs/v8/aws/vms.csv (default: the file path)")
+    imp.add_argument("--aliases", default=None, help="alias table (default: gpu_profiles/catalog/aliases.yaml)")
+    return p
+
+
+def _run_prices(argv: list[str]) -> int:
+    args = build_prices_parser().parse_args(argv)
+    try:
+        return _prices_import(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _prices_import(args: argparse.Namespace) -> int:
+    from planner.inputs import price_catalog as pc
+    from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
+
+    profiles, _ = load_profiles(DEFAULT_PROFILES_DIR)
+    aliases = pc.load_aliases(args.aliases or pc.ALIASES_PATH, known_profiles=profiles)
+    result = pc.import_catalogs(args.catalog, aliases, source=args.source)
+    text = pc.render_snapshot(result, root=DEFAULT_PROFILES_DIR.parent)
+    for line in pc.summary_lines(result):
+        print(line, file=sys.stderr)
+    if args.check:
+        target = Path(args.out) if args.out else pc.SNAPSHOT_PATH
+        try:
+            committed = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(str(target), None, exc.__class__.__name__, "a readable snapshot file to compare") from None
+        if committed != text:
+            raise InputError(str(target), None, "a snapshot that differs from the one its raw files make",
+                             "the output of `python -m planner prices import "
+                             + " ".join(args.catalog) + f" --out {target}` (regenerate it, or restore the raw files)")
+        print(f"{target} matches its raw files", file=sys.stderr)
+        return EXIT_OK
+    if args.out and args.out != STDIN:
+        _write_out(args.out, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

@@ -51,6 +51,12 @@ RENTAL_TIERS: tuple[RentalTier, ...] = ("on_demand", "spot", "reserved_1y", "res
 Tier = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "on_prem"]
 TIERS: tuple[Tier, ...] = (*RENTAL_TIERS, "on_prem")
 
+# Price freshness (issue 17), one rule for every quote: the newest quote per provider, instance, region and tier
+# wins (planner.inputs.profiles.newer_quote); a quote older than this many days, or with no date, is flagged stale.
+QUOTE_MAX_AGE_DAYS = 180
+# An exchange rate older than this many days is flagged (rates move within weeks; quotes within months).
+EXCHANGE_RATE_MAX_AGE_DAYS = 30
+
 # Where a figure came from (DESIGN.md): every number that reaches a user carries one of these.
 SourceKind = Literal["measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published",
                      "user"]

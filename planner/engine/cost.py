@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
+from planner.vocab import QUOTE_MAX_AGE_DAYS
 
 if TYPE_CHECKING:
     from planner.inputs.profiles import GpuProfile, PriceQuote
@@ -20,7 +21,7 @@ HOURS_PER_YEAR = 365 * 24
 # Without a measured mean power, a training GPU is taken to draw this fraction of its TDP (an assumption shown
 # in the notes; measured NVML power replaces it).
 TDP_UTILISATION = 0.7
-STALE_QUOTE_DAYS = 180
+STALE_QUOTE_DAYS = QUOTE_MAX_AGE_DAYS  # the one freshness rule (planner.vocab)
 # Billing rounding smaller than this fraction of the hours is not worth a note.
 BILLING_NOTE_FRACTION = 0.01
 

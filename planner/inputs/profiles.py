@@ -13,7 +13,7 @@ from typing import Any
 from planner.inputs import loader
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError, skipped
-from planner.vocab import PEAK_KEYS, RENTAL_TIERS
+from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, PEAK_KEYS, QUOTE_MAX_AGE_DAYS, RENTAL_TIERS
 
 SCHEMA = "trainplan.gpu/1"
 DEFAULT_PROFILES_DIR = Path(__file__).resolve().parents[2] / "gpu_profiles"
@@ -40,7 +40,7 @@ _PROFILE_KEYS = {
 _PRICE_KEYS = {
     "provider": True, "instance": True, "gpus_per_instance": False, "usd_per_gpu_hour": True,
     "tier": True, "billing_increment_s": False, "region": False, "as_of": False, "source": True,
-    "origin": False,
+    "origin": False, "retrieved": False,
 }
 _INTERCONNECT_KEYS = {"kind": True, "bidirectional_gb_per_s": True}
 
@@ -88,6 +88,14 @@ class PriceQuote:
     as_of: datetime.date | None
     source: str
     origin: str = "published"
+    # The day a machine-readable catalog was read (catalog quotes only; hand-collected quotes leave it None). It is
+    # not a price date: a catalog row with no date of its own keeps as_of None and is shown as "date unknown".
+    retrieved: datetime.date | None = None
+
+    @property
+    def from_catalog(self) -> bool:
+        """Imported from a price catalog (gpu_profiles/catalog/), not hand-collected."""
+        return self.retrieved is not None
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,7 @@ def parse_price(data: Any, source: str, where: str = "prices[0]") -> PriceQuote:
         as_of=q.date("as_of", None),
         source=q.string("source"),
         origin=q.choice("origin", ORIGINS, "published"),
+        retrieved=q.date("retrieved", None),
     )
 
 
@@ -304,7 +313,34 @@ def load_profiles(*dirs: str | Path) -> tuple[dict[str, GpuProfile], list[str]]:
                 continue
             seen_here[profile.id] = path
             profiles[profile.id] = profile
+    for directory in (Path(d) for d in (dirs or (DEFAULT_PROFILES_DIR,))):
+        _merge_catalogs(profiles, directory, problems)
     return profiles, problems
+
+
+def _merge_catalogs(profiles: dict[str, GpuProfile], directory: Path, problems: list[str]) -> None:
+    """Add the quotes of each price-catalog snapshot in <directory>/catalog/ to the profiles they name.
+
+    A broken snapshot is one problem message (file and field) and adds nothing; the profiles keep their own quotes.
+    """
+    from planner.inputs import price_catalog  # imports this module: loaded only when a folder has a catalog
+
+    for path in price_catalog.snapshot_files(directory):
+        try:
+            snapshot = price_catalog.load_snapshot(path)
+        except InputError as exc:
+            problems.append(str(exc))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a broken snapshot must never stop the profiles loading
+            problems.append(skipped(path, exc))
+            continue
+        for profile_id, quotes in snapshot.quotes.items():
+            profile = profiles.get(profile_id)
+            if profile is None:
+                problems.append(str(InputError(str(path), f"quotes.{profile_id}", profile_id,
+                                               "the id of a loaded GPU profile (its quotes were skipped)")))
+                continue
+            profiles[profile_id] = dataclasses.replace(profile, prices=merge_catalog_quotes(profile.prices, quotes))
 
 
 def profile_to_dict(profile: GpuProfile) -> dict:
@@ -327,10 +363,17 @@ def profile_to_dict(profile: GpuProfile) -> dict:
         "pcie_gen": profile.pcie_gen,
         "tdp_w": profile.tdp_w,
         "devices_per_package": profile.devices_per_package,
-        "prices": [dataclasses.asdict(q) for q in profile.prices],
+        "prices": [_price_to_dict(q) for q in profile.prices],
         "sources": list(profile.sources),
         "notes": profile.notes,
     }
+
+
+def _price_to_dict(quote: PriceQuote) -> dict:
+    d = dataclasses.asdict(quote)
+    if d["retrieved"] is None:  # hand-collected quotes read exactly as the shipped files write them
+        del d["retrieved"]
+    return d
 
 
 # ---------------------------------------------------------------- name matching
@@ -392,24 +435,73 @@ def _by_id(profiles: list[GpuProfile], profile_id: str) -> GpuProfile:
 
 # ---------------------------------------------------------------- prices
 
-def current_quotes(quotes: Iterable[PriceQuote], as_of_today: datetime.date | None = None) -> list[PriceQuote]:
-    """Drop quotes superseded by a newer one for the same provider, instance, tier and region.
+# Freshness, one rule (issue 17): for one offer -- the same provider, instance, region and tier -- the newest quote
+# wins: a user's price over a published one, a dated quote over an undated one, then the later date. A quote older
+# than QUOTE_MAX_AGE_DAYS, or with no date, is stale; so is an exchange rate older than EXCHANGE_RATE_MAX_AGE_DAYS.
+FRESH, STALE, UNDATED = "current", "stale", "undated"
 
-    A user override beats a published quote; a dated quote beats an undated one; quotes dated after
-    `as_of_today` (when given) are ignored, so a plan can be reproduced as of an earlier day.
-    """
-    latest: dict[tuple, PriceQuote] = {}
-    for q in quotes:
-        if as_of_today is not None and q.as_of is not None and q.as_of > as_of_today:
-            continue
-        key = (q.provider.lower(), q.instance.lower(), q.tier, (q.region or "").lower())
-        if key not in latest or _rank(q) > _rank(latest[key]):
-            latest[key] = q
-    return list(latest.values())
+
+def offer_key(q: PriceQuote) -> tuple[str, str, str, str]:
+    """What makes two quotes the same offer: provider, instance, region and tier (case-insensitive)."""
+    return q.provider.lower(), q.instance.lower(), (q.region or "").lower(), q.tier
+
+
+def newer_quote(a: PriceQuote, b: PriceQuote) -> bool:
+    """True when `a` supersedes `b` for the same offer (the freshness rule above); a tie keeps `b`."""
+    return _rank(a) > _rank(b)
 
 
 def _rank(q: PriceQuote) -> tuple:
     return (q.origin == "user", q.as_of is not None, q.as_of or datetime.date.min)
+
+
+def quote_freshness(quote: PriceQuote, today: datetime.date, max_age_days: int = QUOTE_MAX_AGE_DAYS) -> str:
+    """FRESH, STALE (older than max_age_days) or UNDATED (no as_of: flagged like a stale one); user prices are
+    current whatever their date."""
+    if quote.origin == "user":
+        return FRESH
+    if quote.as_of is None:
+        return UNDATED
+    return STALE if (today - quote.as_of).days > max_age_days else FRESH
+
+
+def rate_is_stale(as_of: datetime.date | None, today: datetime.date,
+                  max_age_days: int = EXCHANGE_RATE_MAX_AGE_DAYS) -> bool:
+    """An exchange rate with no date, or older than max_age_days, is flagged."""
+    return as_of is None or (today - as_of).days > max_age_days
+
+
+def current_quotes(quotes: Iterable[PriceQuote], as_of_today: datetime.date | None = None) -> list[PriceQuote]:
+    """Drop quotes superseded by a newer one for the same offer (newer_quote); quotes dated after `as_of_today`
+    (when given) are ignored, so a plan can be reproduced as of an earlier day."""
+    latest: dict[tuple, PriceQuote] = {}
+    for q in quotes:
+        if as_of_today is not None and q.as_of is not None and q.as_of > as_of_today:
+            continue
+        key = offer_key(q)
+        if key not in latest or newer_quote(q, latest[key]):
+            latest[key] = q
+    return list(latest.values())
+
+
+def merge_catalog_quotes(own: Iterable[PriceQuote], catalog: Iterable[PriceQuote]) -> tuple[PriceQuote, ...]:
+    """A profile's quotes plus a catalog's, no offer counted twice: a catalog quote replaces the profile's quotes
+    for the same offer only when it is newer than all of them (newer_quote), and is dropped otherwise. A profile's
+    older quotes for offers the catalog does not sell stay (they are history the plan's date filter may need)."""
+    own = list(own)
+    by_offer: dict[tuple, list[PriceQuote]] = {}
+    for q in own:
+        by_offer.setdefault(offer_key(q), []).append(q)
+    replaced: set[tuple] = set()
+    added: list[PriceQuote] = []
+    for q in catalog:
+        key = offer_key(q)
+        rivals = by_offer.get(key, []) + [a for a in added if offer_key(a) == key]
+        if all(newer_quote(q, r) for r in rivals):
+            replaced.add(key)
+            added = [a for a in added if offer_key(a) != key]
+            added.append(q)
+    return tuple([q for q in own if offer_key(q) not in replaced] + added)
 
 
 def cheapest_quote(profile: GpuProfile, tier: str, provider: str = "cheapest",
