@@ -78,8 +78,9 @@ CUDA_CONTEXT_BYTES = 0.5 * GIB
 NCCL_BUFFER_BYTES = 0.5 * GIB
 # The caching allocator's rounding and fragmentation: max_memory_reserved / max_memory_allocated − 1 (PyTorch
 # CUDA caching allocator: 512-B rounding, 2 MiB small-pool and 20 MiB large-pool segments, blocks split and
-# cached; docs "CUDA semantics › Memory management"). Set from published runs by perf/memory_report.py (fitted
-# on its named half of the points, checked on the other half; see RESERVED_FIT_NOTE).
+# cached; docs "CUDA semantics › Memory management"). Fitted on published runs: the median implied by the `fit` half
+# of perf/memory_cases.yaml (perf/memory_report.py fit_reserved_fraction), checked on the `check` half; the test
+# refits it (tests/test_published_memory.py).
 RESERVED_OVER_ALLOCATED = 0.11
 TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (ESTIMATION.md §1 "Fit")
 
