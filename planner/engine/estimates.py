@@ -27,8 +27,8 @@ class Source:
 
 # The fit compares the device total with the whole driver-reported capacity. Before the allocator's fragmentation
 # and the CUDA context were modelled, a 5% margin (0.95) stood in for them; kept on top of them it counted them
-# twice: with it, 3 of 25 published verdicts came out wrong (two LitGPT LoRA runs that ran were "does not fit"),
-# without it 1 of 25 (perf/memory_report.py). Below 10% headroom the plan still says "tight" (TIGHT_HEADROOM).
+# twice: with it, 3 of 27 published verdicts came out wrong (two LitGPT LoRA runs that ran were "does not fit"),
+# without it 1 of 27 (perf/memory_report.py). Below 10% headroom the plan still says "tight" (TIGHT_HEADROOM).
 USABLE_FRACTION = 1.0
 
 
