@@ -61,7 +61,7 @@ DEFAULT_MODELS = Path(__file__).resolve().parent.parent / "planner" / "inputs" /
 MODELS_SCHEMA = "trainplan.published-models/1"
 MODEL_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
-# Optional knobs of a model_shape the planner's memory model reads (planner/engine/models.py _shape_from_dict):
+# Optional knobs of a model_shape the planner's memory model reads (planner/engine/models.py shape_from_dict):
 # the loss head (standard LM logits, chunked cross-entropy, or a sequence-level head with no logits per token, e.g.
 # a classifier), the norm kind and the dropout probability of the model as trained.
 SHAPE_LOSSES = ("standard", "chunked", "sequence")

@@ -92,13 +92,13 @@ def formula_peak(model: str, options: dict, batch: int, precision: str, attentio
     allocated_peak of estimate_memory on the zoo's shape (its dropout and norm), at the trace's attention."""
     from planner.engine.estimates import ResolvedModel
     from planner.engine.memory import estimate_memory
-    from planner.engine.models import _shape_from_dict
+    from planner.engine.models import shape_from_dict
     from planner.engine.option import OptionPlan
     from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profile
     from planner.inputs.scenario import TrainingSetup
 
     entry = zoo.describe(model, **options)
-    shape = _shape_from_dict(entry.transformer)
+    shape = shape_from_dict(entry.transformer)
     resolved = ResolvedModel(name=model, family=entry.family, params=entry.params, transformer=shape,
                              seq_len=shape.seq_len if shape else None, attention=attention)
     # Any GPU: only allocated bytes are compared (no workspace), never the fit.

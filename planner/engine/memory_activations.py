@@ -77,6 +77,19 @@ def shape_dropout(shape: TransformerShape) -> bool:
     return ASSUME_DROPOUT if shape.dropout is None else shape.dropout > 0
 
 
+def _mask_bytes(shape: TransformerShape, dropout: bool | None) -> int:
+    """The dropout mask byte per element (0 without dropout); `dropout` None: the shape's own (shape_dropout)."""
+    return MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
+
+
+def _norm_bytes(shape: TransformerShape, r: int, *, frozen: bool = False) -> int:
+    """Bytes per element one norm keeps for backward: LayerNorm its input (r); RMSNorm its fp32 upcast, plus the
+    normalised output the weight multiply keeps (r) unless the weight is frozen."""
+    if shape.norm_kind == "layernorm":
+        return r
+    return RMSNORM_FP32_INPUT_BYTES + (0 if frozen else r)
+
+
 def activation_kind(precision: str, layout: str) -> str:
     """'fp32' (fp32/tf32 tensors), 'amp' (torch autocast: 16-bit matmuls, fp32 residual/LN/softmax), 'half'."""
     _check(precision, PRECISIONS, "precision")
@@ -128,11 +141,11 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     _check(attention, ATTENTIONS, "model.attention")
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
-    m = MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
+    m = _mask_bytes(shape, dropout)
     if adapter is not None:
         c_sbh = frozen_block_coefficient(shape, t=t, r=r, m=m, attention=attention, adapter=adapter)
     else:
-        norms = 2 * (r if shape.norm_kind == "layernorm" else RMSNORM_FP32_INPUT_BYTES + r)
+        norms = 2 * _norm_bytes(shape, r)
         kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
         c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t) + m)
     if attention != "eager":
@@ -159,7 +172,7 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     v together: PEFT's count is the upper one.
     """
     f_over_h = shape.ffn_width / shape.hidden
-    norms = 2 * (r if shape.norm_kind == "layernorm" else RMSNORM_FP32_INPUT_BYTES)
+    norms = 2 * _norm_bytes(shape, r, frozen=True)
     kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
     attention_saved = (1 + 2 * kv) * t + (0 if attention == "eager" else t) + m
     mlp_saved = (3 if shape.mlp == "swiglu" else 1) * f_over_h * t + m
@@ -209,8 +222,8 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     """
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
-    m = MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
-    norm = r if shape.norm_kind == "layernorm" else RMSNORM_FP32_INPUT_BYTES + (0 if adapter is not None else r)
+    m = _mask_bytes(shape, dropout)
+    norm = _norm_bytes(shape, r, frozen=adapter is not None)
     if adapter is not None:
         t_head = 0
     else:

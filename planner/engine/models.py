@@ -35,7 +35,8 @@ def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
     return float(per_token * shape.seq_len)
 
 
-def _shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
+def shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
+    """A catalog, corpus or result-file shape mapping as a TransformerShape (its optional knobs when present)."""
     if not d:
         return None
     tie, dropout = d.get("tie_embeddings"), d.get("dropout")
@@ -64,7 +65,7 @@ def _same_architecture(zoo: TransformerShape, typed: TransformerShape) -> bool:
 def _file_shape(d: object) -> TransformerShape | None:
     """A result file's transformer shape, or None when it has none or it is not a whole, positive shape."""
     try:
-        shape = _shape_from_dict(d) if isinstance(d, Mapping) else None
+        shape = shape_from_dict(d) if isinstance(d, Mapping) else None
     except (KeyError, TypeError, ValueError):
         return None
     if shape is None or min(shape.layers, shape.hidden, shape.heads, shape.seq_len, shape.vocab) < 1:
@@ -77,7 +78,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     catalog = load_catalog()
     name = canonical_id(spec.name)[0] if spec.name else None  # an old id ('llama') means its new one
     entry = lookup(catalog, name)
-    zoo_shape = _shape_from_dict(entry.get("transformer")) if entry else None
+    zoo_shape = shape_from_dict(entry.get("transformer")) if entry else None
     # The zoo model at another sequence length is still the zoo model: keep its exact parameter count (a typed shape
     # that leaves out kv_heads or tie_embeddings would make a formula miscount Llama 3 or Qwen by 8-29%).
     same_model = (zoo_shape is not None and spec.transformer is not None
@@ -96,7 +97,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     if typed is not None and zoo_shape is not None and same_model:  # the zoo's knobs, the scenario's settings
         typed = replace(zoo_shape, seq_len=typed.seq_len, loss=typed.loss,
                         dropout=zoo_shape.dropout if typed.dropout is None else typed.dropout)
-    shape = (typed or _shape_from_dict(entry.get("transformer") if entry else None)
+    shape = (typed or shape_from_dict(entry.get("transformer") if entry else None)
              or _file_shape(file_model.get("transformer"))  # a published model's shape (results/published/)
              or _file_shape(corpus.get("transformer")))
     family = ((entry or {}).get("family") or file_model.get("family") or corpus.get("family")
