@@ -42,7 +42,7 @@ __all__ = [
     "StateBytes", "TransientParts", "trainable_params", "total_params", "adapter_params", "model_state_bytes",
     "transient_parts", "transient_bytes", "transformer_activation_bytes", "layer_activation_bytes",
     "head_activation_bytes", "logits_loss_bytes", "activation_bytes", "fit_activation_line", "workspace_bytes",
-    "estimate_memory", "checkpoint_bytes", "max_micro_batch_that_fits", "resolve_attention",
+    "estimate_memory", "checkpoint_bytes", "max_micro_batch_that_fits", "resolve_attention", "option_activation_bytes",
     "quantized_base_params",
 ]
 
@@ -422,6 +422,17 @@ def _largest_unit_params(model: ResolvedModel) -> int | None:
     return max(s.vocab * s.hidden, block)
 
 
+def option_activation_bytes(model: ResolvedModel, training: TrainingSetup, option: OptionPlan, *,
+                            line: ActivationLine | None, adapter: Adapter | None) -> tuple[float, Source]:
+    """Activation bytes of one micro-step of the option, at the attention its model, precision and GPU resolve to
+    (resolve_attention); `adapter` None counts the base as trainable. CannotEstimate when nothing says them."""
+    attention, why = resolve_attention(model.attention, family=model.family, precision=option.precision,
+                                       compute_capability=option.gpu.compute_capability)
+    return activation_bytes(model, option.precision, option.micro_batch,
+                            checkpointing=training.activation_checkpointing, line=line,
+                            layout=training.state_layout, attention=attention, attention_why=why, adapter=adapter)
+
+
 def head_gradient_bytes(model: ResolvedModel, training: TrainingSetup, *, precision: str) -> float:
     """The LM head's weight gradient, allocated at the start of backward while every activation is still alive
     (the output layer is the first one backward reaches). Tied or not, the V×h matrix gets its gradient there."""
@@ -472,14 +483,9 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
                                precision=precision, sharding=training.sharding, n_gpus=n_gpus,
                                largest_layer_params=largest, adapter_base_dtype=base_dtype,
                                quantized_params=quantized_base_params(model))
-    attention, attention_why = resolve_attention(model.attention, family=model.family, precision=precision,
-                                                 compute_capability=option.gpu.compute_capability)
     notes: list[Note] = []
     try:
-        activations, source = activation_bytes(model, precision, option.micro_batch,
-                                               checkpointing=training.activation_checkpointing, line=line,
-                                               layout=layout, attention=attention, attention_why=attention_why,
-                                               adapter=training.adapter)
+        activations, source = option_activation_bytes(model, training, option, line=line, adapter=training.adapter)
         known = True
     except CannotEstimate:
         # Plan the rest (states, time, cost) and say the fit is unknown rather than refuse the model.

@@ -116,15 +116,9 @@ def _activation_bytes(ctx: _Context, option: OptionPlan) -> float | None:
     """The step time's memory-traffic term: the activation bytes one micro-step writes, by the memory model (None
     when it has no way to tell). Whatever the peak's phase, and as if the base were trainable: a frozen layer
     still reads and writes its activations; only what autograd keeps for backward differs (memory, not time)."""
-    t = ctx.scenario.training
     line = ctx.lines[option.precision].get(option.gpu.id) or ctx.lines[option.precision].get("*")
-    attention, why = memory.resolve_attention(ctx.model.attention, family=ctx.model.family,
-                                              precision=option.precision,
-                                              compute_capability=option.gpu.compute_capability)
     try:
-        value, _ = memory.activation_bytes(ctx.model, option.precision, option.micro_batch,
-                                           checkpointing=t.activation_checkpointing, line=line,
-                                           layout=t.state_layout, attention=attention, attention_why=why)
+        value, _ = memory.option_activation_bytes(ctx.model, ctx.scenario.training, option, line=line, adapter=None)
     except CannotEstimate:
         return None
     return value
