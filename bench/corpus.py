@@ -105,6 +105,7 @@ class Excerpt:
     model_params: int | None
     model_shape: Mapping[str, Any] | None
     notes: str | None
+    memory_meaning: str | None = None  # which counter its memory figures are (MEMORY_MEANINGS)
 
 
 @dataclass(frozen=True)
@@ -239,13 +240,13 @@ def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row
     body = _raw_excerpt(e, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
     if len(body) != end - start + 1:
         raise e.fail("raw", e.raw("raw"), f"the {end - start + 1} upstream lines {start}-{end} (it has {len(body)})")
+    meaning = e.choice("memory_meaning", MEMORY_MEANINGS, None)
     excerpt = Excerpt(str(e.raw("raw")), source, sha, total, str(retrieved), stack, framework, model, model_id, family,
-                      params, shape, e.string("notes", None))
+                      params, shape, e.string("notes", None), meaning)
     rows = []
     for j, item in enumerate(e.list_of("rows", max_items=10_000)):
         rows.append(_row(Reader(item, e.source, e.field(f"rows[{j}]")), body, start, end, slug, excerpt, known_gpus,
                          csv=cited.group("path").lower().endswith(".csv")))
-    meaning = e.choice("memory_meaning", MEMORY_MEANINGS, None)
     if meaning is None and any(r.unit in MEMORY_UNITS for r in rows):
         raise e.fail("memory_meaning", None, "which counter the memory figures are: " + ", ".join(MEMORY_MEANINGS)
                      + " (the source's code or text says which; cite it in notes)")
@@ -382,11 +383,16 @@ def _oom_outcome(w: Reader, value: Any, line_text: str, line: int, *, csv: bool)
     return text
 
 
+def _csv_fields(line: str) -> list[str]:
+    """A CSV line's fields, unquoted (a number or token must be one whole field)."""
+    return [field.strip().strip('"') for field in line.split(",")]
+
+
 def _token_stands_on(token: str, line: str, *, csv: bool = False) -> bool:
     """A word token stands on the line whole and case-sensitively: 'OOM' stands in '| OOM |' and 'OOM*', not in
     'OOMs' or 'ZOOM'; in a CSV file it must be one whole field."""
     if csv:
-        return token in (field.strip().strip('"') for field in line.split(","))
+        return token in _csv_fields(line)
     return re.search(r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_])", line) is not None
 
 
@@ -397,7 +403,7 @@ def _stands_on(number: str, line: str, *, csv: bool = False) -> bool:
     text) a comma is a thousands separator, so '234.5' does not stand in '1,234.5'.
     """
     if csv:
-        return number in (field.strip().strip('"') for field in line.split(","))
+        return number in _csv_fields(line)
     return re.search(r"(?<![\d.,])" + re.escape(number) + r"(?![\d]|[.,]\d)", line) is not None
 
 

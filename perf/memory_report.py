@@ -84,13 +84,6 @@ def find_row(rows: Sequence[Row], ref: dict[str, Any], gpu: str) -> Row:
     return found[0]
 
 
-def memory_meaning(row: Row) -> str | None:
-    """The counter a row's excerpt printed (its `memory_meaning` in the transcription)."""
-    doc = yaml.safe_load((CORPUS / "sources" / f"{row.source_slug}.yaml").read_text(encoding="utf-8"))
-    raw = row.excerpt.raw if row.excerpt is not None else None
-    return next((e.get("memory_meaning") for e in doc["excerpts"] if e.get("raw") == raw), None)
-
-
 def predict(case: dict[str, Any], row: Row, profiles: dict) -> Result:
     scenario = parse_scenario({
         "schema": "trainplan.scenario/1", "name": case["id"], "model": case["scenario"]["model"],
@@ -104,7 +97,7 @@ def predict(case: dict[str, Any], row: Row, profiles: dict) -> Result:
                         grad_accum=case.get("grad_accum", 1))
     est = estimate_memory(model, scenario.training, option, context_gib=case.get("context_gib"))
     ran = row.unit != "oom"
-    meaning = memory_meaning(row)
+    meaning = row.excerpt.memory_meaning if row.excerpt is not None else None
     figure = FIGURE_OF.get(meaning or "", "verdict") if ran else "verdict"
     published = float(row.value.replace(",", "")) * UNIT_BYTES[row.unit] / GIB if ran else None
     predicted = getattr(est, figure if figure != "verdict" else "device_total") / GIB

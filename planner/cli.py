@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,9 +48,13 @@ def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["prices"]:
         return _run_prices(argv[1:])
-    args = build_parser().parse_args(argv)
+    return _guarded(_run, build_parser().parse_args(argv))
+
+
+def _guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command: bad input is one 'error:' line and exit 2; a reader that closed the pipe is not an error."""
     try:
-        return _run(args)
+        return command(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -158,7 +162,7 @@ def build_prices_parser() -> argparse.ArgumentParser:
                                         "raw) and write the snapshot")
     imp.add_argument("catalog", nargs="+", help="a vms.csv file or a folder of them")
     imp.add_argument("--out", default=None, help="snapshot file to write (atomic; default: standard output); with "
-                     "--check, the snapshot to compare (default: gpu_profiles/catalog/skypilot.yaml)")
+                     "--check, the snapshot to compare (required there)")
     imp.add_argument("--check", action="store_true", help="write nothing: exit 2 when the snapshot differs from "
                      "what these files make")
     imp.add_argument("--source", default=None, help="provenance for files without a '# source:' line, e.g. "
@@ -168,14 +172,7 @@ def build_prices_parser() -> argparse.ArgumentParser:
 
 
 def _run_prices(argv: list[str]) -> int:
-    args = build_prices_parser().parse_args(argv)
-    try:
-        return _prices_import(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except BrokenPipeError:
-        return EXIT_OK
+    return _guarded(_prices_import, build_prices_parser().parse_args(argv))
 
 
 def _prices_import(args: argparse.Namespace) -> int:
@@ -189,7 +186,9 @@ def _prices_import(args: argparse.Namespace) -> int:
     for line in pc.summary_lines(result):
         print(line, file=sys.stderr)
     if args.check:
-        target = Path(args.out) if args.out else pc.SNAPSHOT_PATH
+        if not args.out:
+            raise InputError("prices import", "--out", None, "the snapshot file --check compares with")
+        target = Path(args.out)
         try:
             committed = target.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -119,29 +119,19 @@ def test_an_oom_token_stands_on_its_line_only_whole_and_in_its_case(token, line,
 
 
 BYTES_LINE = "| 1 | TF32 | 128 | 38868615168 |"
-
-
-def test_a_bytes_memory_row_needs_its_memory_meaning_and_is_a_memory_row(tmp_path):
-    corpus = _corpus(tmp_path, BYTES_LINE, value='"38868615168"', unit="bytes_memory", per_gpu="true")
-    done = _cli(corpus, "check")
-    assert done.returncode == 2 and "excerpts[0].memory_meaning" in done.stderr, done.stderr
-    _edit(corpus / SOURCE, "    notes: null", "    memory_meaning: max_memory_reserved\n    notes: null")
-    done = _cli(corpus, "check")
-    assert done.returncode == 0, done.stderr
-    assert "memory rows: 1 " in _cli(corpus, "list", "--summary").stdout
-    built = _cli(corpus, "build")
-    assert built.returncode == 0 and "memory figure (for the memory model) 1" in built.stdout
-
-
 MIB_LINE = "| 1 | TF32 | 128 | GPU memory occupied: 14949 MB. |"
 
 
-def test_a_mib_memory_row_needs_its_memory_meaning_and_is_a_memory_row(tmp_path):
-    """mib_memory: a "MB" printed from bytes // 1024**2 (NVML, torch.cuda prints), i.e. MiB."""
-    corpus = _corpus(tmp_path, MIB_LINE, value='"14949"', unit="mib_memory", per_gpu="true")
+@pytest.mark.parametrize("unit, line, value, meaning", [
+    ("bytes_memory", BYTES_LINE, '"38868615168"', "max_memory_reserved"),
+    # mib_memory: a "MB" printed from bytes // 1024**2 (NVML, torch.cuda prints), i.e. MiB
+    ("mib_memory", MIB_LINE, '"14949"', "device_used"),
+])
+def test_a_memory_unit_needs_its_memory_meaning_and_is_a_memory_row(tmp_path, unit, line, value, meaning):
+    corpus = _corpus(tmp_path, line, value=value, unit=unit, per_gpu="true")
     done = _cli(corpus, "check")
     assert done.returncode == 2 and "excerpts[0].memory_meaning" in done.stderr, done.stderr
-    _edit(corpus / SOURCE, "    notes: null", "    memory_meaning: device_used\n    notes: null")
+    _edit(corpus / SOURCE, "    notes: null", f"    memory_meaning: {meaning}\n    notes: null")
     done = _cli(corpus, "check")
     assert done.returncode == 0, done.stderr
     assert "memory rows: 1 " in _cli(corpus, "list", "--summary").stdout

@@ -237,3 +237,8 @@ def test_a_non_utf8_file_is_refused_with_its_name(tmp_path, capsys):
 def test_a_missing_path_is_bad_input(tmp_path, capsys):
     assert run(["prices", "import", str(tmp_path / "absent")]) == 2
     assert "an existing vms.csv file or a folder of them" in capsys.readouterr().err
+
+
+def test_check_needs_the_snapshot_to_compare(capsys):
+    assert run(["prices", "import", str(FIXTURES), "--check"]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -43,8 +43,6 @@ CATALOG_DIRNAME = "catalog"
 ALIASES_NAME = "aliases.yaml"
 CATALOG_DIR = DEFAULT_PROFILES_DIR / CATALOG_DIRNAME
 ALIASES_PATH = CATALOG_DIR / ALIASES_NAME
-RAW_DIR = CATALOG_DIR / "raw"
-SNAPSHOT_PATH = CATALOG_DIR / "skypilot.yaml"
 
 CSV_FILE = loader.FileKind("price catalog (CSV)", "csv", 16 * loader.MIB)
 SNAPSHOT_FILE = loader.FileKind("price catalog snapshot (YAML)", "yaml", 2 * loader.MIB, max_nodes=400_000)
