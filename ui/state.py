@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, overload
@@ -238,7 +239,13 @@ def has_attention(model_name: str | None, typed_transformer: bool) -> bool:
         return True
     if not model_name or model_name == CUSTOM_MODEL:
         return False
-    name = canonical_id(model_name)[0]
+    return _has_shape(canonical_id(model_name)[0])
+
+
+@functools.cache
+def _has_shape(name: str) -> bool:
+    """Whether the zoo or the published corpus gives `name` a transformer shape (both ship with the app, so one
+    read per model per process: the sidebar asks on every rerun)."""
     entry = lookup(load_catalog(), name) or load_published_models().get(name) or {}
     return bool(entry.get("transformer"))
 
