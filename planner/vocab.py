@@ -56,6 +56,14 @@ TIERS: tuple[Tier, ...] = (*RENTAL_TIERS, "on_prem")
 QUOTE_MAX_AGE_DAYS = 180
 # An exchange rate older than this many days is flagged (rates move within weeks; quotes within months).
 EXCHANGE_RATE_MAX_AGE_DAYS = 30
+# A price refresh (python -m planner prices refresh) reports an offer's price as changed when it moved by more than
+# this fraction of the price the planner had (smaller moves are day-to-day noise of spot and marketplace prices).
+PRICE_CHANGE_REPORT_FRACTION = 0.10
+
+# Where a rented GPU may be (issue 17): pricing.region_group keeps the quotes of one group of cloud regions
+# (planner.inputs.regions says which region names belong to which); "any" keeps every quote, so the cheapest wins.
+RegionGroup = Literal["any", "latam", "us", "eu"]
+REGION_GROUPS: tuple[RegionGroup, ...] = ("any", "latam", "us", "eu")
 
 # Where a figure came from (DESIGN.md): every number that reaches a user carries one of these.
 SourceKind = Literal["measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published",

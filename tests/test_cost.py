@@ -43,6 +43,7 @@ class Quote:
     as_of: dt.date | None = dt.date(2026, 10, 1)
     source: str = "https://example.com/pricing"
     origin: str = "published"
+    retrieved: dt.date | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,9 @@ def test_stale_quote_warning():
     assert stale_quote_warning(Quote("aws", "p5", 4.0, as_of=dt.date(2026, 6, 1)), TODAY) is not None  # 181
     assert "has no date" in english(stale_quote_warning(Quote("aws", "p5", 4.0, as_of=None), TODAY))
     assert stale_quote_warning(Quote("aws", "p5", 4.0, as_of=None, origin="user"), TODAY) is None
+    # A catalog row read on a day but with no price date says when the catalog was read, and is still flagged.
+    catalog = english(stale_quote_warning(Quote("aws", "p5", 4.0, as_of=None, retrieved=dt.date(2026, 11, 30)), TODAY))
+    assert "read on 2026-11-30" in catalog and "no price date" in catalog
 
 
 def test_undated_exchange_rate_warning():

@@ -15,6 +15,7 @@ from planner.vocab import (
     MEMORY_PHASES,
     OPTIMIZERS,
     PRECISIONS,
+    REGION_GROUPS,
     SHARDINGS,
     SOURCE_KINDS,
     TIERS,
@@ -102,6 +103,7 @@ def test_keys_the_app_names_exist():
         "app.sidebar.work_kinds": ("epochs", "tokens", "reference_points"),
         "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
         "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
+        "common.region_group": REGION_GROUPS,
     }
     prefixes -= {"app.col", "app.col_help"}  # columns: every one is rendered by the AppTest tests, in both languages
     assert prefixes <= set(choices), f"choice prefixes without a value list here: {prefixes - set(choices)}"

@@ -12,12 +12,12 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner.engine.cost import choose_quote
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import (
     DEFAULT_PROFILES_DIR,
     GpuProfile,
     PriceQuote,
-    cheapest_quote,
     current_quotes,
     load_profile,
     load_profiles,
@@ -388,10 +388,10 @@ def test_newer_quote_supersedes_older_for_same_instance(shipped):
     p = _with_prices(shipped["h100-sxm-80gb"],
                      _quote(2.0, datetime.date(2025, 1, 1)), _quote(6.88, datetime.date(2026, 11, 9)),
                      _quote(3.0, datetime.date(2026, 9, 25), provider="runpod", instance="H100 SXM"))
-    assert cheapest_quote(p, "on_demand").usd_per_gpu_hour == 3.0
-    assert cheapest_quote(p, "on_demand", provider="AWS").usd_per_gpu_hour == 6.88
+    assert choose_quote(p.prices, "on_demand").usd_per_gpu_hour == 3.0
+    assert choose_quote(p.prices, "on_demand", provider="AWS").usd_per_gpu_hour == 6.88
     # As of an earlier day, the later quotes did not exist yet.
-    assert cheapest_quote(p, "on_demand", as_of_today=datetime.date(2025, 6, 1)).usd_per_gpu_hour == 2.0
+    assert choose_quote(p.prices, "on_demand", today=datetime.date(2025, 6, 1)).usd_per_gpu_hour == 2.0
 
 
 def test_user_override_beats_published_and_dated_beats_undated():
@@ -401,19 +401,17 @@ def test_user_override_beats_published_and_dated_beats_undated():
     assert by_instance == {"p5.48xlarge": 9.0, "x": 4.0}
 
 
-def test_cheapest_quote_edge_cases(shipped):
+def test_choose_quote_edge_cases(shipped):
     h100 = shipped["h100-sxm-80gb"]
-    assert cheapest_quote(h100, "reserved_3y").usd_per_gpu_hour == pytest.approx(4.86)
-    assert cheapest_quote(h100, "on_demand", provider="aws").usd_per_gpu_hour == pytest.approx(6.88)
-    assert cheapest_quote(shipped["mi250x-128gb"], "on_demand") is None
-    assert cheapest_quote(h100, "on_prem") is None
-    with pytest.raises(InputError):
-        cheapest_quote(h100, "hourly")
+    assert choose_quote(h100.prices, "reserved_3y").usd_per_gpu_hour == pytest.approx(4.86)
+    assert choose_quote(h100.prices, "on_demand", provider="aws").usd_per_gpu_hour == pytest.approx(6.88)
+    assert choose_quote(shipped["mi250x-128gb"].prices, "on_demand") is None
+    assert choose_quote(h100.prices, "on_prem") is None  # on-prem is priced from purchase and power
 
 
 def test_undated_quotes_stay_available(shipped):
     # MI300X prices in the reference are undated aggregator figures: kept, with as_of None, for the planner to flag.
-    q = cheapest_quote(shipped["mi300x-192gb"], "on_demand")
+    q = choose_quote(shipped["mi300x-192gb"].prices, "on_demand")
     assert q is not None and q.as_of is None
 
 

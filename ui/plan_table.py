@@ -87,7 +87,7 @@ def price_text(c: CostEstimate | None) -> str:
         return "—"
     p = c.price
     when = fmt.date(p.as_of, locale()) if p.as_of else tr("app.why.undated")
-    return f"{p.provider} {p.instance} · {tr_or(f'common.tier.{p.tier}', p.tier)} · {when}"
+    return f"{fmt.offer(p.provider, p.instance, p.region)} · {tr_or(f'common.tier.{p.tier}', p.tier)} · {when}"
 
 
 # Digits shown per numeric column (the values stay full numbers, so sorting is numeric).

@@ -93,7 +93,7 @@ def render_why(plan: Plan, o: PlanOption | None, scenario: Scenario) -> None:
             if c.price is not None:
                 pr = c.price
                 rows += [(tr("app.why.price"), fmt.money(pr.usd_per_gpu_hour, "USD", loc, 3)),
-                         (tr("app.why.provider"), f"{pr.provider} · {pr.instance}"),
+                         (tr("app.why.provider"), fmt.offer(pr.provider, pr.instance, pr.region)),
                          (tr("app.sidebar.tier"), tr_or(f"common.tier.{pr.tier}", pr.tier)),
                          (tr("app.why.price_date"), fmt.date(pr.as_of, loc) if pr.as_of else tr("app.why.undated")),
                          (tr("app.why.price_origin"), tr_or(f"common.origin.{pr.origin}", pr.origin)),

@@ -14,6 +14,7 @@ from planner.inputs.scenario import (
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
+    REGION_GROUPS,
     SHARDINGS,
     STATE_LAYOUTS,
     TIERS,
@@ -56,7 +57,7 @@ def _num(label_key: str, key: str, *, optional: bool = False, step: float | None
 # Choice widgets whose labels are translated. The browser keeps a choice as its label, so after a language
 # switch each value is set again: Streamlit then sends it with the new labels.
 TRANSLATED_CHOICES = ("model_name", "work_kind", "optimizer", "sharding", "adapter_kind", "adapter_targets", "tier",
-                      "provider")
+                      "provider", "region_group")
 
 
 def _on_lang() -> None:
@@ -226,6 +227,10 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                      format_func=choice_label("common.tier"))
         st.selectbox(tr("app.sidebar.provider"), _with_current(["cheapest", *providers], "provider"),
                      key="provider", format_func=choice_label(None, {"cheapest": "app.sidebar.provider_cheapest"}))
+        if ss["tier"] != "on_prem":
+            st.selectbox(tr("app.sidebar.region_group"), _with_current(REGION_GROUPS, "region_group"),
+                         key="region_group", format_func=choice_label("common.region_group"),
+                         help=tr("app.sidebar.region_group_help"))
         if ss["tier"] == "spot":
             _num("app.sidebar.spot_rate", "spot_rate", step=0.01, fmt="%.3f", help_key="app.sidebar.spot_rate_help")
             c1, c2 = st.columns(2)

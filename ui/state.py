@@ -126,6 +126,7 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "workspace_gib": _float_or_none(h.get("workspace_gib")),
         "tier": p.get("tier", pd["tier"]),
         "provider": p.get("provider", pd["provider"]),
+        "region_group": p.get("region_group", pd["region_group"]),
         "currency": p.get("currency", pd["currency"]),
         "exchange_rate": float(p.get("exchange_rate", pd["exchange_rate"])),
         "exchange_rate_as_of": _date_or_none(p.get("exchange_rate_as_of")),
@@ -217,7 +218,9 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
 
     p = dict(d.get("pricing") or {})
     as_of = w["exchange_rate_as_of"]
-    p.update(tier=w["tier"], provider=w["provider"], currency=w["currency"],
+    if w["region_group"] != "any":
+        p.pop("regions", None)  # a group chosen in the app replaces the file's explicit region names
+    p.update(tier=w["tier"], provider=w["provider"], region_group=w["region_group"], currency=w["currency"],
              exchange_rate=float(w["exchange_rate"]),
              exchange_rate_as_of=as_of.isoformat() if isinstance(as_of, dt.date) else None,
              runs=int(w["runs"]), failure_overhead=float(w["failure_overhead"]), tax_rate=float(w["tax_rate"]),
@@ -337,6 +340,8 @@ def hidden_keys(session: Session) -> set[str]:
         hidden |= set(SPOT_KEYS)
     if session.get("tier") != "on_prem":
         hidden |= set(ON_PREM_KEYS)
+    else:
+        hidden.add("region_group")
     if not session.get("model_transformer"):
         hidden |= set(TRANSFORMER_KEYS)
     if not has_attention(session.get("model_name"), bool(session.get("model_transformer"))):

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
+from planner.inputs.profiles import current_quotes, recency_rank
+from planner.inputs.regions import ANY as ANY_REGION
+from planner.inputs.regions import in_regions
 from planner.vocab import QUOTE_MAX_AGE_DAYS
 
 if TYPE_CHECKING:
@@ -50,7 +53,8 @@ def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, Not
 
 def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheapest",
                  overrides: Iterable[PriceQuote] = (), today: dt.date | None = None, *, n_gpus: int | None = None,
-                 gpus_per_node: int = 8) -> PriceQuote | None:
+                 gpus_per_node: int = 8, region_group: str = ANY_REGION,
+                 regions: Sequence[str] = ()) -> PriceQuote | None:
     """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
 
     With `n_gpus`, the lowest bill for that many GPUs: an 8-GPU instance at a lower hourly rate still bills
@@ -58,23 +62,19 @@ def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheap
     several GPUs, instances holding min(n, gpus_per_node) GPUs come first: the step time assumes GPUs that share
     a node (NVLink/PCIe), which separate 1-GPU rentals do not give.
 
-    User overrides replace every published quote with the same provider, instance and tier, and add new ones.
-    Within one provider, instance, tier and region only the newest quote counts (an old, cheaper price is
-    history, not an offer); quotes dated after `today` are ignored so a plan can be reproduced as of a day.
-    Returns None when nothing matches.
+    User overrides replace every published quote with the same provider, instance and tier, and add new ones; they
+    count in every region (a price you typed is one you can get). Published quotes count only in the scenario's
+    regions (`regions` names, else `region_group`: planner.inputs.regions). Within one offer only the newest quote
+    counts (planner.inputs.profiles.current_quotes: an old, cheaper price is history, not an offer); quotes dated
+    after `today` are ignored so a plan can be reproduced as of a day. Returns None when nothing matches.
     """
     overrides = list(overrides)
     replaced = {_offer_key(q) for q in overrides}
-    pool = [q for q in prices if _offer_key(q) not in replaced] + overrides
-    pool = [q for q in pool if q.tier == tier and _offered_by(q, provider) and _published_by(q, today)]
-    latest: dict[tuple[str, str, str, str], PriceQuote] = {}
-    for q in pool:
-        key = (*_offer_key(q), (q.region or "").lower())
-        if key not in latest or _recency(q) > _recency(latest[key]):
-            latest[key] = q
-    if not latest:
+    pool = [q for q in prices if _offer_key(q) not in replaced
+            and in_regions(q.region, group=region_group, regions=regions)] + overrides
+    offers = current_quotes([q for q in pool if q.tier == tier and _offered_by(q, provider)], as_of_today=today)
+    if not offers:
         return None
-    offers = list(latest.values())
     if n_gpus and n_gpus > 1:
         node_sized = [q for q in offers if q.gpus_per_instance >= min(n_gpus, gpus_per_node)]
         offers = node_sized or offers
@@ -86,7 +86,8 @@ def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheap
         return instances_needed(n_gpus, q.gpus_per_instance)[1] * q.usd_per_gpu_hour
 
     def preference(q: PriceQuote) -> tuple[float | int | str, ...]:
-        return (billed_rate(q), q.usd_per_gpu_hour, *(-x for x in _recency(q)), q.provider.lower(),
+        user, dated, day = recency_rank(q)
+        return (billed_rate(q), q.usd_per_gpu_hour, -int(user), -int(dated), -day.toordinal(), q.provider.lower(),
                 q.instance.lower(), q.region or "")
 
     return min(offers, key=preference)
@@ -96,19 +97,9 @@ def _offered_by(quote: PriceQuote, provider: str) -> bool:
     return provider == "cheapest" or quote.provider.lower() == provider.lower()
 
 
-def _published_by(quote: PriceQuote, today: dt.date | None) -> bool:
-    as_of = _as_date(quote.as_of)
-    return today is None or as_of is None or as_of <= today
-
-
 def _offer_key(quote: PriceQuote) -> tuple[str, str, str]:
+    """What a user override replaces: the provider's instance at that tier, in every region."""
     return quote.provider.lower(), quote.instance.lower(), quote.tier
-
-
-def _recency(quote: PriceQuote) -> tuple[int, int, int]:
-    """(user price, dated, day ordinal): larger is more current."""
-    as_of = _as_date(quote.as_of)
-    return (int(quote.origin == "user"), int(as_of is not None), as_of.toordinal() if as_of else 0)
 
 
 def run_hours(steps: float, step_time_s: float, workload: Workload, pricing: Pricing) -> float:
@@ -171,6 +162,10 @@ def stale_quote_warning(quote: PriceQuote | PriceChoice, today: dt.date,
     if as_of is None:
         if quote.origin == "user":
             return None
+        retrieved = _as_date(quote.retrieved)
+        if retrieved is not None:  # a catalog row: read on that day, but the catalog gives no price date
+            return Note("price_undated_catalog", provider=quote.provider, instance=quote.instance,
+                        retrieved=retrieved.isoformat())
         return Note("price_undated", provider=quote.provider, instance=quote.instance)
     age_days = (today - as_of).days
     if age_days <= max_age_days:
@@ -326,14 +321,15 @@ def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], p
     if pricing.tier == "on_prem":
         return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
     quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus=n_gpus,
-                         gpus_per_node=gpus_per_node)
+                         gpus_per_node=gpus_per_node, region_group=pricing.region_group, regions=pricing.regions)
     if quote is None:
-        raise NoQuoteError(_no_quote_message(gpu, pricing, overrides))
+        raise NoQuoteError(_no_quote_message(gpu, pricing, overrides, today))
     as_of = _as_date(quote.as_of)
     choice = PriceChoice(
         provider=quote.provider, instance=quote.instance, tier=quote.tier, usd_per_gpu_hour=quote.usd_per_gpu_hour,
         gpus_per_instance=quote.gpus_per_instance, billing_increment_s=quote.billing_increment_s,
-        as_of=as_of.isoformat() if as_of else None, source=quote.source, origin=quote.origin,
+        as_of=as_of.isoformat() if as_of else None, source=quote.source, origin=quote.origin, region=quote.region,
+        retrieved=quote.retrieved.isoformat() if quote.retrieved else None,
     )
     return choice, 1.0
 
@@ -349,9 +345,16 @@ def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[Note]) ->
                        gpus_per_instance=1, billing_increment_s=1.0, as_of=None, source=source, origin="on_prem")
 
 
-def _no_quote_message(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote]) -> Note:
+def _no_quote_message(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], today: dt.date) -> Note:
     who = Note("no_quote_any_provider") if pricing.provider == "cheapest" else Note("no_quote_provider",
                                                                                      provider=pricing.provider)
+    if pricing.regions or pricing.region_group != ANY_REGION:
+        elsewhere = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today)
+        if elsewhere is not None:  # the GPU is sold at this tier, just not in the scenario's regions
+            where = ", ".join(pricing.regions) if pricing.regions else pricing.region_group
+            return Note("no_quote_in_regions", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, regions=where,
+                        provider=elsewhere.provider, region=elsewhere.region or "?",
+                        usd=round(elsewhere.usd_per_gpu_hour, 2))
     tiers = sorted({q.tier for q in [*gpu.prices, *overrides]})
     have = Note("no_quote_has_tiers", tiers=", ".join(tiers)) if tiers else Note("no_quote_none")
     return Note("no_quote", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, who=who, have=have)

@@ -154,6 +154,8 @@ class PriceChoice:
     as_of: str | None
     source: str
     origin: str = "published"  # published | user | on_prem
+    region: str | None = None  # the region billed (None: the quote names none, or on-prem)
+    retrieved: str | None = None  # the day a price catalog was read (catalog quotes; as_of may then be None)
 
 
 @dataclass(frozen=True)

@@ -448,10 +448,11 @@ def offer_key(q: PriceQuote) -> tuple[str, str, str, str]:
 
 def newer_quote(a: PriceQuote, b: PriceQuote) -> bool:
     """True when `a` supersedes `b` for the same offer (the freshness rule above); a tie keeps `b`."""
-    return _rank(a) > _rank(b)
+    return recency_rank(a) > recency_rank(b)
 
 
-def _rank(q: PriceQuote) -> tuple:
+def recency_rank(q: PriceQuote) -> tuple[bool, bool, datetime.date]:
+    """(a user's price, dated, the date): larger is more current (the freshness rule above)."""
     return (q.origin == "user", q.as_of is not None, q.as_of or datetime.date.min)
 
 
@@ -502,21 +503,3 @@ def merge_catalog_quotes(own: Iterable[PriceQuote], catalog: Iterable[PriceQuote
             added = [a for a in added if offer_key(a) != key]
             added.append(q)
     return tuple([q for q in own if offer_key(q) not in replaced] + added)
-
-
-def cheapest_quote(profile: GpuProfile, tier: str, provider: str = "cheapest",
-                   as_of_today: datetime.date | None = None) -> PriceQuote | None:
-    """The lowest current per-GPU-hour quote for `tier` (from `provider`, or any when "cheapest")."""
-    if tier == "on_prem":
-        return None  # on-prem cost comes from purchase price and power, not from a rental quote
-    if tier not in RENTAL_TIERS:
-        raise InputError("<argument>", "tier", tier, "one of " + ", ".join(RENTAL_TIERS))
-    wanted = provider.lower()
-    pool = [q for q in profile.prices
-            if q.tier == tier and (wanted == "cheapest" or q.provider.lower() == wanted)]
-    current = current_quotes(pool, as_of_today)
-    if not current:
-        return None
-    # Ties go to the newest quote, then alphabetically, so the choice is deterministic.
-    return min(current, key=lambda q: (q.usd_per_gpu_hour, -(q.as_of or datetime.date.min).toordinal(),
-                                       q.provider, q.instance, q.region or ""))

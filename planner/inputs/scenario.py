@@ -26,6 +26,7 @@ from planner.vocab import (
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
+    REGION_GROUPS,
     SHARDINGS,
     STATE_LAYOUTS,
     TIERS,
@@ -33,6 +34,7 @@ from planner.vocab import (
 
 SCHEMA = "trainplan.scenario/1"
 MAX_SCENARIO_BYTES = loader.SCENARIO.max_bytes
+MAX_REGIONS = 50
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,10 @@ class OnPrem:
 class Pricing:
     tier: str = "on_demand"
     provider: str = "cheapest"
+    # Where the GPUs may be rented (planner.inputs.regions): a group of regions, or explicit region names (any
+    # provider), which then replace the group. "any" = every quote, so the cheapest region wins.
+    region_group: str = "any"
+    regions: tuple[str, ...] = ()
     currency: str = "USD"
     exchange_rate: float = 1.0
     exchange_rate_as_of: dt.date | None = None
@@ -455,6 +461,8 @@ def _pricing(r: Reader) -> Pricing:
     return Pricing(
         tier=r.string("tier", pd["tier"], TIERS),
         provider=r.string("provider", pd["provider"]),
+        region_group=r.string("region_group", pd["region_group"], REGION_GROUPS),
+        regions=_regions(r),
         currency=currency.upper(),
         exchange_rate=r.number("exchange_rate", pd["exchange_rate"], minimum=1e-6, maximum=1e9),
         exchange_rate_as_of=r.date("exchange_rate_as_of", pd["exchange_rate_as_of"]),
@@ -467,6 +475,16 @@ def _pricing(r: Reader) -> Pricing:
         on_prem=_on_prem(_section(r, "on_prem")),
         grid_kg_co2_per_kwh=r.number("grid_kg_co2_per_kwh", pd["grid_kg_co2_per_kwh"], minimum=0, maximum=5),
     )
+
+
+def _regions(r: Reader) -> tuple[str, ...]:
+    regions = r.string_list("regions", ())
+    if len(regions) > MAX_REGIONS:
+        raise r.fail("regions", f"{len(regions)} names", f"at most {MAX_REGIONS} region names")
+    if regions and r.has("region_group") and r.raw("region_group") != "any":
+        raise r.fail("regions", list(regions), "either regions or region_group, not both (regions names the exact "
+                     "regions; region_group a group of them)")
+    return tuple(x.strip() for x in regions)
 
 
 def _constraints(r: Reader) -> Constraints:
@@ -513,6 +531,8 @@ def scenario_to_dict(s: Scenario) -> dict:
     pricing = dataclasses.asdict(s.pricing)
     if s.pricing.exchange_rate_as_of is not None:
         pricing["exchange_rate_as_of"] = s.pricing.exchange_rate_as_of.isoformat()
+    if not s.pricing.regions:
+        del pricing["regions"]  # the default: the region group decides
     out["pricing"] = _drop_none(pricing)
     constraints = _drop_none(dataclasses.asdict(s.constraints))
     if constraints:

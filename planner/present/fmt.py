@@ -86,3 +86,8 @@ def percent(x: float | None, locale: str | None = "en", digits: int = 0) -> str:
     if x is None or not math.isfinite(x):
         return "—"
     return number(100 * x, locale, digits) + " %"
+
+
+def offer(provider: str, instance: str, region: str | None = None) -> str:
+    """Where a price comes from, the same everywhere: "aws · p5.48xlarge · us-east-1" (no region: the first two)."""
+    return " · ".join(x for x in (provider, instance, region) if x)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from planner.engine.cost import choose_quote, stale_quote_warning
 from planner.inputs.profiles import GpuProfile, PriceQuote
+from planner.inputs.regions import region_group
 from planner.inputs.userdata import user_profiles_dir
+from planner.present import fmt
 from planner.vocab import PEAK_KEYS
 
 
@@ -34,6 +36,10 @@ class ProfileRow:
     stale: bool  # the quote is undated or older than STALE_QUOTE_DAYS (user prices are never stale)
     price_origin: str | None  # published | user
     n_quotes: int
+    region: str | None = None  # the region of the quote above
+    # The cheapest published quote of `tier` in a Latin American region (planner.inputs.regions), None = no LatAm quote
+    latam_usd_per_gpu_hour: float | None = None
+    latam_offer: str | None = None  # "aws · g5.xlarge · sa-east-1"
     measured_points: int = 0  # step times measured by bench runs on this GPU (any model)
     published_points: int = 0  # published figures for this GPU (results/published/)
 
@@ -50,6 +56,7 @@ def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, lis
         extra = list(overrides.get(p.id, []))
         q = choose_quote(p.prices, tier, "cheapest", extra, today)
         as_of = q.as_of if q is not None else None
+        latam = choose_quote(p.prices, tier, "cheapest", (), today, region_group="latam")
         rows.append(ProfileRow(
             id=p.id, name=p.name, vendor=p.vendor, added_by_you=Path(p.path).resolve().parent == mine,
             memory_gib=p.memory_gib, memory_gib_source=p.memory_gib_source,
@@ -63,6 +70,9 @@ def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, lis
             price_age_days=(today - as_of).days if as_of else None,
             stale=q is not None and stale_quote_warning(q, today) is not None,
             price_origin=q.origin if q else None, n_quotes=len(p.prices) + len(extra),
+            region=q.region if q else None,
+            latam_usd_per_gpu_hour=latam.usd_per_gpu_hour if latam else None,
+            latam_offer=fmt.offer(latam.provider, latam.instance, latam.region) if latam else None,
             measured_points=points.get(p.id, {}).get("measured", 0),
             published_points=points.get(p.id, {}).get("published", 0),
         ))
@@ -79,7 +89,8 @@ def quotes_of(profile: GpuProfile, overrides: Iterable[PriceQuote], today: dt.da
         rows.append({"provider": q.provider, "instance": q.instance, "tier": q.tier,
                      "usd_per_gpu_hour": q.usd_per_gpu_hour, "gpus_per_instance": q.gpus_per_instance,
                      "billing_increment_s": q.billing_increment_s,
-                     "region": q.region, "as_of": q.as_of, "age_days": (today - q.as_of).days if q.as_of else None,
+                     "region": q.region, "region_group": region_group(q.region), "as_of": q.as_of,
+                     "retrieved": q.retrieved, "age_days": (today - q.as_of).days if q.as_of else None,
                      "stale": stale_quote_warning(q, today) is not None, "origin": q.origin, "source": q.source,
                      "replaced": q.origin != "user" and (q.provider.lower(), q.instance.lower(), q.tier) in yours})
     return sorted(rows, key=lambda r: (r["tier"], r["usd_per_gpu_hour"], r["provider"]))

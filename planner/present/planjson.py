@@ -37,7 +37,8 @@ def option_to_dict(o: PlanOption) -> dict:
         p = c.price
         price = {"provider": p.provider, "instance": p.instance, "tier": p.tier,
                  "usd_per_gpu_hour": _r(p.usd_per_gpu_hour), "as_of": p.as_of, "source": p.source,
-                 "origin": p.origin, "gpus_per_instance": p.gpus_per_instance}
+                 "origin": p.origin, "gpus_per_instance": p.gpus_per_instance, "region": p.region,
+                 "retrieved": p.retrieved}
     return {
         "id": o.id, "gpu_id": o.gpu_id, "gpu_name": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
         "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,

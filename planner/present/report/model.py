@@ -280,12 +280,12 @@ def _prices_table(shown: list[PlanOption], today: dt.date, locale: str) -> Table
         p = o.cost.price if o.cost else None
         if p is None:
             continue
-        key = (o.gpu_id, p.provider, p.instance, p.tier, p.usd_per_gpu_hour)
+        key = (o.gpu_id, p.provider, p.instance, p.region, p.tier, p.usd_per_gpu_hour)
         if key in seen:
             continue
         seen.add(key)
         age = (today - dt.date.fromisoformat(p.as_of[:10])).days if p.as_of else None
-        rows.append((o.gpu_name, p.provider, p.instance, t(f"report.tier.{p.tier}", locale),
+        rows.append((o.gpu_name, p.provider, fmt.offer("", p.instance, p.region), t(f"report.tier.{p.tier}", locale),
                      fmt.money(p.usd_per_gpu_hour, "USD", locale, 2),
                      fmt.date(p.as_of, locale) if p.as_of else t("report.price.undated", locale),
                      t("report.price.days", locale, days=fmt.number(age, locale, 0)) if age is not None else "—",
