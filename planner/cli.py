@@ -151,12 +151,16 @@ def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | b
                          all_options=args.all_options, paper=args.paper)
 
 
-# ---------------------------------------------------------------- python -m planner prices import ...
+# ---------------------------------------------------------------- python -m planner prices import|refresh ...
 
 def build_prices_parser() -> argparse.ArgumentParser:
+    from planner.inputs import price_refresh as pr
+    from planner.vocab import PRICE_CHANGE_REPORT_FRACTION
+
     p = argparse.ArgumentParser(prog="python -m planner prices",
-                                description="Price catalogs: import SkyPilot-format vms.csv files into a snapshot "
-                                            "of per-GPU-hour quotes that the GPU profiles load.")
+                                description="Price catalogs: import SkyPilot-format vms.csv files, or refresh "
+                                            "current offers online through gpuhunt, into snapshots of per-GPU-hour "
+                                            "quotes that the GPU profiles load.")
     sub = p.add_subparsers(dest="command", required=True)
     imp = sub.add_parser("import", help="read vms.csv files (a file, a catalogs/vN folder or gpu_profiles/catalog/"
                                         "raw) and write the snapshot")
@@ -168,11 +172,47 @@ def build_prices_parser() -> argparse.ArgumentParser:
     imp.add_argument("--source", default=None, help="provenance for files without a '# source:' line, e.g. "
                      "skypilot-org/skypilot-catalog@<commit>:catalogs/v8/aws/vms.csv (default: the file path)")
     imp.add_argument("--aliases", default=None, help="alias table (default: gpu_profiles/catalog/aliases.yaml)")
+    ref = sub.add_parser("refresh", help="fetch current offers through gpuhunt (optional: pip install -r "
+                         "requirements-prices.txt; needs internet), save them dated today under $TRAINPLAN_HOME/"
+                         "gpu_profiles/catalog/ and show what changed",
+                         description="Fetch current GPU offers through gpuhunt (dstack's price catalog; "
+                         f"{pr.INSTALL_COMMAND}), map them to GPU profiles with the alias table, write one snapshot "
+                         "per provider to $TRAINPLAN_HOME/gpu_profiles/catalog/gpuhunt-<date>-<provider>.yaml "
+                         "(dated today; plans and the app load it) and print what changed: offers added, removed, "
+                         f"and prices that moved by more than {PRICE_CHANGE_REPORT_FRACTION:.0%}. Offline, timed out "
+                         "or gpuhunt missing: exit 2, the current prices stay and nothing is written.")
+    ref.add_argument("--timeout", type=float, default=pr.DEFAULT_TIMEOUT_S, metavar="S",
+                     help=f"give up after S seconds (default {pr.DEFAULT_TIMEOUT_S:g})")
+    ref.add_argument("--providers", default=None, metavar="NAMES",
+                     help="comma-separated gpuhunt provider names (default: all of " + ",".join(pr.PROVIDERS) + ")")
+    ref.add_argument("--dry-run", action="store_true", help="fetch and show what would change; write nothing")
+    ref.add_argument("--show", type=int, default=10, metavar="N",
+                     help="list the first N added, removed and changed offers (default 10)")
     return p
 
 
-def _run_prices(argv: list[str]) -> int:
-    return _guarded(_prices_import, build_prices_parser().parse_args(argv))
+def _run_prices(argv: list[str], fetcher: Callable | None = None) -> int:
+    """`fetcher`: where refresh gets offers (default: gpuhunt over the network; tests pass recorded offers)."""
+    args = build_prices_parser().parse_args(argv)
+    if args.command == "refresh":
+        return _guarded(lambda a: _prices_refresh(a, fetcher), args)
+    return _guarded(_prices_import, args)
+
+
+def _prices_refresh(args: argparse.Namespace, fetcher: Callable | None) -> int:
+    from planner.inputs import price_refresh as pr
+
+    if not 0 < args.timeout <= 3600:
+        raise InputError("--timeout", None, args.timeout, "seconds between 0 and 3600")
+    providers = pr.parse_providers(args.providers)
+    try:
+        outcome = pr.refresh(providers=providers, timeout_s=args.timeout, dry_run=args.dry_run, fetcher=fetcher)
+    except pr.RefreshError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for line in pr.outcome_lines(outcome, show=max(args.show, 0)):
+        print(line)
+    return EXIT_OK
 
 
 def _prices_import(args: argparse.Namespace) -> int:

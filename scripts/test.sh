@@ -24,4 +24,6 @@ fi
 .venv/bin/mypy
 # The published corpus: every transcribed number stands on the upstream line it cites.
 .venv/bin/python -m bench published check
+# The shipped price catalog: the snapshot is exactly what its raw upstream excerpts make.
+.venv/bin/python -m planner prices import gpu_profiles/catalog/raw --out gpu_profiles/catalog/skypilot.yaml --check
 exec .venv/bin/python -m pytest -q "$@"

@@ -551,6 +551,11 @@ def test_gpus_table_lists_every_profile_and_the_tier_changes_the_prices(home):
             if m.source == "published"]
     assert points.loc["a100-sxm-80gb", "Published points"] == len(a100) > 0
     assert points.loc["l4-24gb", "Published points"] == 0
+    # Latin America: the T4's cheapest Sao Paulo quote (shipped catalog), and a plain "no LatAm quote" for the L4.
+    t4 = choose_quote(shipped["t4-16gb"].prices, "on_demand", today=dt.date.today(), region_group="latam")
+    assert points.loc["t4-16gb", "Latin America, USD per GPU-hour"] == t4.usd_per_gpu_hour
+    assert points.loc["t4-16gb", "Latin America: provider · instance · region"].endswith(t4.region)
+    assert points.loc["l4-24gb", "Latin America: provider · instance · region"] == "no LatAm quote"
     at.selectbox(key="gpus_tier").set_value("spot")
     run(at)
     spot = frame(at, "gpus_table").set_index("Profile id").loc["l4-24gb", "USD per GPU-hour"]
@@ -751,6 +756,9 @@ def test_gpus_picking_a_gpu_shows_its_quotes_and_its_options(home):
     h100 = load_inputs().profiles["h100-sxm-80gb"]
     quotes = next(d.value for d in at.dataframe if "Where the price comes from" in d.value.columns)
     assert len(quotes) == len(h100.prices)
+    # Catalog rows say when the catalog was read; hand-collected quotes say so.
+    read = {f"price catalog (read {fmt.date(q.retrieved, 'en')})" for q in h100.prices if q.retrieved}
+    assert set(quotes["Quote from"]) == read | {"collected by hand"}
     effect = frame(at, "price_effect")
     assert set(effect["Option id"]) == {o.id for o in build_plan(load_scenario_file(DEFAULT_SCENARIO),
                                                                   load_inputs()).options if o.gpu_id == h100.id}
@@ -785,7 +793,7 @@ def test_every_field_of_the_price_form_is_saved(home):
     at.selectbox(key="gpus_tier").set_value("reserved_1y")
     run(at)
     row = frame(at, "gpus_table").set_index("Profile id").loc["l4-24gb"]
-    assert (row["USD per GPU-hour"], row["Provider · instance"]) == (0.37, "mycloud · l4-box")
+    assert (row["USD per GPU-hour"], row["Provider · instance · region"]) == (0.37, "mycloud · l4-box · sa-east-1")
 
 
 def test_every_field_of_the_profile_form_is_saved(home):

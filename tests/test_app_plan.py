@@ -212,6 +212,7 @@ WIDGET_CHANGES = [
     ("number_input", "inter_node_gb_per_s", 200.0, ("hardware", "inter_node_gb_per_s"), 200.0),
     ("number_input", "workspace_gib", 2.0, ("hardware", "workspace_gib"), 2.0),
     ("selectbox", "provider", "lambda", ("pricing", "provider"), "lambda"),
+    ("selectbox", "region_group", "latam", ("pricing", "region_group"), "latam"),
     ("selectbox", "currency", "MXN", ("pricing", "currency"), "MXN"),
     ("number_input", "exchange_rate", 18.5, ("pricing", "exchange_rate"), 18.5),
     ("number_input", "runs", 3, ("pricing", "runs"), 3),
@@ -259,6 +260,20 @@ def test_spot_and_on_prem_settings_reach_the_cost():
     d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d["pricing"]["on_prem"]["purchase_usd_per_gpu"] == 60000.0
     assert d["pricing"]["spot"]["preemptions_per_instance_hour"] == 0.5
+
+
+def test_regions_bill_a_latin_american_quote_and_name_the_region():
+    # The T4 is sold in Sao Paulo (the shipped catalog snapshot: Google Cloud southamerica-east1, Oracle sa-*).
+    at = one_gpu(fresh(), gpu="t4-16gb", precisions=("fp16",))
+    anywhere = table_row(at, "t4-16gb-x1-fp16")
+    at.selectbox(key="region_group").set_value("latam").run()
+    assert not at.exception, [e.value for e in at.exception]
+    latam = table_row(at, "t4-16gb-x1-fp16")
+    price = latam["Price source (provider, instance, tier, date)"]
+    assert "southamerica-east1" in price or "sa-" in price, price
+    assert latam["Cost (USD)"] > anywhere["Cost (USD)"]  # Sao Paulo costs more than the cheapest US offer
+    at.selectbox(key="tier").set_value("on_prem").run()
+    assert not [s for s in at.selectbox if s.key == "region_group"]  # on-prem GPUs are not rented in a region
 
 
 def test_hidden_widgets_keep_their_values():

@@ -242,3 +242,56 @@ def test_a_missing_path_is_bad_input(tmp_path, capsys):
 def test_check_needs_the_snapshot_to_compare(capsys):
     assert run(["prices", "import", str(FIXTURES), "--check"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- Google Cloud: host row + accelerator row
+
+def test_gcp_prices_a_gpu_machine_as_host_plus_its_accelerator_row(aliases):
+    result = pc.import_catalogs([FIXTURES.parent / "catalog_gcp"], aliases, today=TODAY)
+    (a100,) = _quotes(result, "a100-sxm-40gb", tier="on_demand")
+    assert a100.instance == "a2-highgpu-1g" and a100.usd_per_gpu_hour == pytest.approx(0.73948 + 2.93391)
+    assert "host line 6 + A100 x1 line 11" in a100.source
+    (a100_spot,) = _quotes(result, "a100-sxm-40gb", tier="spot")
+    assert a100_spot.usd_per_gpu_hour == pytest.approx(0.36975 + 1.4341)
+    # g2-standard-8 in zone b has no L4 row there: zone a's offer stands alone, no price is borrowed across zones.
+    (l4,) = _quotes(result, "l4-24gb", tier="on_demand")
+    assert l4.usd_per_gpu_hour == pytest.approx(0.29358 + 0.56004) and "us-central1-a" in l4.source
+    # One N1 host, three T4 counts: the host's price is spread over the GPUs it carries.
+    t4 = {q.gpus_per_instance: q.usd_per_gpu_hour for q in _quotes(result, "t4-16gb", tier="on_demand")}
+    assert t4 == pytest.approx({1: 0.75114 + 0.48, 2: (0.75114 + 0.96) / 2, 4: (0.75114 + 1.92) / 4})
+    assert {q.region for q in _quotes(result, "t4-16gb")} == {"southamerica-east1"}
+    # the A100 x16 row has no host here: it stays, counted as accelerator-only, never billed
+    assert result.unmapped[pc.ACCELERATOR_ONLY] == 1
+    assert result.mapped + sum(result.unmapped.values()) == result.gpu_rows
+
+
+def test_only_the_newest_refresh_of_a_provider_is_read(tmp_path, imported):
+    folder = _profiles_with_snapshot(tmp_path, pc.render_snapshot(pc.ImportResult()))
+    older = pc.render_snapshot(imported)  # holds Azure's A100 PCIe offers
+    (folder / "catalog" / "gpuhunt-2026-11-01-azure.yaml").write_text(older, encoding="utf-8")
+    profiles, problems = load_profiles(folder)
+    assert problems == [] and any(q.from_catalog for q in profiles["a100-pcie-80gb"].prices)
+    (folder / "catalog" / "gpuhunt-2026-12-01-azure.yaml").write_text(pc.render_snapshot(pc.ImportResult()),
+                                                                      encoding="utf-8")
+    profiles, problems = load_profiles(folder)
+    assert problems == [] and not any(q.from_catalog for q in profiles["a100-pcie-80gb"].prices)
+    assert [p.name for p in pc.snapshot_files(folder)] == ["gpuhunt-2026-12-01-azure.yaml", "skypilot.yaml"]
+
+
+def test_the_shipped_snapshot_is_what_its_raw_files_make(capsys):
+    raw, snapshot = pc.CATALOG_DIR / "raw", pc.CATALOG_DIR / "skypilot.yaml"
+    assert run(["prices", "import", str(raw), "--out", str(snapshot), "--check"]) == 0
+
+
+def test_the_shipped_catalog_meets_the_coverage_the_planner_needs():
+    # issue 17: 6+ providers, 8-GPU A100 80GB and H100 80GB nodes from 3+ providers, spot for 12+ profiles, LatAm.
+    from planner.inputs.regions import region_group
+
+    profiles, _ = load_profiles(DEFAULT_PROFILES_DIR)
+    by_profile = {p.id: [q for q in p.prices if q.from_catalog] for p in profiles.values()}
+    quotes = [q for qs in by_profile.values() for q in qs]
+    assert len({q.provider for q in quotes}) >= 6
+    for gpu in ("a100-sxm-80gb", "h100-sxm-80gb"):
+        assert len({q.provider for q in by_profile[gpu] if q.gpus_per_instance == 8}) >= 3, gpu
+    assert len([g for g, qs in by_profile.items() if any(q.tier == "spot" for q in qs)]) >= 12
+    assert any(region_group(q.region) == "latam" for q in quotes)

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.engine.cost import STALE_QUOTE_DAYS, choose_quote
-from planner.inputs import user_profiles
+from planner.inputs import price_refresh, user_profiles
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import MEMORY_SOURCES, VENDORS
 from planner.inputs.userdata import (
@@ -40,16 +40,20 @@ def profiles_frame(rows: list[gpu_table.ProfileRow]) -> pd.DataFrame:
     loc = locale()
     out = []
     for r in rows:
+        # What a plan bills first (and its Latin American alternative), then the hardware facts.
         row = {tr("pages.gpus.col.name"): r.name, tr("pages.gpus.col.memory_gib"): r.memory_gib,
+               tr("pages.gpus.col.price"): r.usd_per_gpu_hour,
+               tr("pages.gpus.col.as_of"): (fmt.date(r.price_as_of, loc) if r.price_as_of
+                                            else tr("pages.gpus.quote.date_unknown") if r.provider else "—"),
+               tr("pages.gpus.col.stale"): r.stale,
+               tr("pages.gpus.col.offer"): fmt.offer(r.provider, r.instance or "", r.region) if r.provider else "—",
+               tr("pages.gpus.col.latam_price"): r.latam_usd_per_gpu_hour,
+               tr("pages.gpus.col.latam_offer"): r.latam_offer or tr("pages.gpus.quote.no_latam"),
                tr("pages.gpus.col.bandwidth"): r.bandwidth_gb_per_s}
         for p in PEAK_KEYS:
             row[tr("pages.gpus.col.peak", precision=p)] = r.peaks[p]
         row[tr("pages.gpus.col.measured_points")] = r.measured_points
         row[tr("pages.gpus.col.published_points")] = r.published_points
-        row[tr("pages.gpus.col.price")] = r.usd_per_gpu_hour
-        row[tr("pages.gpus.col.as_of")] = fmt.date(r.price_as_of, loc) if r.price_as_of else "—"
-        row[tr("pages.gpus.col.stale")] = r.stale
-        row[tr("pages.gpus.col.provider")] = f"{r.provider} · {r.instance}" if r.provider else "—"
         row[tr("pages.gpus.col.origin")] = tr(f"common.origin.{r.price_origin}") if r.price_origin else "—"
         row[tr("pages.gpus.col.id")] = r.id
         row[tr("pages.gpus.col.yours")] = r.added_by_you
@@ -70,6 +74,7 @@ def _table(inputs, today: dt.date) -> list[gpu_table.ProfileRow]:
     config = {tr("pages.gpus.col.yours"): st.column_config.CheckboxColumn(),
               tr("pages.gpus.col.stale"): st.column_config.CheckboxColumn(help=tr("pages.gpus.stale_help")),
               tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f"),
+              tr("pages.gpus.col.latam_price"): st.column_config.NumberColumn(format="$%.2f"),
               tr("pages.gpus.col.memory_gib"): st.column_config.NumberColumn(format="%.1f")}
     st.dataframe(profiles_frame(rows), hide_index=True, width="stretch", column_config=config, key="gpus_table",
                  height=38 + 35 * min(len(rows), 16))
@@ -78,6 +83,73 @@ def _table(inputs, today: dt.date) -> list[gpu_table.ProfileRow]:
     st.caption(tr("pages.gpus.table_caption", n=len(rows), stale=n_stale, none=n_none,
                   days=STALE_QUOTE_DAYS))
     return rows
+
+
+# ---------------------------------------------------------------- online price refresh (gpuhunt)
+
+def _on_refresh() -> None:
+    # A callback: it runs before the page, so the tables of this same run already use the new quotes.
+    ss = st.session_state
+    try:
+        ss["_refresh"] = ("ok", price_refresh.refresh())
+    except price_refresh.RefreshError as exc:
+        ss["_refresh"] = (exc.kind, exc.detail)
+    except InputError as exc:
+        ss["_refresh"] = ("bad_input", str(exc))
+
+
+def changes_frame(changes, old: bool, new: bool) -> pd.DataFrame:
+    loc = locale()
+    rows = []
+    for c in changes:
+        row = {tr("pages.gpus.col.id"): c.profile, tr("pages.gpus.col.provider"): f"{c.provider} · {c.instance}",
+               tr("pages.gpus.col.region"): c.region or "—", tr("pages.gpus.col.tier"): tr(f"common.tier.{c.tier}"),
+               tr("pages.gpus.col.gpus_per_instance"): c.gpus_per_instance}
+        if old:
+            row[tr("pages.gpus.refresh.col.old")] = c.old_usd_per_gpu_hour
+        if new:
+            row[tr("pages.gpus.refresh.col.new")] = c.new_usd_per_gpu_hour
+        if old and new:
+            row[tr("pages.gpus.refresh.col.change")] = fmt.percent(c.change, loc, 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _refresh_section() -> None:
+    ss = st.session_state
+    loc = locale()
+    st.subheader(tr("pages.gpus.refresh.title"))
+    st.caption(trm("pages.gpus.refresh.intro", folder=str(user_profiles_dir() / "catalog"),
+                   command=price_refresh.INSTALL_COMMAND, seconds=f"{price_refresh.DEFAULT_TIMEOUT_S:g}"))
+    st.button(tr("pages.gpus.refresh.button"), key="gpus_refresh", on_click=_on_refresh,
+              help=tr("pages.gpus.refresh.help"))
+    state = ss.get("_refresh")
+    if state is None:
+        return
+    if state[0] != "ok":
+        st.warning(trm(f"pages.gpus.refresh.error.{state[0]}", detail=state[1]))
+        return
+    outcome = state[1]
+    result, diff = outcome.result, outcome.diff
+    st.success(trm("pages.gpus.refresh.done", quotes=result.quote_count, gpus=len(result.quotes),
+                   providers=", ".join(i.provider for i in outcome.imports), day=fmt.date(outcome.day, loc)))
+    if outcome.failed:
+        st.warning(trm("pages.gpus.refresh.partial", detail="; ".join(f"{p}: {why}" for p, why in outcome.failed.items())))
+    pct = fmt.percent(diff.threshold, loc)
+    st.markdown(tr("pages.gpus.refresh.counts", added=len(diff.added), removed=len(diff.removed),
+                   changed=len(diff.changed), unchanged=diff.unchanged, pct=pct))
+    if result.unmapped:
+        st.caption(tr("pages.gpus.refresh.unmapped", n=sum(result.unmapped.values())))
+    price = st.column_config.NumberColumn(format="$%.4f")
+    config = {tr("pages.gpus.refresh.col.old"): price, tr("pages.gpus.refresh.col.new"): price}
+    tables = (("refresh_changed", tr("pages.gpus.refresh.changed", n=len(diff.changed), pct=pct), diff.changed, True, True),
+              ("refresh_added", tr("pages.gpus.refresh.added", n=len(diff.added)), diff.added, False, True),
+              ("refresh_removed", tr("pages.gpus.refresh.removed", n=len(diff.removed)), diff.removed, True, False))
+    for key, title, entries, old, new in tables:
+        if entries:
+            st.markdown(f"**{md(title)}**")
+            st.dataframe(changes_frame(entries, old, new), hide_index=True, width="stretch", key=key,
+                         column_config=config, height=38 + 35 * min(len(entries), 10))
 
 
 # ---------------------------------------------------------------- price overrides
@@ -126,9 +198,11 @@ def _overrides(inputs, current, today: dt.date) -> None:
             tr("pages.gpus.col.provider"): f"{q['provider']} · {q['instance']}", tr("pages.gpus.col.tier"):
             tr(f"common.tier.{q['tier']}"), tr("pages.gpus.col.price"): q["usd_per_gpu_hour"],
             tr("pages.gpus.col.gpus_per_instance"): q["gpus_per_instance"], tr("pages.gpus.col.region"): q["region"] or "—",
-            tr("pages.gpus.col.as_of"): fmt.date(q["as_of"], loc) if q["as_of"] else "—",
+            tr("pages.gpus.col.as_of"): fmt.date(q["as_of"], loc) if q["as_of"] else tr("pages.gpus.quote.date_unknown"),
             tr("pages.gpus.col.stale"): q["stale"], tr("pages.gpus.col.replaced"): q["replaced"],
             tr("pages.gpus.col.origin"): tr(f"common.origin.{q['origin']}"),
+            tr("pages.gpus.col.collected"): (tr("pages.gpus.quote.collected_catalog", day=fmt.date(q["retrieved"], loc))
+                                             if q["retrieved"] else tr("pages.gpus.quote.collected_hand")),
             tr("pages.gpus.col.source"): q["source"]} for q in quotes]),
             hide_index=True, width="stretch", key="price_quotes",
             column_config={tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f")})
@@ -326,6 +400,7 @@ def main() -> None:
     for problem in inputs.profile_problems + inputs.override_problems:  # the files this page shows
         st.warning(md(problem))
     _table(inputs, today)
+    _refresh_section()
     _overrides(inputs, current, today)
     _add_profile(inputs)
 

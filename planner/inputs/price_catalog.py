@@ -67,7 +67,7 @@ REASONS = (NO_RULE, EXCLUDED, ACCELERATOR_ONLY, COUNT_CONFLICT, NO_PRICE, BAD_RO
 
 @dataclass(frozen=True)
 class AliasRule:
-    provider: str
+    provider: str        # the provider's name in quotes (after the table's `providers:` map: oci -> oracle)
     instance: str        # fnmatch pattern over the instance type, case-insensitive
     accelerator: str     # the catalog's AcceleratorName, case-insensitive
     profile: str | None  # None: the offer is known and deliberately left out (why says so)
@@ -80,12 +80,27 @@ class AliasRule:
 
 
 @dataclass(frozen=True)
+class AttachedGpus:
+    """A host VM whose GPUs a catalog prices on a separate accelerator-only row (Google Cloud: the host row has no
+    AcceleratorName; a row with no InstanceType prices `count` GPUs of `accelerator` in the same zone). The import
+    adds the two prices and names the offer `instance` (the host's name when it fixes the GPUs, as a2/a3/g2 do)."""
+
+    provider: str
+    host: str
+    accelerator: str
+    count: int
+    instance: str
+
+
+@dataclass(frozen=True)
 class AliasTable:
     rules: tuple[AliasRule, ...]
-    providers: Mapping[str, str]              # catalog folder name -> provider name in quotes (oci -> oracle)
+    providers: Mapping[str, str]              # a catalog's name for a provider -> its name in quotes and rules
+                                              # (SkyPilot's oci -> oracle, gpuhunt's lambdalabs -> lambda)
     billing_increment_s: Mapping[str, int]    # provider -> billing granularity; absent: hourly
     non_gpu: tuple[str, ...]                  # accelerator-name patterns that are not GPUs (TPUs, Inferentia...)
     path: str
+    attached: tuple[AttachedGpus, ...] = ()   # hosts whose GPUs a catalog prices on separate rows (Google Cloud)
 
     def rule_for(self, provider: str, instance: str, accelerator: str) -> AliasRule | None:
         return next((r for r in self.rules if r.matches(provider, instance, accelerator)), None)
@@ -105,7 +120,7 @@ def load_aliases(path: str | Path = ALIASES_PATH, known_profiles: Iterable[str] 
     source = str(path)
     data = loader.load_file(path, ALIASES_FILE)
     r = Reader(data, source)
-    r.reject_unknown(("schema", "providers", "billing_increment_s", "non_gpu_accelerators", "rules"))
+    r.reject_unknown(("schema", "providers", "billing_increment_s", "non_gpu_accelerators", "rules", "attached_gpus"))
     if r.raw("schema") != ALIASES_SCHEMA:
         raise r.fail("schema", r.raw("schema"), ALIASES_SCHEMA)
     known = set(known_profiles) if known_profiles is not None else None
@@ -127,8 +142,16 @@ def load_aliases(path: str | Path = ALIASES_PATH, known_profiles: Iterable[str] 
     b = r.sub("billing_increment_s")
     if b is not None:
         billing = {str(k): b.integer(str(k), minimum=1, maximum=86400) for k in b.data}
+    attached = []
+    for i, item in enumerate(r.list_of("attached_gpus", [], max_items=5000)):
+        q = Reader(item, source, f"attached_gpus[{i}]")
+        q.reject_unknown(("provider", "host", "accelerator", "count", "instance"))
+        host = q.string("host")
+        attached.append(AttachedGpus(provider=q.string("provider"), host=host, accelerator=q.string("accelerator"),
+                                     count=q.integer("count", minimum=1, maximum=MAX_GPUS_PER_INSTANCE),
+                                     instance=q.string("instance", host)))
     return AliasTable(rules=tuple(rules), providers=providers, billing_increment_s=billing,
-                      non_gpu=r.string_list("non_gpu_accelerators", ()), path=source)
+                      non_gpu=r.string_list("non_gpu_accelerators", ()), path=source, attached=tuple(attached))
 
 
 def _string_map(r: Reader, key: str) -> dict[str, str]:
@@ -252,18 +275,79 @@ class _RowError(ValueError):
 def import_catalogs(paths: Sequence[str | Path], aliases: AliasTable, *, source: str | None = None,
                     today: dt.date | None = None) -> ImportResult:
     """Read every catalog file under `paths` and turn its GPU rows into per-GPU-hour quotes by profile id."""
+    return import_files((read_catalog_file(file_path, source=source, today=today)
+                         for path in paths for file_path in catalog_files(path)), aliases)
+
+
+def import_files(files: Iterable[CatalogFile], aliases: AliasTable) -> ImportResult:
+    """Catalog rows from any source (CSV files, an online catalog's offers in vms.csv columns) -> quotes."""
     result = ImportResult()
     best: dict[tuple, tuple[float, str, PriceQuote, str]] = {}  # offer -> (price, zone, quote, profile)
-    for path in paths:
-        for file_path in catalog_files(path):
-            cat = read_catalog_file(file_path, source=source, today=today)
-            result.files.append(cat)
-            for line, row in cat.rows:
-                result.rows_read += 1
-                _import_row(cat, line, row, aliases, result, best)
+    for cat in files:
+        result.files.append(cat)
+        for line, row in join_attached_gpus(cat, aliases):
+            result.rows_read += 1
+            _import_row(cat, line, row, aliases, result, best)
     for _, _zone, quote, profile in sorted(best.values(), key=lambda v: _quote_order(v[2])):
         result.quotes.setdefault(profile, []).append(quote)
     return result
+
+
+JOINED = "_joined"  # a row key the join adds: which two rows made the offer (never a catalog column)
+
+
+def join_attached_gpus(cat: CatalogFile, aliases: AliasTable) -> list[tuple[int, Mapping[str, str]]]:
+    """The file's rows, with each attached-GPU host (AliasTable.attached) priced whole: host row + the accelerator
+    row of the same region and zone, GPU name and count (Price and SpotPrice each summed when both rows have one).
+    Accelerator rows so used leave the list (they are in the offers now); the others stay and are counted as
+    accelerator-only. A host with no matching accelerator row makes no offer."""
+    provider = aliases.provider_name(cat.provider)
+    hosts: dict[str, list[AttachedGpus]] = {}
+    for a in aliases.attached:
+        if a.provider == provider:
+            hosts.setdefault(a.host.lower(), []).append(a)
+    if not hosts:
+        return list(cat.rows)
+    accelerators: dict[tuple[str, str, str, int], tuple[int, Mapping[str, str]]] = {}
+    for line, row in cat.rows:
+        if not row.get("InstanceType") and row.get("AcceleratorName"):
+            try:
+                count = _gpu_count(row.get("AcceleratorCount", ""))
+            except _RowError:
+                continue  # stays in the list: the row check reports it
+            key = (row.get("Region", "").lower(), row.get("AvailabilityZone", "").lower(),
+                   row["AcceleratorName"].lower(), count)
+            accelerators.setdefault(key, (line, row))
+    used: set[int] = set()
+    out: list[tuple[int, Mapping[str, str]]] = []
+    for line, row in cat.rows:
+        attached = [] if row.get("AcceleratorName") else hosts.get(row.get("InstanceType", "").lower(), [])
+        if not attached:
+            out.append((line, row))
+            continue
+        for a in attached:
+            found = accelerators.get((row.get("Region", "").lower(), row.get("AvailabilityZone", "").lower(),
+                                      a.accelerator.lower(), a.count))
+            if found is None:
+                continue  # this zone does not sell the GPU: no offer
+            acc_line, acc = found
+            used.add(acc_line)
+            out.append((acc_line, {
+                **row, "InstanceType": a.instance, "AcceleratorName": acc["AcceleratorName"],
+                "AcceleratorCount": str(a.count),
+                "Price": _sum_prices(row.get("Price", ""), acc.get("Price", "")),
+                "SpotPrice": _sum_prices(row.get("SpotPrice", ""), acc.get("SpotPrice", "")),
+                JOINED: f"host line {line} + {acc['AcceleratorName']} x{a.count} line {acc_line}",
+            }))
+    return [(line, row) for line, row in out if line not in used or row.get(JOINED)]
+
+
+def _sum_prices(host: str, accelerator: str) -> str:
+    """The sum of two price cells as text; empty when either is (a missing price is not a zero)."""
+    try:
+        return repr(round(float(host) + float(accelerator), 6)) if host and accelerator else ""
+    except ValueError:
+        return f"{host}+{accelerator}"  # unreadable: the row check reports it with both cells
 
 
 def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: AliasTable, result: ImportResult,
@@ -287,7 +371,8 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
     except _RowError as exc:
         result.note(BAD_ROW, f"{where}: {exc}")
         return
-    rule = aliases.rule_for(cat.provider, instance, accelerator)
+    provider = aliases.provider_name(cat.provider)
+    rule = aliases.rule_for(provider, instance, accelerator)
     if rule is None:
         result.note(NO_RULE, f"{where}: {what}")
         return
@@ -308,7 +393,6 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
             result.note(BAD_ROW, f"{where}: {_RowError('Price' if tier == 'on_demand' else 'SpotPrice', str(price), f'at most {MAX_USD_PER_GPU_HOUR:g} USD per GPU-hour')}")
             return
     result.mapped += 1
-    provider = aliases.provider_name(cat.provider)
     zone = row.get("AvailabilityZone", "")
     for tier, price in prices.items():
         if price is None:
@@ -318,7 +402,8 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
             usd_per_gpu_hour=round(price / count, 6), tier=tier,
             billing_increment_s=aliases.billing_increment_s.get(provider, DEFAULT_BILLING_INCREMENT_S),
             region=region, as_of=cat.as_of,
-            source=f"{cat.source} row {instance} {region}" + (f" ({zone})" if zone else ""),
+            source=f"{cat.source} row {instance} {region}" + (f" ({zone})" if zone else "")
+            + (f" ({row[JOINED]})" if row.get(JOINED) else ""),
             retrieved=cat.retrieved)
         key = (provider, instance.lower(), region.lower(), tier)
         if key not in best or (price, zone) < best[key][:2]:
@@ -363,13 +448,27 @@ class Snapshot:
     quotes: Mapping[str, tuple[PriceQuote, ...]]
 
 
+# A dated snapshot of one provider, as `prices refresh` writes them: <source>-<YYYY-MM-DD>-<provider>.yaml.
+DATED_SNAPSHOT = re.compile(r"^(?P<source>[a-z]+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<provider>[a-z0-9_.-]+)\.ya?ml$")
+
+
 def snapshot_files(profiles_dir: str | Path) -> list[Path]:
-    """The snapshot files of a profile folder: <dir>/catalog/*.yaml except the alias table."""
+    """The snapshot files of a profile folder: <dir>/catalog/*.yaml except the alias table. Of dated per-provider
+    snapshots (DATED_SNAPSHOT) only each source and provider's newest is read: an offer a later refresh no longer
+    lists is gone, not kept alive by an older day's file (those stay on disk as history)."""
     folder = Path(profiles_dir) / CATALOG_DIRNAME
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir()
-                  if p.suffix in (".yaml", ".yml") and p.name != ALIASES_NAME and not p.name.startswith("."))
+    files = sorted(p for p in folder.iterdir()
+                   if p.suffix in (".yaml", ".yml") and p.name != ALIASES_NAME and not p.name.startswith("."))
+    newest: dict[tuple[str, str], str] = {}
+    for p in files:
+        m = DATED_SNAPSHOT.match(p.name)
+        if m:
+            key = (m["source"], m["provider"])
+            newest[key] = max(newest.get(key, ""), m["day"])
+    return [p for p in files if not (m := DATED_SNAPSHOT.match(p.name))
+            or newest[(m["source"], m["provider"])] == m["day"]]
 
 
 def load_snapshot(path: str | Path) -> Snapshot:
@@ -391,8 +490,14 @@ def load_snapshot(path: str | Path) -> Snapshot:
                     as_of=r.date("as_of", None), quotes=quotes)
 
 
-def render_snapshot(result: ImportResult, root: str | Path | None = None) -> str:
-    """The snapshot's YAML text: deterministic (sorted, no clock), one quote a line like the profile files."""
+IMPORT_COMMAND = "`python -m planner prices import <the files below> --out THIS_FILE`"
+
+
+def render_snapshot(result: ImportResult, root: str | Path | None = None, *, made_by: str = IMPORT_COMMAND,
+                    dates_note: str = "as_of: null = the catalog rows carry no price date (shown as 'date unknown'); "
+                                      "retrieved = when read.") -> str:
+    """The snapshot's YAML text: deterministic (sorted, no clock), one quote a line like the profile files.
+    `made_by` and `dates_note` are its header comments (the command that writes it, what its dates mean)."""
     import yaml
 
     def rel(p: str) -> str:
@@ -406,8 +511,8 @@ def render_snapshot(result: ImportResult, root: str | Path | None = None) -> str
     as_ofs = {f.as_of for f in result.files}
     as_of = as_ofs.pop() if len(as_ofs) == 1 else None
     out = [f"schema: {SNAPSHOT_SCHEMA}",
-           "# Generated by `python -m planner prices import <the files below> --out THIS_FILE`; do not edit.",
-           "# as_of: null = the catalog rows carry no price date (shown as 'date unknown'); retrieved = when read.",
+           f"# Generated by {made_by}; do not edit.",
+           f"# {dates_note}",
            f"source: {_flow(', '.join(sources) or 'none')}",
            f"retrieved: {retrieved.isoformat() if retrieved else 'null'}",
            f"as_of: {as_of.isoformat() if as_of else 'null'}",
