@@ -65,6 +65,12 @@ PRICE_CHANGE_REPORT_FRACTION = 0.10
 RegionGroup = Literal["any", "latam", "us", "eu"]
 REGION_GROUPS: tuple[RegionGroup, ...] = ("any", "latam", "us", "eu")
 
+# How a multi-GPU option's GPUs are rented, so its time and its price assume the same hardware (issue 18):
+# one_node = every GPU in one instance (NVLink/PCIe between them); multi_node = whole multi-GPU nodes over the
+# scenario's inter-node network; separate_nodes = several small instances over the provider's network between them.
+Topology = Literal["one_node", "separate_nodes", "multi_node"]
+TOPOLOGIES: tuple[Topology, ...] = ("one_node", "separate_nodes", "multi_node")
+
 # Where a figure came from (DESIGN.md): every number that reaches a user carries one of these.
 SourceKind = Literal["measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published",
                      "user"]

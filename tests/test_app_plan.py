@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -141,6 +142,16 @@ def test_doubling_gpus_lowers_hours():
     assert table_row(at, "h100-sxm-80gb-x2-bf16")["GPUs (count)"] == 2
 
 
+def test_the_table_says_how_the_gpus_are_rented():
+    # 8 x A10G: the shipped catalog has no 8-GPU A10G instance (AWS's g5.48xlarge is not in its excerpt), so eight
+    # g5.xlarge over their 2.5 Gbit/s network; 4 fit one g5.12xlarge.
+    at = one_gpu(fresh(), gpu="a10g-24gb", counts=(4, 8))
+    assert table_row(at, "a10g-24gb-x4-bf16")["Rented as"] == "one node"
+    eight = table_row(at, "a10g-24gb-x8-bf16")
+    assert eight["Rented as"] == "separate instances" and "network between instances" in eight["Notes"]
+    assert eight["Hours (h)"] > table_row(at, "a10g-24gb-x4-bf16")["Hours (h)"]  # the slow network costs more than 2x GPUs gain
+
+
 def test_spot_lowers_cost_and_adds_a_preemption_note():
     at = one_gpu(fresh())
     at.selectbox(key="provider").set_value("gcp").run()  # same provider both ways: spot is its discount tier
@@ -274,6 +285,20 @@ def test_regions_bill_a_latin_american_quote_and_name_the_region():
     assert latam["Cost (USD)"] > anywhere["Cost (USD)"]  # Sao Paulo costs more than the cheapest US offer
     at.selectbox(key="tier").set_value("on_prem").run()
     assert not [s for s in at.selectbox if s.key == "region_group"]  # on-prem GPUs are not rented in a region
+
+
+def test_a_files_region_names_show_and_a_group_replaces_them():
+    s = load_scenario_file(DEFAULT_SCENARIO)
+    named = dataclasses.replace(s, pricing=dataclasses.replace(s.pricing, regions=("southamerica-east1",)))
+    at = fresh({url_codec.URL_PARAM: url_codec.encode_scenario(named)})
+    box = at.selectbox(key="region_group")
+    assert box.value == state.FILE_REGIONS and "southamerica-east1" in box.format_func(box.value)
+    assert scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))["pricing"]["regions"] \
+        == ["southamerica-east1"]
+    box.set_value("any").run()
+    assert not at.exception, [e.value for e in at.exception]
+    pricing = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))["pricing"]
+    assert "regions" not in pricing and pricing["region_group"] == "any"
 
 
 def test_hidden_widgets_keep_their_values():

@@ -19,6 +19,7 @@ from planner.vocab import (
     SHARDINGS,
     SOURCE_KINDS,
     TIERS,
+    TOPOLOGIES,
 )
 from ui.state import ATTENTION_CHOICES
 
@@ -103,7 +104,7 @@ def test_keys_the_app_names_exist():
         "app.sidebar.work_kinds": ("epochs", "tokens", "reference_points"),
         "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
         "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
-        "common.region_group": REGION_GROUPS,
+        "common.region_group": REGION_GROUPS, "common.topology": TOPOLOGIES,
     }
     prefixes -= {"app.col", "app.col_help"}  # columns: every one is rendered by the AppTest tests, in both languages
     assert prefixes <= set(choices), f"choice prefixes without a value list here: {prefixes - set(choices)}"

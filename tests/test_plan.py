@@ -305,13 +305,14 @@ def test_dual_issue_fp32_peak_is_discounted_on_ampere_and_ada(bare_inputs):
 
 
 def test_spot_with_many_instances_warns_the_run_may_never_finish(bare_inputs):
-    s = _scenario(pricing={"tier": "spot", "provider": "gcp",
-                           "spot": {"preemptions_per_instance_hour": 0.5, "checkpoint_interval_min": 60}})
-    o = build_plan(s, bare_inputs, TODAY).option("h100-sxm-80gb-x8-bf16")
-    # gcp sells 1-GPU spot instances only: 8 instances x 0.5/h = a preemption every 15 min < 60 + 10 min
-    assert o.cost.price.gpus_per_instance == 1
+    s = _scenario(pricing={"tier": "spot", "provider": "aws",
+                           "spot": {"preemptions_per_instance_hour": 0.5, "checkpoint_interval_min": 60}},
+                  hardware={"gpus": ["a10g-24gb"], "gpu_counts": [8]})
+    o = build_plan(s, bare_inputs, TODAY).option("a10g-24gb-x8-bf16")
+    # AWS's cheapest A10G spot is the 1-GPU g5.xlarge: 8 instances x 0.5/h = a preemption every 15 min < 60 + 10 min
+    assert o.cost.price.gpus_per_instance == 1 and o.topology == "separate_nodes"
     assert any("may never finish" in n for n in texts(o.notes))
-    assert any(n.startswith("priced as 8 separate 1-GPU instances") for n in texts(o.notes))
+    assert any(n.startswith("rented as 8 separate 1-GPU instances") for n in texts(o.notes))
 
 
 def test_no_engine_function_takes_more_than_five_positional_parameters():

@@ -137,10 +137,24 @@ def test_newest_quote_per_provider_instance_region_wins():
     assert len(current_quotes([new, other_region])) == 2
 
 
-def test_a_catalog_quote_replaces_a_hand_collected_one_only_when_newer():
+def test_a_catalog_quote_replaces_a_hand_collected_one_when_newer_or_when_that_one_is_stale():
     hand = _q(as_of=dt.date(2026, 11, 9), price=2.7447)
     undated_catalog = _q(price=2.744705, retrieved=TODAY)
-    assert merge_catalog_quotes([hand], [undated_catalog]) == (hand,)  # same offer: counted once
+    assert merge_catalog_quotes([hand], [undated_catalog]) == (hand,)  # same offer, a current hand price: once
+    # A hand price that was stale (or undated) when the catalog was read is history: the catalog's replaces it.
+    old_hand, undated_hand = _q(as_of=dt.date(2022, 8, 1), price=0.16), _q(as_of=None, price=0.8)
+    assert merge_catalog_quotes([old_hand], [undated_catalog]) == (undated_catalog,)
+    assert merge_catalog_quotes([undated_hand], [undated_catalog]) == (undated_catalog,)
+    # A hand price that names no region is the same offer as the catalog's in any region (never billed twice).
+    unplaced = _q(region=None, as_of=dt.date(2025, 3, 17))
+    regions = [_q(region=r, retrieved=TODAY) for r in ("sa-saopaulo-1", "us-ashburn-1")]
+    assert merge_catalog_quotes([unplaced], regions) == tuple(regions)
+    # A current one stays, and takes the catalog's regions (the catalog says where it is sold): once per region.
+    fresh_unplaced = _q(region=None, as_of=dt.date(2026, 11, 30), price=2.0)
+    merged = merge_catalog_quotes([fresh_unplaced], regions)
+    assert [(q.region, q.usd_per_gpu_hour, q.as_of) for q in merged] == [
+        ("sa-saopaulo-1", 2.0, dt.date(2026, 11, 30)), ("us-ashburn-1", 2.0, dt.date(2026, 11, 30))]
+    assert all("where the catalog sells it" in q.source for q in merged)
     newer_catalog = _q(price=2.5, as_of=dt.date(2026, 12, 1), retrieved=TODAY)
     assert merge_catalog_quotes([hand], [newer_catalog]) == (newer_catalog,)
     spot = _q(tier="spot", retrieved=TODAY)
@@ -276,6 +290,12 @@ def test_only_the_newest_refresh_of_a_provider_is_read(tmp_path, imported):
     profiles, problems = load_profiles(folder)
     assert problems == [] and not any(q.from_catalog for q in profiles["a100-pcie-80gb"].prices)
     assert [p.name for p in pc.snapshot_files(folder)] == ["gpuhunt-2026-12-01-azure.yaml", "skypilot.yaml"]
+    # Only refresh files are dated: a user's own dated-looking files, or an impossible date, are always read.
+    for name in ("my-2026-01-01-notes.yaml", "gpuhunt-2026-13-45-azure.yaml", "gpuhunt-2026-01-01-aws-backup.yaml"):
+        (folder / "catalog" / name).write_text(pc.render_snapshot(pc.ImportResult()), encoding="utf-8")
+    names = [p.name for p in pc.snapshot_files(folder)]
+    assert {"my-2026-01-01-notes.yaml", "gpuhunt-2026-13-45-azure.yaml", "gpuhunt-2026-01-01-aws-backup.yaml"} \
+        <= set(names) and "gpuhunt-2026-11-01-azure.yaml" not in names
 
 
 def test_the_shipped_snapshot_is_what_its_raw_files_make(capsys):

@@ -56,9 +56,12 @@ def test_region_group_picks_the_cheapest_quote_inside_it():
     assert choose_quote(QUOTES, "on_demand", regions=["ap-south-1"]) is None
 
 
-def test_your_own_price_counts_in_every_region():
+def test_your_own_price_counts_everywhere_unless_it_names_a_region_outside_the_filter():
     mine = _q(2.0, None, provider="acme", instance="box", origin="user")
     assert choose_quote(QUOTES[:1], "on_demand", overrides=[mine], region_group="latam") is mine
+    in_virginia = _q(2.0, "us-east-1", provider="acme", instance="box", origin="user")
+    assert choose_quote(QUOTES, "on_demand", overrides=[in_virginia], region_group="latam").region == "sa-east-1"
+    assert choose_quote(QUOTES, "on_demand", overrides=[in_virginia], region_group="us").usd_per_gpu_hour == 1.01
 
 
 def test_plan_bills_the_region_and_says_so():
@@ -73,6 +76,10 @@ def test_no_quote_in_the_regions_names_the_nearest_offer():
         cost(1.0, (1.0, 1.0), 3600, None, 1, gpu, Pricing(region_group="latam"), NO_OVERHEADS, today=TODAY)
     text = english(err.value.note)
     assert "in the regions asked for (latam)" in text and "aws in us-east-1 at $1.01" in text
+    unplaced = Gpu(prices=(QUOTES[2],))
+    with pytest.raises(NoQuoteError) as err:
+        cost(1.0, (1.0, 1.0), 3600, None, 1, unplaced, Pricing(region_group="latam"), NO_OVERHEADS, today=TODAY)
+    assert "runpod in a region it does not name at $0.9" in english(err.value.note)
 
 
 SCENARIO = """schema: trainplan.scenario/1

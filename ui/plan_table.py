@@ -17,7 +17,7 @@ from planner.vocab import GIB
 from ui.i18n_ui import locale, note, tr, tr_or
 from ui.markup import source_text
 
-COLUMNS = ("role", "gpu", "n_gpus", "precision", "fits", "micro_batch", "grad_accum", "memory_gib", "capacity_gib",
+COLUMNS = ("role", "gpu", "n_gpus", "topology", "precision", "fits", "micro_batch", "grad_accum", "memory_gib", "capacity_gib",
            "headroom_pct", "memory_source", "step_s", "samples_per_s", "step_source", "steps", "steps_source", "hours",
            "hours_low", "hours_high", "gpu_hours", "cost_usd", "cost_local", "price", "price_source", "energy_kwh",
            "notes", "option")
@@ -50,7 +50,8 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
             continue
         m, s, c, conv = o.memory, o.step, o.cost, o.convergence
         values = {
-            "role": roles.get(o.id, ""), "gpu": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
+            "role": roles.get(o.id, ""), "gpu": o.gpu_name, "n_gpus": o.n_gpus,
+            "topology": tr(f"common.topology.{o.topology}") if o.topology else "—", "precision": o.precision,
             "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
             "memory_gib": _round(m.total / GIB, 2) if m else None,
             "capacity_gib": _round(m.capacity / GIB, 1) if m else None,
@@ -123,7 +124,8 @@ def render_table(plan: Plan) -> pd.DataFrame:
     st.caption(tr("app.table.caption", n=len(df), total=len(plan.options)))
     config = {tr("app.col.fits"): st.column_config.CheckboxColumn(tr("app.col.fits")),
               tr("app.col.role"): st.column_config.TextColumn(width="medium", pinned=True),
-              tr("app.col.gpu"): st.column_config.TextColumn(pinned=True)}
+              tr("app.col.gpu"): st.column_config.TextColumn(pinned=True),
+              tr("app.col.topology"): st.column_config.TextColumn(help=tr("app.col_help.topology"))}
     formats = {}
     for key, digits in TABLE_DIGITS:
         config[tr(f"app.col.{key}")] = st.column_config.NumberColumn(help=tr(f"app.col_help.{key}"))

@@ -90,6 +90,8 @@ def render_why(plan: Plan, o: PlanOption | None, scenario: Scenario) -> None:
         with st.expander(tr("app.why.cost", cost=fmt.money(c.amount_in_currency, c.currency, loc))):
             rows = [(tr("app.col.gpu_hours"), fmt.number(c.gpu_hours, loc, 1)),
                     (tr("app.why.gpus_billed"), str(c.n_gpus_billed))]
+            if o.topology:
+                rows.append((tr("app.col.topology"), tr(f"common.topology.{o.topology}")))
             if c.price is not None:
                 pr = c.price
                 rows += [(tr("app.why.price"), fmt.money(pr.usd_per_gpu_hour, "USD", loc, 3)),

@@ -228,9 +228,14 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.selectbox(tr("app.sidebar.provider"), _with_current(["cheapest", *providers], "provider"),
                      key="provider", format_func=choice_label(None, {"cheapest": "app.sidebar.provider_cheapest"}))
         if ss["tier"] != "on_prem":
-            st.selectbox(tr("app.sidebar.region_group"), _with_current(REGION_GROUPS, "region_group"),
-                         key="region_group", format_func=choice_label("common.region_group"),
-                         help=tr("app.sidebar.region_group_help"))
+            named = tuple(((ss.get(state.BASE_KEY) or {}).get("pricing") or {}).get("regions") or ())
+            # Labels bound in this run's language (Streamlit may call format_func outside the run).
+            group_label = choice_label("common.region_group")
+            file_label = tr("app.sidebar.file_regions", names=", ".join(named))
+            st.selectbox(tr("app.sidebar.region_group"),
+                         _with_current(REGION_GROUPS + ((state.FILE_REGIONS,) if named else ()), "region_group"),
+                         key="region_group", help=tr("app.sidebar.region_group_help"),
+                         format_func=lambda v: file_label if v == state.FILE_REGIONS else group_label(v))
         if ss["tier"] == "spot":
             _num("app.sidebar.spot_rate", "spot_rate", step=0.01, fmt="%.3f", help_key="app.sidebar.spot_rate_help")
             c1, c2 = st.columns(2)

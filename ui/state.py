@@ -31,6 +31,8 @@ from planner.present.i18n import language_of
 from planner.vocab import MODEL_ATTENTIONS
 
 CUSTOM_MODEL = "__custom__"
+# The region choice that keeps the scenario file's pricing.regions (exact region names) as they are.
+FILE_REGIONS = "file_regions"
 BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
 LOCALE_KEY = "_locale"
 
@@ -126,7 +128,8 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "workspace_gib": _float_or_none(h.get("workspace_gib")),
         "tier": p.get("tier", pd["tier"]),
         "provider": p.get("provider", pd["provider"]),
-        "region_group": p.get("region_group", pd["region_group"]),
+        # A file naming exact regions shows them as one more choice; picking a group replaces them.
+        "region_group": FILE_REGIONS if p.get("regions") else p.get("region_group", pd["region_group"]),
         "currency": p.get("currency", pd["currency"]),
         "exchange_rate": float(p.get("exchange_rate", pd["exchange_rate"])),
         "exchange_rate_as_of": _date_or_none(p.get("exchange_rate_as_of")),
@@ -218,9 +221,10 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
 
     p = dict(d.get("pricing") or {})
     as_of = w["exchange_rate_as_of"]
-    if w["region_group"] != "any":
+    if w["region_group"] != FILE_REGIONS:
         p.pop("regions", None)  # a group chosen in the app replaces the file's explicit region names
-    p.update(tier=w["tier"], provider=w["provider"], region_group=w["region_group"], currency=w["currency"],
+    region_group = "any" if w["region_group"] == FILE_REGIONS else w["region_group"]
+    p.update(tier=w["tier"], provider=w["provider"], region_group=region_group, currency=w["currency"],
              exchange_rate=float(w["exchange_rate"]),
              exchange_rate_as_of=as_of.isoformat() if isinstance(as_of, dt.date) else None,
              runs=int(w["runs"]), failure_overhead=float(w["failure_overhead"]), tax_rate=float(w["tax_rate"]),

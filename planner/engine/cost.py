@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from planner.inputs.regions import in_regions
 from planner.vocab import QUOTE_MAX_AGE_DAYS
 
 if TYPE_CHECKING:
+    from planner.inputs.networks import Link, NetworkTable
     from planner.inputs.profiles import GpuProfile, PriceQuote
     from planner.inputs.scenario import OnPrem, Pricing, SpotSettings, Workload
 
@@ -53,8 +54,8 @@ def instances_needed(n_gpus: int, gpus_per_instance: int) -> tuple[int, int, Not
 
 def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheapest",
                  overrides: Iterable[PriceQuote] = (), today: dt.date | None = None, *, n_gpus: int | None = None,
-                 gpus_per_node: int = 8, region_group: str = ANY_REGION,
-                 regions: Sequence[str] = ()) -> PriceQuote | None:
+                 gpus_per_node: int = 8, region_group: str = ANY_REGION, regions: Sequence[str] = (),
+                 usable: Callable[[PriceQuote], bool] | None = None) -> PriceQuote | None:
     """The quote to bill at: the lowest usd_per_gpu_hour of `tier` (from `provider` unless "cheapest").
 
     With `n_gpus`, the lowest bill for that many GPUs: an 8-GPU instance at a lower hourly rate still bills
@@ -62,17 +63,22 @@ def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheap
     several GPUs, instances holding min(n, gpus_per_node) GPUs come first: the step time assumes GPUs that share
     a node (NVLink/PCIe), which separate 1-GPU rentals do not give.
 
-    User overrides replace every published quote with the same provider, instance and tier, and add new ones; they
-    count in every region (a price you typed is one you can get). Published quotes count only in the scenario's
+    User overrides replace every published quote with the same provider, instance and tier, and add new ones; one
+    that names no region counts in every region (a price you typed is one you can get), one that names a region
+    only where that region passes the filter. Published quotes count only in the scenario's
     regions (`regions` names, else `region_group`: planner.inputs.regions). Within one offer only the newest quote
     counts (planner.inputs.profiles.current_quotes: an old, cheaper price is history, not an offer); quotes dated
-    after `today` are ignored so a plan can be reproduced as of a day. Returns None when nothing matches.
+    after `today` are ignored so a plan can be reproduced as of a day. `usable` keeps only the quotes it accepts
+    (billing_for: rentals whose GPUs the step time can assume). Returns None when nothing matches.
     """
     overrides = list(overrides)
     replaced = {_offer_key(q) for q in overrides}
     pool = [q for q in prices if _offer_key(q) not in replaced
-            and in_regions(q.region, group=region_group, regions=regions)] + overrides
+            and in_regions(q.region, group=region_group, regions=regions)]
+    pool += [q for q in overrides if q.region is None or in_regions(q.region, group=region_group, regions=regions)]
     offers = current_quotes([q for q in pool if q.tier == tier and _offered_by(q, provider)], as_of_today=today)
+    if usable is not None:
+        offers = [q for q in offers if usable(q)]
     if not offers:
         return None
     if n_gpus and n_gpus > 1:
@@ -100,6 +106,84 @@ def _offered_by(quote: PriceQuote, provider: str) -> bool:
 def _offer_key(quote: PriceQuote) -> tuple[str, str, str]:
     """What a user override replaces: the provider's instance at that tier, in every region."""
     return quote.provider.lower(), quote.instance.lower(), quote.tier
+
+
+# ---------------------------------------------------------------- topology: what the time may assume
+
+@dataclass(frozen=True)
+class Billing:
+    """The rental an option is billed for, and the hardware its step time must assume (issue 18)."""
+
+    quote: PriceQuote
+    topology: str                      # planner.vocab.TOPOLOGIES
+    gpus_per_node: int                 # GPUs that share one instance's NVLink/PCIe in the timing
+    inter_node_gb_per_s: float | None  # between instances/nodes, GB/s one direction; None: the scenario's figure
+    network: str                       # where that figure comes from ("" within one node)
+
+
+# An HGX/DGX-class server: 8 GPUs on NVLink/NVSwitch. The clouds' multi-node products (EFA, InfiniBand clusters)
+# are built from such whole servers; an instance of fewer GPUs is a slice of one, on the provider's ordinary network.
+FULL_NODE_GPUS = 8
+
+
+def topology_for(n_gpus: int, gpus_per_instance: int, full_node_gpus: int = FULL_NODE_GPUS) -> str:
+    """From the job and the rental alone: one_node when one instance holds every GPU; multi_node for whole servers
+    (instances of at least full_node_gpus GPUs); separate_nodes for several smaller instances."""
+    if n_gpus <= gpus_per_instance:
+        return "one_node"
+    return "multi_node" if gpus_per_instance >= full_node_gpus else "separate_nodes"
+
+
+def billing_for(prices: Iterable[PriceQuote], pricing: Pricing, overrides: Sequence[PriceQuote] = (),
+                today: dt.date | None = None, *, n_gpus: int, gpus_per_node: int, networks: NetworkTable,
+                gpu_name: str = "", gpu_id: str = "") -> Billing:
+    """The quote to bill `n_gpus` at (choose_quote) among rentals the step time can assume, and that time's layout.
+
+    One instance holding every GPU: timed within it. Whole servers (topology_for): timed over the scenario's
+    inter-node network (hardware.inter_node_gb_per_s, the cluster network the user assumes; the option's note says
+    to check the provider sells one). Several smaller instances: timed over the provider's cited network between
+    instances (networks.yaml). A provider that has no private network between rentals is never used for several
+    instances, and small instances with no cited figure are not either, except for a provider the table does not
+    know when the price is yours (your own cluster: the scenario's figure). Raises NoQuoteError naming why.
+    """
+    prices = list(prices)
+
+    def link(q: PriceQuote) -> Link:
+        return networks.link(q.provider, q.instance)
+
+    def usable(q: PriceQuote) -> bool:
+        topology = topology_for(n_gpus, q.gpus_per_instance)
+        if topology == "one_node":
+            return True
+        if networks.private_network(q.provider) is False:
+            return False
+        if topology == "multi_node":
+            return True
+        return link(q).gb_per_s is not None or (q.origin == "user" and not networks.knows(q.provider))
+
+    def pick(accept: Callable[[PriceQuote], bool] | None) -> PriceQuote | None:
+        return choose_quote(prices, pricing.tier, pricing.provider, overrides, today, n_gpus=n_gpus,
+                            gpus_per_node=gpus_per_node, region_group=pricing.region_group,
+                            regions=pricing.regions, usable=accept)
+
+    quote = pick(usable)
+    if quote is None:
+        anyway = pick(None)
+        if anyway is None:
+            raise NoQuoteError(_no_quote_message(prices, pricing, overrides, today, gpu_name=gpu_name,
+                                                 gpu_id=gpu_id))
+        raise NoQuoteError(Note("no_rentable_topology", n=n_gpus, gpu=gpu_name, k=anyway.gpus_per_instance,
+                                provider=anyway.provider, instance=anyway.instance, why=link(anyway).source))
+    topology = topology_for(n_gpus, quote.gpus_per_instance)
+    if topology == "one_node":
+        return Billing(quote, topology, max(quote.gpus_per_instance, n_gpus), None, "")
+    if topology == "multi_node":
+        return Billing(quote, topology, quote.gpus_per_instance, None, "the scenario's hardware.inter_node_gb_per_s")
+    found = link(quote)
+    if found.gb_per_s is None:  # usable() let it through: your price, on a network the table does not know
+        return Billing(quote, topology, quote.gpus_per_instance, None,
+                       "your price: the scenario's hardware.inter_node_gb_per_s")
+    return Billing(quote, topology, quote.gpus_per_instance, found.gb_per_s, found.source)
 
 
 def run_hours(steps: float, step_time_s: float, workload: Workload, pricing: Pricing) -> float:
@@ -195,7 +279,7 @@ class _Run:
 
 def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: ConvergenceEstimate, pricing: Pricing,
                   workload: Workload, *, mean_power_w: float | None = None, overrides: Sequence[PriceQuote] = (),
-                  today: dt.date | None = None, gpus_per_node: int = 8) -> CostEstimate:
+                  today: dt.date | None = None, gpus_per_node: int = 8, billing: Billing | None = None) -> CostEstimate:
     """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option:
     its step time and band (`step`) × its steps and their range (`convergence`) on option.n_gpus × option.gpu.
 
@@ -208,11 +292,19 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
     notes: list[Note] = []
     power_w = _power_w(gpu, mean_power_w, notes)
     price, pue = _price(gpu, pricing, overrides, power_w, today, notes=notes, n_gpus=n_gpus,
-                        gpus_per_node=gpus_per_node)
+                        gpus_per_node=gpus_per_node, quote=billing.quote if billing else None)
     instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
     if rounding_note:
         notes.append(rounding_note)
-    if n_gpus > 1 and price.origin != "on_prem" and price.gpus_per_instance < min(n_gpus, gpus_per_node):
+    if billing is not None and billing.topology == "multi_node":
+        notes.append(Note("whole_nodes", n=n_gpus, k=price.gpus_per_instance, instances=instances,
+                          provider=price.provider))
+    if billing is not None and billing.topology == "separate_nodes":
+        notes.append(Note("separate_instances", n=n_gpus, k=price.gpus_per_instance, instances=instances,
+                          gb_s=round(billing.inter_node_gb_per_s, 2) if billing.inter_node_gb_per_s else "?",
+                          network=billing.network))
+    elif billing is None and n_gpus > 1 and price.origin != "on_prem" \
+            and price.gpus_per_instance < min(n_gpus, gpus_per_node):
         notes.append(Note("split_instances", n=n_gpus, k=price.gpus_per_instance, instances=instances))
     increment_s = pricing.billing_increment_min * 60.0 if pricing.billing_increment_min else price.billing_increment_s
 
@@ -316,14 +408,17 @@ def _power_w(gpu: GpuProfile, mean_power_w: float | None, notes: list[Note]) -> 
 
 def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], power_w: float | None,
            today: dt.date, *, notes: list[Note], n_gpus: int | None = None,
-           gpus_per_node: int = 8) -> tuple[PriceChoice, float]:
-    """(price, PUE for energy): computed for on-prem, else the chosen quote; PUE 1.0 for cloud."""
+           gpus_per_node: int = 8, quote: PriceQuote | None = None) -> tuple[PriceChoice, float]:
+    """(price, PUE for energy): computed for on-prem, else `quote` or the chosen one; PUE 1.0 for cloud."""
     if pricing.tier == "on_prem":
         return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
-    quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus=n_gpus,
-                         gpus_per_node=gpus_per_node, region_group=pricing.region_group, regions=pricing.regions)
     if quote is None:
-        raise NoQuoteError(_no_quote_message(gpu, pricing, overrides, today))
+        quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus=n_gpus,
+                             gpus_per_node=gpus_per_node, region_group=pricing.region_group,
+                             regions=pricing.regions)
+    if quote is None:
+        raise NoQuoteError(_no_quote_message(gpu.prices, pricing, overrides, today, gpu_name=gpu.name,
+                                             gpu_id=gpu.id))
     as_of = _as_date(quote.as_of)
     choice = PriceChoice(
         provider=quote.provider, instance=quote.instance, tier=quote.tier, usd_per_gpu_hour=quote.usd_per_gpu_hour,
@@ -345,19 +440,20 @@ def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[Note]) ->
                        gpus_per_instance=1, billing_increment_s=1.0, as_of=None, source=source, origin="on_prem")
 
 
-def _no_quote_message(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], today: dt.date) -> Note:
+def _no_quote_message(prices: Sequence[PriceQuote], pricing: Pricing, overrides: Sequence[PriceQuote],
+                      today: dt.date | None, *, gpu_name: str, gpu_id: str) -> Note:
     who = Note("no_quote_any_provider") if pricing.provider == "cheapest" else Note("no_quote_provider",
                                                                                      provider=pricing.provider)
     if pricing.regions or pricing.region_group != ANY_REGION:
-        elsewhere = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today)
+        elsewhere = choose_quote(prices, pricing.tier, pricing.provider, overrides, today)
         if elsewhere is not None:  # the GPU is sold at this tier, just not in the scenario's regions
             where = ", ".join(pricing.regions) if pricing.regions else pricing.region_group
-            return Note("no_quote_in_regions", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, regions=where,
-                        provider=elsewhere.provider, region=elsewhere.region or "?",
+            return Note("no_quote_in_regions", tier=pricing.tier, gpu=gpu_name, gpu_id=gpu_id, regions=where,
+                        provider=elsewhere.provider, region=elsewhere.region or Note("region_unnamed"),
                         usd=round(elsewhere.usd_per_gpu_hour, 2))
-    tiers = sorted({q.tier for q in [*gpu.prices, *overrides]})
+    tiers = sorted({q.tier for q in [*prices, *overrides]})
     have = Note("no_quote_has_tiers", tiers=", ".join(tiers)) if tiers else Note("no_quote_none")
-    return Note("no_quote", tier=pricing.tier, gpu=gpu.name, gpu_id=gpu.id, who=who, have=have)
+    return Note("no_quote", tier=pricing.tier, gpu=gpu_name, gpu_id=gpu_id, who=who, have=have)
 
 
 def _as_date(value: dt.date | str | None) -> dt.date | None:

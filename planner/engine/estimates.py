@@ -193,6 +193,9 @@ class PlanOption:
     scaling: ScalingEstimate | None
     checkpoint_gib: float | None
     notes: tuple[Note, ...] = ()
+    # How the GPUs are rented, so the time and the price assume the same hardware (planner.vocab.TOPOLOGIES);
+    # None for an option that does not fit (never timed).
+    topology: str | None = None
 
     @property
     def hours(self) -> float | None:

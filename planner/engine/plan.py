@@ -30,7 +30,7 @@ from planner.engine.recommend import recommend
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
-from planner.inputs.scenario import Scenario
+from planner.inputs.scenario import Hardware, Scenario
 from planner.inputs.zoo_catalog import canonical_id
 from planner.vocab import GIB
 
@@ -257,22 +257,42 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
                        notes=tuple(notes))
     if mem.fits is None and not t.micro_batch:
         notes.append(Note("micro_batch_fit_unknown", micro=micro))
-    step, scale = _step(ctx, option, _activation_bytes(ctx, option))
+    # The rental first: its instances decide which links the gradients cross, so time and price assume the same
+    # hardware (issue 18). On-prem and unpriced options are timed on the scenario's hardware.
+    hw = scenario.hardware
+    overrides = ctx.inputs.price_overrides.get(gpu.id, [])
+    billing: cost.Billing | None = None
+    no_quote: Note | None = None
+    if scenario.pricing.tier != "on_prem":
+        try:
+            billing = cost.billing_for(gpu.prices, scenario.pricing, overrides, ctx.today, n_gpus=n,
+                                       gpus_per_node=hw.gpus_per_node, networks=ctx.inputs.networks,
+                                       gpu_name=gpu.name, gpu_id=gpu.id)
+        except cost.NoQuoteError as exc:
+            no_quote = exc.note
+    timing_hw = hw
+    if billing is not None:
+        timing_hw = replace(hw, gpus_per_node=billing.gpus_per_node,
+                            inter_node_gb_per_s=billing.inter_node_gb_per_s or hw.inter_node_gb_per_s)
+    # Unpriced: timed on the scenario's own nodes; a job no rental can hold has no topology.
+    topology = (billing.topology if billing else None if no_quote is not None and no_quote.key == "no_rentable_topology"
+                else cost.topology_for(n, hw.gpus_per_node, hw.gpus_per_node))
+    step, scale = _step(ctx, option, _activation_bytes(ctx, option), hardware=timing_hw)
     notes.extend(step.notes)
     if precision == "fp16":
         notes.append(Note("fp16_loss_scaling"))
     power_w = ctx.idx.power_w.get((gpu.id, precision))
     c: CostEstimate
-    try:
+    if no_quote is None:
         c = cost.estimate_cost(option, step, ctx.conv, scenario.pricing, scenario.workload, mean_power_w=power_w,
-                               overrides=ctx.inputs.price_overrides.get(gpu.id, []), today=ctx.today,
-                               gpus_per_node=scenario.hardware.gpus_per_node)
-    except cost.NoQuoteError as exc:
+                               overrides=overrides, today=ctx.today, gpus_per_node=hw.gpus_per_node,
+                               billing=billing)
+    else:
         c = cost.estimate_time_only(option, step, ctx.conv, scenario.pricing, scenario.workload,
-                                    mean_power_w=power_w, reason=exc.note)
+                                    mean_power_w=power_w, reason=no_quote)
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=mem.fits, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
-                   scaling=scale, checkpoint_gib=ckpt, notes=tuple(dict.fromkeys(notes)))
+                   scaling=scale, checkpoint_gib=ckpt, topology=topology, notes=tuple(dict.fromkeys(notes)))
 
 
 def _trainable_fraction(model: ResolvedModel, scenario: Scenario) -> float:
@@ -511,10 +531,12 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str
     return None
 
 
-def _step(ctx: _Context, option: OptionPlan,
-          activation_bytes: float | None = None) -> tuple[StepEstimate, ScalingEstimate | None]:
-    """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping)."""
+def _step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = None, *,
+          hardware: Hardware | None = None) -> tuple[StepEstimate, ScalingEstimate | None]:
+    """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping), on
+    `hardware` (default: the scenario's; billing_for's layout when the rental decides which links are crossed)."""
     scenario, gpu, n = ctx.scenario, option.gpu, option.n_gpus
+    hardware = hardware or scenario.hardware
     m = _micro_step(ctx, option, activation_bytes)
     opt_s = m.optimizer_s
     if opt_s is None:
@@ -530,9 +552,9 @@ def _step(ctx: _Context, option: OptionPlan,
     scale = None
     exposed = 0.0
     if n > 1:
-        measured_ddp = scaling.select_measured_ddp(ctx.idx.ddp, gpu.id, n, scenario.hardware.gpus_per_node)
+        measured_ddp = scaling.select_measured_ddp(ctx.idx.ddp, gpu.id, n, hardware.gpus_per_node)
         scale = scaling.estimate_scaling(
-            option, scenario.training, scenario.hardware, trainable_params=ctx.trainable,
+            option, scenario.training, hardware, trainable_params=ctx.trainable,
             params=ctx.model.params, micro_step_s=fwd_bwd_s, optimizer_s=opt_s,
             measured_ddp=measured_ddp[1] if measured_ddp else None,
             measured_label=measured_ddp[0] if measured_ddp else "bench ddp result")

@@ -156,7 +156,7 @@ def effective_busbw_gb_s(gpu: GpuProfile, n_gpus: int, gpus_per_node: int,
         raise ValueError(f"inter_node_gb_per_s must be positive, got {inter_node_gb_per_s}")
     inter = INTER_NODE_EFFICIENCY * inter_node_gb_per_s
     nic = (f"{nodes} nodes: NIC-limited ring, {INTER_NODE_EFFICIENCY:g} × {inter_node_gb_per_s:g} GB/s aggregate "
-           f"NIC bandwidth per node = {inter:.0f} GB/s")
+           f"NIC bandwidth per node = {inter:.3g} GB/s")
     if inter < intra:
         return inter, f"{nic} (intra-node {text})"
     return intra, f"{nic}, above the intra-node {text}, which sets busbw"
@@ -339,7 +339,7 @@ def estimate_scaling(
                                         params=params, micro_step_s=micro_step_s,
                                         backward_s=backward_fraction * micro_step_s)
     formula_step = t_1 + exposed
-    formula_detail = (f"{what}; busbw {busbw:.0f} GB/s ({bw_text}); exposed {exposed * 1e3:.3g} ms of "
+    formula_detail = (f"{what}; busbw {busbw:.3g} GB/s ({bw_text}); exposed {exposed * 1e3:.3g} ms of "
                       f"{comm * 1e3:.3g} ms per step")
     if measured_ddp is not None and _matches(measured_ddp, gpu.id, n_gpus, hardware.gpus_per_node):
         measured_exposed = _measured_exposed_s(measured_ddp)

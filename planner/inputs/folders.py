@@ -8,6 +8,8 @@ from pathlib import Path
 
 from planner.inputs.calibration import StepCalibration, load_calibration
 from planner.inputs.errors import InputError, skipped
+from planner.inputs.networks import EMPTY as EMPTY_NETWORKS
+from planner.inputs.networks import NetworkTable, load_networks
 from planner.inputs.profiles import GpuProfile, PriceQuote, load_profiles
 from planner.inputs.resultfile import ResultFile, scan_results
 from planner.inputs.userdata import (
@@ -36,6 +38,9 @@ class Inputs:
     override_problems: tuple[str, ...] = ()
     # The fitted analytic step time (planner/inputs/step_calibration.json); None: the default MFUs.
     calibration: StepCalibration | None = None
+    # The network between a provider's instances (gpu_profiles/catalog/networks.yaml): how jobs spread over
+    # separate rentals are timed. Empty: such jobs are left out (their network is unknown).
+    networks: NetworkTable = EMPTY_NETWORKS
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -66,9 +71,14 @@ def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: S
         calibration = load_calibration()
     except InputError as exc:  # a broken calibration file: plans use the default MFUs and say why
         result_problems.append(str(exc))
+    networks = EMPTY_NETWORKS
+    try:
+        networks = load_networks()
+    except InputError as exc:  # broken: jobs over separate rentals are left out, and the plan says why
+        profile_problems.append(str(exc))
     return Inputs(
         profiles=profiles, results=tuple(results), price_overrides=overrides,
         profile_dirs=tuple(str(d) for d in pdirs), result_dirs=tuple(str(d) for d in rdirs),
         profile_problems=tuple(profile_problems), result_problems=tuple(result_problems),
-        override_problems=tuple(override_problems), calibration=calibration,
+        override_problems=tuple(override_problems), calibration=calibration, networks=networks,
     )

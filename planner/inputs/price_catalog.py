@@ -41,6 +41,7 @@ SNAPSHOT_SCHEMA = "trainplan.price-catalog/1"
 ALIASES_SCHEMA = "trainplan.catalog-aliases/1"
 CATALOG_DIRNAME = "catalog"
 ALIASES_NAME = "aliases.yaml"
+NETWORKS_NAME = "networks.yaml"  # planner.inputs.networks: the network between a provider's instances
 CATALOG_DIR = DEFAULT_PROFILES_DIR / CATALOG_DIRNAME
 ALIASES_PATH = CATALOG_DIR / ALIASES_NAME
 
@@ -285,8 +286,8 @@ def import_files(files: Iterable[CatalogFile], aliases: AliasTable) -> ImportRes
     best: dict[tuple, tuple[float, str, PriceQuote, str]] = {}  # offer -> (price, zone, quote, profile)
     for cat in files:
         result.files.append(cat)
+        result.rows_read += len(cat.rows)  # the file's rows (a Google Cloud host + GPU pair is one offer below)
         for line, row in join_attached_gpus(cat, aliases):
-            result.rows_read += 1
             _import_row(cat, line, row, aliases, result, best)
     for _, _zone, quote, profile in sorted(best.values(), key=lambda v: _quote_order(v[2])):
         result.quotes.setdefault(profile, []).append(quote)
@@ -448,27 +449,40 @@ class Snapshot:
     quotes: Mapping[str, tuple[PriceQuote, ...]]
 
 
-# A dated snapshot of one provider, as `prices refresh` writes them: <source>-<YYYY-MM-DD>-<provider>.yaml.
-DATED_SNAPSHOT = re.compile(r"^(?P<source>[a-z]+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<provider>[a-z0-9_.-]+)\.ya?ml$")
+# A dated snapshot of one provider, as `prices refresh` writes them: gpuhunt-<YYYY-MM-DD>-<provider>.yaml (the
+# provider is gpuhunt's name: letters only). Any other name is an ordinary snapshot, always read.
+REFRESH_PREFIX = "gpuhunt-"
+DATED_SNAPSHOT = re.compile(r"^" + re.escape(REFRESH_PREFIX) + r"(?P<day>\d{4}-\d{2}-\d{2})-(?P<provider>[a-z]+)\.ya?ml$")
 
 
 def snapshot_files(profiles_dir: str | Path) -> list[Path]:
-    """The snapshot files of a profile folder: <dir>/catalog/*.yaml except the alias table. Of dated per-provider
-    snapshots (DATED_SNAPSHOT) only each source and provider's newest is read: an offer a later refresh no longer
+    """The snapshot files of a profile folder: <dir>/catalog/*.yaml except the alias and network tables. Of the
+    `prices refresh` files (DATED_SNAPSHOT) only each provider's newest is read: an offer a later refresh no longer
     lists is gone, not kept alive by an older day's file (those stay on disk as history)."""
     folder = Path(profiles_dir) / CATALOG_DIRNAME
     if not folder.is_dir():
         return []
     files = sorted(p for p in folder.iterdir()
-                   if p.suffix in (".yaml", ".yml") and p.name != ALIASES_NAME and not p.name.startswith("."))
-    newest: dict[tuple[str, str], str] = {}
+                   if p.suffix in (".yaml", ".yml") and p.name not in (ALIASES_NAME, NETWORKS_NAME)
+                   and not p.name.startswith("."))
+    newest: dict[str, str] = {}
     for p in files:
-        m = DATED_SNAPSHOT.match(p.name)
-        if m:
-            key = (m["source"], m["provider"])
-            newest[key] = max(newest.get(key, ""), m["day"])
-    return [p for p in files if not (m := DATED_SNAPSHOT.match(p.name))
-            or newest[(m["source"], m["provider"])] == m["day"]]
+        day, provider = _refresh_day(p)
+        if day:
+            newest[provider] = max(newest.get(provider, ""), day)
+    return [p for p in files if not (dp := _refresh_day(p))[0] or newest[dp[1]] == dp[0]]
+
+
+def _refresh_day(path: Path) -> tuple[str, str]:
+    """(day, provider) of a `prices refresh` file, ("", "") for any other name (or an impossible date)."""
+    m = DATED_SNAPSHOT.match(path.name)
+    if not m:
+        return "", ""
+    try:
+        dt.date.fromisoformat(m["day"])
+    except ValueError:
+        return "", ""
+    return m["day"], m["provider"]
 
 
 def load_snapshot(path: str | Path) -> Snapshot:

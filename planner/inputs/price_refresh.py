@@ -40,7 +40,7 @@ DEFAULT_TIMEOUT_S = 60.0
 PUBLISHED_PROVIDERS = ("aws", "azure", "gcp", "lambdalabs", "nebius", "oci", "runpod", "verda", "cloudrift")
 LIVE_PROVIDERS = ("vastai",)
 PROVIDERS = PUBLISHED_PROVIDERS + LIVE_PROVIDERS
-SNAPSHOT_PREFIX = "gpuhunt-"
+SNAPSHOT_PREFIX = pc.REFRESH_PREFIX  # only each provider's newest such file is read (pc.snapshot_files)
 SOURCE_PREFIX = "gpuhunt "   # every refreshed quote's source starts so (how a diff knows an earlier refresh's quotes)
 
 # gpuhunt items that are not an on-demand or spot rental of one instance.
@@ -188,10 +188,14 @@ def _row(provider: str, item: Any) -> Mapping[str, str] | str | None:
     count = item.get("gpu_count")
     if count == 0 or item.get("gpu_vendor") not in GPU_VENDORS:
         return None
-    for flag in item.get("flags") or ():
+    flags, provider_data = item.get("flags") or (), item.get("provider_data") or {}
+    if not isinstance(flags, (list, tuple)) or not isinstance(provider_data, Mapping):
+        raise _BadOffer(f"flags/provider_data: got {type(flags).__name__}/{type(provider_data).__name__}; expected "
+                        "a list and a mapping")
+    for flag in flags:
         if flag in NOT_OFFERS:
             return NOT_OFFERS[flag]
-    if (item.get("provider_data") or {}).get("is_dws_calendar_mode"):
+    if provider_data.get("is_dws_calendar_mode"):
         return NOT_OFFERS["gcp-dws-calendar-mode"]
     instance, location, spot = item.get("instance_name"), item.get("location"), item.get("spot")
     if not isinstance(instance, str) or not instance.strip():
@@ -322,7 +326,7 @@ def compare_quotes(before: Mapping[str, Iterable[PriceQuote]], after: Mapping[st
             else:
                 unchanged += 1
     # Removed: in the latest earlier refresh of a covered provider, not in this one (an offer gone for longer was
-    # reported by the refresh after it went; its old quote stays as history and turns stale).
+    # reported by the refresh after it went; plans read only each provider's newest refresh, so it is gone).
     covered = {p.lower() for p in providers}
     latest: dict[str, dt.date] = {}
     for _, q in old.values():

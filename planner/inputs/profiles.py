@@ -486,20 +486,42 @@ def current_quotes(quotes: Iterable[PriceQuote], as_of_today: datetime.date | No
 
 
 def merge_catalog_quotes(own: Iterable[PriceQuote], catalog: Iterable[PriceQuote]) -> tuple[PriceQuote, ...]:
-    """A profile's quotes plus a catalog's, no offer counted twice: a catalog quote replaces the profile's quotes
-    for the same offer only when it is newer than all of them (newer_quote), and is dropped otherwise. A profile's
-    older quotes for offers the catalog does not sell stay (they are history the plan's date filter may need)."""
-    own = list(own)
-    by_offer: dict[tuple, list[PriceQuote]] = {}
-    for q in own:
-        by_offer.setdefault(offer_key(q), []).append(q)
-    replaced: set[tuple] = set()
+    """A profile's quotes plus a catalog's, no offer counted twice.
+
+    A catalog quote supersedes the quotes it competes with when it is newer (newer_quote), or when they are
+    published quotes that were already stale on the day the catalog gave its price (undated, or older than
+    QUOTE_MAX_AGE_DAYS then): a price collected by hand long ago is history, the catalog read that day is the better
+    evidence. Otherwise it is dropped. It competes with quotes for the same offer (offer_key) and with hand-collected
+    quotes for the same provider, instance and tier that name no region (the same offer, its region not recorded).
+    When such a region-less quote wins, it takes the catalog quote's region (the catalog says where the offer is
+    sold), so a region filter still finds the offer. A profile's quotes for offers no catalog sells stay (history
+    the plan's date filter may need)."""
+    remaining = list(own)
     added: list[PriceQuote] = []
+    placed: list[PriceQuote] = []  # region-less quotes now listed under the catalog's regions
     for q in catalog:
-        key = offer_key(q)
-        rivals = by_offer.get(key, []) + [a for a in added if offer_key(a) == key]
-        if all(newer_quote(q, r) for r in rivals):
-            replaced.add(key)
-            added = [a for a in added if offer_key(a) != key]
+        rivals = [r for r in remaining + added if _competes(q, r)]
+        if all(_supersedes(q, r) for r in rivals):
+            remaining = [r for r in remaining if r not in rivals]
+            added = [a for a in added if a not in rivals]
             added.append(q)
-    return tuple([q for q in own if offer_key(q) not in replaced] + added)
+        elif q.region and all(r.region is None for r in rivals):
+            for r in rivals:
+                added.append(dataclasses.replace(r, region=q.region, source=f"{r.source} (region {q.region}: "
+                                                 f"where the catalog sells it, {q.source})"))
+                placed.append(r)
+    return tuple([r for r in remaining if r not in placed] + added)
+
+
+def _competes(catalog_quote: PriceQuote, other: PriceQuote) -> bool:
+    if offer_key(catalog_quote) == offer_key(other):
+        return True
+    unplaced = other.region is None and other.origin == "published" and not other.from_catalog
+    return unplaced and offer_key(catalog_quote)[:2] + (catalog_quote.tier,) == offer_key(other)[:2] + (other.tier,)
+
+
+def _supersedes(catalog_quote: PriceQuote, other: PriceQuote) -> bool:
+    if newer_quote(catalog_quote, other):
+        return True
+    day = catalog_quote.as_of or catalog_quote.retrieved
+    return other.origin == "published" and day is not None and quote_freshness(other, day) != FRESH

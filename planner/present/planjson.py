@@ -40,7 +40,8 @@ def option_to_dict(o: PlanOption) -> dict:
                  "origin": p.origin, "gpus_per_instance": p.gpus_per_instance, "region": p.region,
                  "retrieved": p.retrieved}
     return {
-        "id": o.id, "gpu_id": o.gpu_id, "gpu_name": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
+        "id": o.id, "gpu_id": o.gpu_id, "gpu_name": o.gpu_name, "n_gpus": o.n_gpus, "topology": o.topology,
+        "precision": o.precision,
         "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
         "memory_gib": memory_gib,
         "headroom": _r(m.headroom, 3) if m else None,
