@@ -71,6 +71,14 @@ REGION_GROUPS: tuple[RegionGroup, ...] = ("any", "latam", "us", "eu")
 Topology = Literal["one_node", "separate_nodes", "multi_node"]
 TOPOLOGIES: tuple[Topology, ...] = ("one_node", "separate_nodes", "multi_node")
 
+# Which hours must meet the deadline (constraints.deadline_confidence): p90 = the high end of the option's range
+# (it finishes in time 9 times in 10), p50 = the likely hours.
+DeadlineConfidence = Literal["p50", "p90"]
+DEADLINE_CONFIDENCES: tuple[DeadlineConfidence, ...] = ("p50", "p90")
+# What counts against an option in the recommendation (planner.engine.recommend.option_risks): memory under 10%
+# headroom, a published price older than QUOTE_MAX_AGE_DAYS, a published price with no date.
+RISKS: tuple[str, ...] = ("tight_memory", "stale_price", "undated_price")
+
 # Where a figure came from (DESIGN.md): every number that reaches a user carries one of these.
 SourceKind = Literal["measured", "interpolated", "extrapolated", "transferred", "traced", "analytic", "published",
                      "user"]

@@ -231,6 +231,7 @@ WIDGET_CHANGES = [
     ("number_input", "tax_rate", 0.16, ("pricing", "tax_rate"), 0.16),
     ("number_input", "deadline_hours", 12.0, ("constraints", "deadline_hours"), 12.0),
     ("number_input", "budget_usd", 250.0, ("constraints", "budget_usd"), 250.0),
+    ("radio", "deadline_confidence", "p50", ("constraints", "deadline_confidence"), "p50"),
     ("number_input", "model_mfu", 0.4, ("model", "mfu"), 0.4),
     ("number_input", "model_input_cpu", 0.002, ("model", "input_cpu_s_per_sample"), 0.002),
     ("number_input", "model_params", 30000000, ("model", "params"), 30000000),

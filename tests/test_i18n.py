@@ -12,6 +12,7 @@ from planner.engine.estimates import MemoryEstimate
 from planner.present import i18n
 from planner.vocab import (
     ADAPTER_TARGETS,
+    DEADLINE_CONFIDENCES,
     MEMORY_PHASES,
     OPTIMIZERS,
     PRECISIONS,
@@ -105,6 +106,7 @@ def test_keys_the_app_names_exist():
         "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
         "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
         "common.region_group": REGION_GROUPS, "common.topology": TOPOLOGIES,
+        "app.sidebar.confidence": DEADLINE_CONFIDENCES,
     }
     prefixes -= {"app.col", "app.col_help"}  # columns: every one is rendered by the AppTest tests, in both languages
     assert prefixes <= set(choices), f"choice prefixes without a value list here: {prefixes - set(choices)}"

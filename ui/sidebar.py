@@ -10,6 +10,7 @@ from planner.inputs.errors import InputError
 from planner.inputs.scenario import (
     ADAPTER_TARGETS,
     BASE_DTYPES,
+    DEADLINE_CONFIDENCES,
     MLP_KINDS,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
@@ -267,6 +268,9 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
 
     with sb.expander(tr("app.sidebar.section_constraints"), expanded=True):
         _num("app.sidebar.deadline", "deadline_hours", optional=True, step=1.0, fmt="%g")
+        st.radio(tr("app.sidebar.deadline_confidence"), DEADLINE_CONFIDENCES, key="deadline_confidence",
+                 horizontal=True, format_func=choice_label("app.sidebar.confidence"),
+                 help=tr("app.sidebar.deadline_confidence_help"))
         _num("app.sidebar.budget", "budget_usd", optional=True, step=100.0, fmt="%.0f")
 
     file_box = sb.expander(tr("app.sidebar.section_file"), expanded=False)

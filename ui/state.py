@@ -14,6 +14,7 @@ from planner.inputs.errors import InputError
 from planner.inputs.published_models import load_published_models
 from planner.inputs.scenario import (
     Adapter,
+    Constraints,
     Hardware,
     OnPrem,
     Pricing,
@@ -79,7 +80,7 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
     """Widget key -> value for a scenario dict (scenario_to_dict's shape)."""
     m, t, w = d["model"], d["training"], d["workload"]
     sd, td, wd = defaults_of(Scenario), defaults_of(TrainingSetup), defaults_of(Workload)
-    hd, pd = defaults_of(Hardware), defaults_of(Pricing)
+    hd, pd, cd = defaults_of(Hardware), defaults_of(Pricing), defaults_of(Constraints)
     h, p, c = d.get("hardware", {}), d.get("pricing", {}), d.get("constraints", {})
     shape = {**TRANSFORMER_DEFAULTS, **(m.get("transformer") or {})}
     adapter = {**defaults_of(Adapter), **(t.get("adapter") or {})}
@@ -138,6 +139,7 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "tax_rate": float(p.get("tax_rate", pd["tax_rate"])),
         "deadline_hours": _float_or_none(c.get("deadline_hours")),
         "budget_usd": _float_or_none(c.get("budget_usd")),
+        "deadline_confidence": c.get("deadline_confidence", cd["deadline_confidence"]),
     }
     for key, field in MODEL_NUMBER_KEYS.items():
         out[key] = _float_or_none(m.get(field)) if field != "params" else m.get(field)
@@ -232,7 +234,8 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
              on_prem={field: float(w[key]) for key, field in ON_PREM_KEYS.items()})
     d["pricing"] = _drop_none(p)
 
-    c = _drop_none({"deadline_hours": w["deadline_hours"], "budget_usd": w["budget_usd"]})
+    c = _drop_none({"deadline_hours": w["deadline_hours"], "budget_usd": w["budget_usd"],
+                    "deadline_confidence": None if w["deadline_confidence"] == "p90" else w["deadline_confidence"]})
     d.pop("constraints", None)
     if c:
         d["constraints"] = c

@@ -213,6 +213,13 @@ class Recommendation:
     cheapest_within_deadline: str | None
     fastest_within_budget: str | None
     reason: str
+    # What counts against the primary (planner.vocab.RISKS): it was picked only because no option without such a
+    # risk met the constraints.
+    primary_risks: tuple[str, ...] = ()
+    deadline_confidence: str = "p90"
+    # A cheaper option that meets the constraints but was set aside for its risks (None when none was), and those.
+    set_aside: str | None = None
+    set_aside_risks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

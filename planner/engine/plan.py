@@ -51,7 +51,7 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                     options.append(_option(ctx, gpu, n, precision))
                 except CannotEstimate as exc:
                     raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
-    rec = recommend(options, scenario.constraints)
+    rec = recommend(options, scenario.constraints, today)
     warnings: list[Note | str] = [*inputs.problems, *_plan_warnings(scenario, options, today)]
     return Plan(
         scenario_name=scenario.name,
@@ -210,19 +210,26 @@ def _divisors_desc(n: int) -> tuple[int, ...]:
 
 def _largest_fitting(candidates_desc: Sequence[int],
                      memory_at: Callable[[int], MemoryEstimate]) -> tuple[int, MemoryEstimate]:
-    """Largest candidate micro-batch that fits (memory grows with the batch: binary search), else the smallest."""
-    lo, hi = 0, len(candidates_desc) - 1
-    best: tuple[int, MemoryEstimate] | None = None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        mem = memory_at(candidates_desc[mid])
-        if mem.fits:
-            best = (candidates_desc[mid], mem)
-            hi = mid - 1
-        else:
-            lo = mid + 1
-    if best is not None:
+    """Largest candidate micro-batch that fits with at least TIGHT_HEADROOM to spare, else the largest that fits at
+    all (tight: the recommendation counts it against the option), else the smallest. Memory grows with the batch,
+    so each is a binary search; a smaller micro-batch costs only launch overhead and small-matmul efficiency, while
+    a 4%-headroom run is one allocator hiccup from an out-of-memory error."""
+    def largest(ok: Callable[[MemoryEstimate], bool]) -> tuple[int, MemoryEstimate] | None:
+        lo, hi = 0, len(candidates_desc) - 1
+        best: tuple[int, MemoryEstimate] | None = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            mem = memory_at(candidates_desc[mid])
+            if ok(mem):
+                best = (candidates_desc[mid], mem)
+                hi = mid - 1
+            else:
+                lo = mid + 1
         return best
+
+    found = largest(lambda m: bool(m.fits) and m.headroom >= memory.TIGHT_HEADROOM) or largest(lambda m: bool(m.fits))
+    if found is not None:
+        return found
     smallest = candidates_desc[-1]
     return smallest, memory_at(smallest)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 from planner.engine.estimates import PlanOption, Recommendation, cost_of
+from planner.engine.memory import TIGHT_HEADROOM
 from planner.inputs.scenario import Constraints
-from planner.vocab import PRECISION_PREFERENCE
+from planner.vocab import PRECISION_PREFERENCE, QUOTE_MAX_AGE_DAYS
 
 
 def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
@@ -29,25 +31,64 @@ def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
     return frontier
 
 
-def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recommendation:
+# The one rule on risks (issue 18): an option with a risk -- memory under TIGHT_HEADROOM, or a published price
+# that is stale (older than QUOTE_MAX_AGE_DAYS) or undated -- is the primary only when no option without one meets
+# the constraints; the recommendation then names its risks. The same holds for the cheapest option within the
+# deadline. The deadline is met at the scenario's confidence: p90 = the high end of the hours range.
+
+def option_risks(o: PlanOption, today: dt.date) -> tuple[str, ...]:
+    """What counts against `o` (planner.vocab.RISKS), in that order."""
+    out = []
+    if o.memory is not None and o.fits and o.memory.headroom < TIGHT_HEADROOM:
+        out.append("tight_memory")
+    price = o.cost.price if o.cost else None
+    if price is not None and price.origin == "published":
+        if price.as_of is None:
+            out.append("undated_price")
+        elif (today - dt.date.fromisoformat(price.as_of[:10])).days > QUOTE_MAX_AGE_DAYS:
+            out.append("stale_price")
+    return tuple(out)
+
+
+def deadline_hours(o: PlanOption, confidence: str) -> float:
+    """The hours that must meet the deadline: the range's high end at p90, the likely hours at p50."""
+    c = cost_of(o)
+    return c.hours_range[1] if confidence == "p90" else c.hours
+
+
+def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt.date | None = None) -> Recommendation:
+    today = today or dt.date.today()
+    confidence = constraints.deadline_confidence
     pool = costed(options)
     if not pool:
         reason = ("no option fits in memory" if not any(o.fits or o.fits is None for o in options)
                   else "no option has a price for the chosen tier")
-        return Recommendation(None, None, None, None, reason)
+        return Recommendation(None, None, None, None, reason, deadline_confidence=confidence)
     deadline = constraints.deadline_hours
     budget = constraints.budget_usd
-    in_deadline = [o for o in pool if deadline is None or cost_of(o).hours <= deadline]
+    in_deadline = [o for o in pool if deadline is None or deadline_hours(o, confidence) <= deadline]
     in_budget = [o for o in pool if budget is None or cost_of(o).usd <= budget]
-    cheapest_in_deadline = min(in_deadline, key=_cheapest_key, default=None)
+    clean_in_deadline = [o for o in in_deadline if not option_risks(o, today)]
+    cheapest_in_deadline = min(clean_in_deadline or in_deadline, key=_cheapest_key, default=None)
     fastest_in_budget = _fastest(in_budget)
     if cheapest_in_deadline is not None:
         primary = cheapest_in_deadline
         reason = ("cheapest option" if deadline is None
-                  else f"cheapest option that finishes within the {deadline:g} h deadline")
+                  else f"cheapest option that finishes within the {deadline:g} h deadline"
+                  + (" at the high end of its range (p90)" if confidence == "p90" else " at its likely hours (p50)"))
     else:
-        primary = min(pool, key=_cheapest_key)
-        reason = f"no option finishes within the {deadline:g} h deadline; cheapest option that fits"
+        clean = [o for o in pool if not option_risks(o, today)]
+        primary = min(clean or pool, key=_cheapest_key)
+        reason = f"no option finishes within the {deadline:g} h deadline ({confidence}); cheapest option that fits"
+    cheapest_any = min(in_deadline or pool, key=_cheapest_key)
+    set_aside = cheapest_any if _cheapest_key(cheapest_any) < _cheapest_key(primary) else None
+    risks = option_risks(primary, today)
+    if risks:
+        reason += ("; picked although " + ", ".join(r.replace("_", " ") for r in risks)
+                   + ": no option without such a risk meets the constraints")
+    if set_aside is not None:
+        reason += (f"; {set_aside.id} is cheaper but set aside: "
+                   + ", ".join(r.replace("_", " ") for r in option_risks(set_aside, today)))
     if budget is not None and cost_of(primary).usd > budget:
         reason += f"; over the {budget:,.0f} USD budget"
     if primary.fits is None:
@@ -62,6 +103,10 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints) -> Recomm
         cheapest_within_deadline=cheapest_in_deadline.id if cheapest_in_deadline else None,
         fastest_within_budget=fastest_in_budget.id if fastest_in_budget else None,
         reason=reason,
+        primary_risks=risks,
+        deadline_confidence=confidence,
+        set_aside=set_aside.id if set_aside else None,
+        set_aside_risks=option_risks(set_aside, today) if set_aside else (),
     )
 
 

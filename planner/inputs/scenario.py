@@ -18,6 +18,7 @@ from planner.vocab import (
     ADAPTER_KINDS,
     ADAPTER_TARGETS,
     BASE_DTYPES,
+    DEADLINE_CONFIDENCES,
     LOCALES,
     LOSS_KINDS,
     MLP_KINDS,
@@ -181,6 +182,7 @@ class Pricing:
 class Constraints:
     deadline_hours: float | None = None
     budget_usd: float | None = None
+    deadline_confidence: str = "p90"  # which hours must meet the deadline: p90 (high end of the range) or p50
 
 
 @dataclass(frozen=True)
@@ -494,6 +496,7 @@ def _constraints(r: Reader) -> Constraints:
         deadline_hours=r.number("deadline_hours", d["deadline_hours"], minimum=0, exclusive_min=True,
                                 maximum=1e7),
         budget_usd=r.number("budget_usd", d["budget_usd"], minimum=0, exclusive_min=True, maximum=1e12),
+        deadline_confidence=r.string("deadline_confidence", d["deadline_confidence"], DEADLINE_CONFIDENCES),
     )
 
 
@@ -535,6 +538,8 @@ def scenario_to_dict(s: Scenario) -> dict:
         del pricing["regions"]  # the default: the region group decides
     out["pricing"] = _drop_none(pricing)
     constraints = _drop_none(dataclasses.asdict(s.constraints))
+    if constraints.get("deadline_confidence") == defaults_of(Constraints)["deadline_confidence"]:
+        del constraints["deadline_confidence"]  # the default: a file without constraints stays without them
     if constraints:
         out["constraints"] = constraints
     return out

@@ -31,6 +31,7 @@ class PlanView:
     runner: str  # the runner-up and its trade-off
     fastest: str  # the fastest option within the budget, when it is not the recommended one ("" otherwise)
     counts: str
+    unpriced: str = ""  # the GPUs that fit but have no price in the tier ("" when every one has)
 
     @property
     def summary(self) -> tuple[str, ...]:
@@ -38,14 +39,15 @@ class PlanView:
         if self.primary is None:
             return (self.headline, self.counts)
         return tuple(s for s in (self.setting, self.time, self.cost, self.deadline, self.budget, self.reason,
-                                 self.runner, self.counts) if s)
+                                 self.runner, self.unpriced, self.counts) if s)
 
     @property
     def decision(self) -> tuple[str, ...]:
         """What the Plan page says under its metrics: why this one, deadline, budget, runner-up."""
         if self.primary is None:
             return ()
-        return tuple(s for s in (self.reason, self.deadline, self.budget, self.fastest, self.runner) if s)
+        return tuple(s for s in (self.reason, self.deadline, self.budget, self.fastest, self.runner, self.unpriced)
+                     if s)
 
 
 def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
@@ -80,6 +82,7 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
         runner=runner_sentence(primary, runner, locale),
         fastest=_fastest_sentence(scenario, primary, fastest, locale),
         counts=counts,
+        unpriced=unpriced_sentence(plan, scenario, locale),
     )
 
 
@@ -131,11 +134,37 @@ def budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
 
 
 def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
+    r = plan.recommendation
     if scenario.constraints.deadline_hours is None:
-        return t("summary.reason_cheapest", locale)
-    if plan.recommendation.cheapest_within_deadline == o.id:
-        return t("summary.reason_deadline", locale)
-    return t("summary.reason_no_deadline_fit", locale)
+        why = t("summary.reason_cheapest", locale)
+    elif r.cheapest_within_deadline == o.id:
+        why = t("summary.reason_deadline" if r.deadline_confidence == "p90" else "summary.reason_deadline_p50", locale)
+    else:
+        why = t("summary.reason_no_deadline_fit", locale)
+    if o.id == r.primary and r.primary_risks:
+        risks = ", ".join(t(f"summary.risk.{k}", locale) for k in r.primary_risks)
+        why += " " + t("summary.reason_risky", locale, risks=risks)
+    aside = plan.option(r.set_aside)
+    if o.id == r.primary and aside is not None:
+        risks = ", ".join(t(f"summary.risk.{k}", locale) for k in r.set_aside_risks)
+        why += " " + t("summary.set_aside", locale, option=option_label(aside), cost=cost_text(aside, locale),
+                       risks=risks)
+    return why
+
+
+def unpriced_sentence(plan: Plan, scenario: Scenario, locale: str) -> str:
+    """'No spot price for NVIDIA RTX 3090, …': GPUs with an option that fits and none with a price."""
+    if scenario.pricing.tier == "on_prem":
+        return ""
+    fitting: dict[str, list[PlanOption]] = {}
+    for o in plan.options:
+        if o.fits is not False:
+            fitting.setdefault(o.gpu_name, []).append(o)
+    names = [g for g, opts in fitting.items() if not any(o.cost is not None and o.cost.price for o in opts)]
+    if not names:
+        return ""
+    return t("summary.no_quote_for", locale, tier=t(f"report.tier.{scenario.pricing.tier}", locale),
+             gpus=", ".join(names))
 
 
 def trade_off(a: PlanOption, b: PlanOption, locale: str) -> str:
