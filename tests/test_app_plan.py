@@ -232,6 +232,7 @@ WIDGET_CHANGES = [
     ("number_input", "deadline_hours", 12.0, ("constraints", "deadline_hours"), 12.0),
     ("number_input", "budget_usd", 250.0, ("constraints", "budget_usd"), 250.0),
     ("radio", "deadline_confidence", "p50", ("constraints", "deadline_confidence"), "p50"),
+    ("number_input", "lr_reference_batch", 64, ("training", "lr_reference_batch"), 64),
     ("number_input", "model_mfu", 0.4, ("model", "mfu"), 0.4),
     ("number_input", "model_input_cpu", 0.002, ("model", "input_cpu_s_per_sample"), 0.002),
     ("number_input", "model_params", 30000000, ("model", "params"), 30000000),
@@ -300,6 +301,16 @@ def test_a_files_region_names_show_and_a_group_replaces_them():
     assert not at.exception, [e.value for e in at.exception]
     pricing = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))["pricing"]
     assert "regions" not in pricing and pricing["region_group"] == "any"
+
+
+def test_a_batch_away_from_where_the_lr_was_tuned_gets_the_lr_advice():
+    at = fresh()  # ResNet-50, SGD, global batch 256
+    assert "multiply the tuned LR" not in all_text(at)
+    at.number_input(key="lr_reference_batch").set_value(64).run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = all_text(at)
+    assert "from 64 (where the LR was tuned) to 256, so multiply the tuned LR by 4" in text
+    assert "Goyal et al. 2017" in text and "first 5 epochs" in text
 
 
 def test_hidden_widgets_keep_their_values():

@@ -105,7 +105,7 @@ def test_plan_page_renders_updates_and_shares(app_url, browser):
     page.get_by_text("Español", exact=True).click()
     expect(page.get_by_text("Recomendación:").first).to_be_visible(timeout=30_000)
     _settle(page)
-    expect(page.get_by_text("Tiempo de entrenamiento")).to_be_visible()
+    expect(page.get_by_text("Tiempo de entrenamiento", exact=True)).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "plan_es.png"), full_page=True)
     page.close()
 

@@ -199,21 +199,23 @@ def test_noisy_fit_widens_the_band_to_its_residuals():
 # ---------------------------------------------------------------- learning-rate advice
 
 def test_lr_advice_linear_for_sgd_with_warm_up():
-    text = lr_advice("sgd_momentum", 256, 8192, None)
+    text = " | ".join(english(n) for n in lr_advice("sgd_momentum", 256, 8192, None, samples_per_epoch=1_281_167))
     assert "linear scaling" in text and "Goyal et al. 2017" in text
     assert "by 32" in text
-    assert "warm up" in text
+    # 5 epochs of 1,281,167 samples at batch 8,192 = 782 steps
+    assert "first 5 epochs, 782 steps at this batch" in text
 
 
 def test_lr_advice_square_root_for_adam_family():
-    text = lr_advice("adamw", 256, 1024, None)
+    text = " | ".join(english(n) for n in lr_advice("adamw", 256, 1024, None))
     assert "square-root" in text and "Malladi et al. 2022" in text
     assert "by 2" in text
+    assert "multiply its steps by 0.25" in text  # the warm-up keeps its samples
 
 
 def test_lr_advice_noise_scale_fraction():
     # eps_opt/eps_max = 1/(1 + B_noise/B) = 1/(1 + 4096/4096) = 50%.
-    assert "50% of its large-batch maximum" in lr_advice("sgd", None, 4096, 4096)
+    assert "about 50 % of its large-batch maximum" in " ".join(english(n) for n in lr_advice("sgd", None, 4096, 4096))
 
 
 def test_lr_advice_unknown_optimizer():

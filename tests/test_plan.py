@@ -17,6 +17,8 @@ from planner.inputs.errors import InputError
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, parse_scenario
 from planner.present.planjson import option_to_dict, plan_to_dict
+from planner.present.report import render_report
+from planner.present.viewmodel import plan_view
 from planner.vocab import GIB
 from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
 
@@ -139,7 +141,8 @@ def test_recommendation_is_cheapest_within_deadline_and_runner_up_on_frontier(ba
     if cheapest.cost.usd < primary.cost.usd:  # set aside for its risks, and the plan says so
         assert rec.set_aside == cheapest.id and rec.set_aside_risks == option_risks(cheapest, TODAY) != ()
     assert rec.deadline_confidence == confidence
-    frontier_ids = {o.id for o in pareto_frontier(plan.options)}
+    # a clean pick's runner-up is on the frontier of the clean options
+    frontier_ids = {o.id for o in pareto_frontier([o for o in plan.options if not option_risks(o, TODAY)])}
     if rec.runner_up:
         assert rec.runner_up in frontier_ids
         assert rec.runner_up not in rec.reason  # the runner-up is a field; its trade-off is worded by present/
@@ -179,7 +182,7 @@ def test_json_contract_fields(inputs):
                       "assumptions", "warnings"}
     assert set(d["recommendation"]) == {"primary", "runner_up", "cheapest_within_deadline",
                                         "fastest_within_budget", "reason", "primary_risks", "deadline_confidence",
-                                        "set_aside", "set_aside_risks"}
+                                        "set_aside", "set_aside_risks", "fallback"}
     required = {"id", "gpu_id", "gpu_name", "n_gpus", "precision", "fits", "micro_batch", "grad_accum",
                 "memory_gib", "headroom", "memory_source", "step_time_s", "micro_step_time_s",
                 "step_time_source", "samples_per_s", "steps", "epochs", "convergence_source", "hours",
@@ -496,3 +499,71 @@ def test_the_micro_batch_leaves_headroom_when_a_smaller_one_can(inputs):
     tight = build_plan(dataclasses.replace(s, training=dataclasses.replace(s.training, micro_batch=8)), inputs,
                        TODAY).option("rtx4090-24gb-x1-bf16")
     assert tight.fits and tight.memory.headroom < 0.10 and "tight_memory" in option_risks(tight, TODAY)
+
+
+@pytest.mark.parametrize("lang,words", [("en", "multiply the tuned LR by 4"), ("es", "multiplica la LR ajustada por 4")])
+def test_lr_advice_reaches_the_json_and_the_report_when_the_batch_moves(inputs, lang, words):
+    s = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
+    moved = dataclasses.replace(s, training=dataclasses.replace(s.training, global_batch=1024, lr_reference_batch=256))
+    plan = build_plan(moved, inputs, TODAY)
+    assert any("multiply the tuned LR by 4" in a for a in plan_to_dict(plan)["advice"])
+    assert words in render_report(plan, moved, "markdown", locale=lang)
+    assert plan_to_dict(build_plan(s, inputs, TODAY))["advice"] == []  # the batch it was tuned at: nothing to say
+
+
+def _gpt2(inputs, **constraints):
+    s = load_scenario_file(ROOT / "scenarios" / "gpt2-124m-10b-tokens.yaml")
+    s = dataclasses.replace(s, constraints=dataclasses.replace(s.constraints, **constraints))
+    return s, build_plan(s, inputs, TODAY)
+
+
+def test_the_risk_rule_counts_the_budget_among_the_constraints(inputs):
+    # With a $50 budget no clean option is both on time (p90) and affordable: the cheapest that is, risky or not,
+    # is the pick, with its risks named; nothing is "set aside" that would break the budget.
+    s, plan = _gpt2(inputs, budget_usd=50.0)
+    r, p = plan.recommendation, plan.option(plan.recommendation.primary)
+    assert p.cost.usd <= 50 and p.cost.hours_range[1] <= s.constraints.deadline_hours and r.fallback == ""
+    clean = [o for o in plan.options if o.cost and o.cost.price and not option_risks(o, TODAY)
+             and o.cost.usd <= 50 and o.cost.hours_range[1] <= s.constraints.deadline_hours]
+    assert (r.primary_risks != ()) == (not clean)
+    if r.set_aside:
+        aside = plan.option(r.set_aside)
+        assert aside.cost.usd <= 50 and aside.cost.hours_range[1] <= s.constraints.deadline_hours
+
+
+@pytest.mark.parametrize("deadline,fallback", [(2.2, "p50"), (0.5, "fastest")])
+def test_when_no_option_is_on_time_at_p90_the_pick_says_why(inputs, deadline, fallback):
+    s, plan = _gpt2(inputs, deadline_hours=deadline)
+    r, p = plan.recommendation, plan.option(plan.recommendation.primary)
+    priced = [o for o in plan.options if o.cost and o.cost.price]
+    assert not any(o.cost.hours_range[1] <= deadline for o in priced)
+    assert r.fallback == fallback and r.set_aside is None
+    if fallback == "p50":  # the cheapest on time at its likely hours, not a 13x-late cheap one
+        assert p.cost.hours <= deadline
+    else:  # the fastest, among the clean options when there are any (the risk rule)
+        clean = [o for o in priced if not option_risks(o, TODAY)] or priced
+        assert p.cost.hours_range[1] == min(o.cost.hours_range[1] for o in clean)
+    words = " ".join(plan_view(plan, s, "en").decision)
+    assert ("likely hours (p50)" if fallback == "p50" else "this is the fastest") in words
+
+
+def test_a_clean_pick_is_not_beaten_on_time_and_cost_by_its_runner_up(inputs):
+    _, plan = _gpt2(inputs)
+    r = plan.recommendation
+    p, runner = plan.option(r.primary), plan.option(r.runner_up)
+    assert r.primary_risks == () and r.set_aside is not None  # the undated 8 x H100 is cheaper and set aside
+    assert runner is not None and option_risks(runner, TODAY) == ()
+    assert not (runner.cost.hours < p.cost.hours and runner.cost.usd < p.cost.usd)
+
+
+def test_the_set_aside_advice_fits_the_risk(inputs):
+    # An RTX 4090 at micro-batch 8 is tight (4% headroom) with a current price: the advice is about memory.
+    s = load_scenario_file(ROOT / "scenarios" / "llama7b-qlora-24gb.yaml")
+    s = dataclasses.replace(s, training=dataclasses.replace(s.training, micro_batch=8),
+                            hardware=dataclasses.replace(s.hardware, gpus=("rtx4090-24gb", "l40s-48gb",
+                                                                             "a100-sxm-80gb")))
+    plan = build_plan(s, inputs, TODAY)
+    r = plan.recommendation
+    assert r.set_aside == "rtx4090-24gb-x1-bf16" and r.set_aside_risks == ("tight_memory",)
+    words = " ".join(plan_view(plan, s, "en").decision)
+    assert "smaller micro-batch" in words and "save it as your price" not in words

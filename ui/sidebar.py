@@ -187,6 +187,8 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.radio(tr("app.sidebar.optimizer_impl"), OPTIMIZER_IMPLS, key="optimizer_impl", horizontal=True,
                  help=tr("app.sidebar.optimizer_impl_help"))
         _num("app.sidebar.global_batch", "global_batch", help_key="app.sidebar.global_batch_help")
+        _num("app.sidebar.lr_reference_batch", "lr_reference_batch", optional=True,
+             help_key="app.sidebar.lr_reference_batch_help")
         st.checkbox(tr("app.sidebar.micro_auto"), key="micro_auto", help=tr("app.sidebar.micro_auto_help"))
         _num("app.sidebar.micro_batch", "micro_batch", disabled=bool(ss["micro_auto"]))
         st.checkbox(tr("app.sidebar.checkpointing"), key="checkpointing", help=tr("app.sidebar.checkpointing_help"))

@@ -60,7 +60,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "model_input_cpu": (0.0, 100.0),
     "t_layers": (1, 1000), "t_hidden": (1, 1_000_000), "t_heads": (1, 10_000), "t_seq_len": (1, 10_000_000),
     "t_vocab": (1, 100_000_000), "t_ffn": (1, 10_000_000),
-    "global_batch": (1, 10**9), "micro_batch": (1, 10**9), "frozen_fraction": (0.0, 1.0),
+    "global_batch": (1, 10**9), "lr_reference_batch": (1, 10**9), "micro_batch": (1, 10**9), "frozen_fraction": (0.0, 1.0),
     "adapter_rank": (1, 65536),
     "dataset_samples": (1, 10**13), "epochs": (0.01, 1e6), "tokens": (1.0, 1e16), "b_crit": (1.0, 1e12),
     "early_stop_fraction": (0.01, 1.0), "eval_overhead": (0.0, 10.0), "checkpoint_overhead": (0.0, 10.0),
@@ -101,6 +101,7 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "optimizer": t.get("optimizer", td["optimizer"]),
         "optimizer_impl": t.get("optimizer_impl", td["optimizer_impl"]),
         "global_batch": int(t["global_batch"]),
+        "lr_reference_batch": int(t["lr_reference_batch"]) if t.get("lr_reference_batch") else None,
         "micro_auto": micro == "auto",
         "micro_batch": int(micro) if micro != "auto" else max(1, min(32, int(t["global_batch"]))),
         "checkpointing": bool(t.get("activation_checkpointing", td["activation_checkpointing"])),
@@ -190,6 +191,7 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     t = dict(d.get("training") or {})
     t.update(precisions=list(w["precisions"]), optimizer=w["optimizer"], optimizer_impl=w["optimizer_impl"],
              global_batch=int(w["global_batch"]),
+             lr_reference_batch=int(w["lr_reference_batch"]) if w["lr_reference_batch"] else None,
              micro_batch="auto" if w["micro_auto"] else int(w["micro_batch"]),
              activation_checkpointing=bool(w["checkpointing"]), sharding=w["sharding"],
              state_layout=w["state_layout"], frozen_fraction=float(w["frozen_fraction"]))
@@ -235,7 +237,8 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     d["pricing"] = _drop_none(p)
 
     c = _drop_none({"deadline_hours": w["deadline_hours"], "budget_usd": w["budget_usd"],
-                    "deadline_confidence": None if w["deadline_confidence"] == "p90" else w["deadline_confidence"]})
+                    "deadline_confidence": None if w["deadline_confidence"] == defaults_of(Constraints)["deadline_confidence"]
+                    else w["deadline_confidence"]})
     d.pop("constraints", None)
     if c:
         d["constraints"] = c

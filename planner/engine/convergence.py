@@ -81,33 +81,41 @@ def _fit_failure_message(points: list[tuple[float, float]], s_min: float, e_min:
             "beyond that batch, or give workload.b_crit")
 
 
-def lr_advice(optimizer: str, reference_batch: float | None, batch: float, b_noise: float | None) -> str:
-    """How to move the learning rate from the reference batch to `batch`, with the rule's source.
+# Warm-up for large-batch SGD: "gradual warmup ... over the first 5 epochs" (Goyal et al. 2017, §2.2).
+SGD_WARMUP_EPOCHS = 5
 
-    SGD: linear scaling with gradual warm-up (Goyal et al. 2017). Adam-family: square-root scaling
-    (Malladi et al. 2022). With a noise scale: eps_opt = eps_max/(1 + B_noise/B) (McCandlish et al. 2018, SGD).
+
+def lr_advice(optimizer: str, reference_batch: float | None, batch: float, b_noise: float | None, *,
+              samples_per_epoch: float | None = None) -> tuple[Note, ...]:
+    """How to move the learning rate and its warm-up from the batch it was tuned at to `batch`, citing the rules.
+
+    SGD: linear scaling with gradual warm-up over ~5 epochs (Goyal et al. 2017). Adam-family: square-root scaling
+    (Malladi et al. 2022), keeping the warm-up's samples (its steps scale by reference/batch). With a noise scale:
+    eps_opt = eps_max/(1 + B_noise/B) (McCandlish et al. 2018, SGD).
     """
     if optimizer in SGD_FAMILY:
-        rule, exponent, cite = "linear scaling with gradual warm-up", 1.0, "Goyal et al. 2017"
+        rule, exponent, cite = "lr_rule_linear", 1.0, "Goyal et al. 2017"
     elif optimizer in ADAM_FAMILY:
-        rule, exponent, cite = "square-root scaling", 0.5, "Malladi et al. 2022"
+        rule, exponent, cite = "lr_rule_sqrt", 0.5, "Malladi et al. 2022"
     else:
         raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {', '.join(SGD_FAMILY + ADAM_FAMILY)}")
-    parts = []
+    out = []
     if reference_batch:
-        factor = (batch / reference_batch) ** exponent
-        parts.append(f"LR: {rule} ({cite}): batch {_num(reference_batch)} -> {_num(batch)} "
-                     f"multiplies the tuned LR by {factor:.3g}")
+        out.append(Note("lr_scale", rule=Note(rule), cite=cite, ref=_num(reference_batch), batch=_num(batch),
+                        factor=f"{(batch / reference_batch) ** exponent:.3g}"))
     else:
-        parts.append(f"LR: {rule} ({cite}) from the batch the LR was tuned at")
+        out.append(Note("lr_scale_unknown_ref", rule=Note(rule), cite=cite))
     if b_noise:
-        fraction = optimal_lr_fraction(b_noise, batch)
-        parts.append(f"eps_opt = eps_max/(1 + B_noise/B) (McCandlish et al. 2018) puts the best LR at "
-                     f"{fraction:.0%} of its large-batch maximum (B_noise {_num(b_noise)}; derived for SGD, "
-                     "Adam's optimum follows a power 0.5-1 of it)")
-    if optimizer in SGD_FAMILY and reference_batch and batch > reference_batch:
-        parts.append("warm up over the first ~5 epochs (Goyal et al. 2017)")
-    return "; ".join(parts)
+        out.append(Note("lr_noise_fraction", pct=round(100 * optimal_lr_fraction(b_noise, batch)),
+                        b_noise=_num(b_noise)))
+    if reference_batch and batch > reference_batch:
+        if optimizer in SGD_FAMILY:
+            steps = round(SGD_WARMUP_EPOCHS * samples_per_epoch / batch) if samples_per_epoch else None
+            out.append(Note("lr_warmup_epochs", epochs=SGD_WARMUP_EPOCHS, steps=steps if steps else "?"))
+        else:
+            out.append(Note("lr_warmup_samples", factor=f"{reference_batch / batch:.3g}", ref=_num(reference_batch),
+                            batch=_num(batch)))
+    return tuple(out)
 
 
 def optimal_lr_fraction(b_noise: float, batch: float) -> float:

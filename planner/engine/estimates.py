@@ -220,6 +220,9 @@ class Recommendation:
     # A cheaper option that meets the constraints but was set aside for its risks (None when none was), and those.
     set_aside: str | None = None
     set_aside_risks: tuple[str, ...] = ()
+    # Why the primary does not meet every constraint: "" (it does), "over_budget" (on time only over budget),
+    # "p50" (on time only at its likely hours), "fastest" (nothing is on time: the fastest).
+    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,8 @@ class Plan:
     warnings: tuple[Note | str, ...] = ()  # str: a problem reading an input folder
     profiles_used: tuple[str, ...] = ()
     result_files_used: tuple[str, ...] = ()
+    # The seeds' checklist for the chosen batch: learning-rate scaling and warm-up (cited), the critical batch.
+    advice: tuple[Note, ...] = ()
     extra: dict[str, object] = field(default_factory=dict, compare=False)
 
     def option(self, option_id: str | None) -> PlanOption | None:

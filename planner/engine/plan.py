@@ -53,6 +53,7 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                     raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
     rec = recommend(options, scenario.constraints, today)
     warnings: list[Note | str] = [*inputs.problems, *_plan_warnings(scenario, options, today)]
+    advice = _batch_advice(scenario, conv)
     return Plan(
         scenario_name=scenario.name,
         options=tuple(options),
@@ -61,6 +62,7 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         warnings=tuple(dict.fromkeys(warnings)),
         profiles_used=tuple(gpu_ids),
         result_files_used=tuple(sorted(idx.files_used)),
+        advice=advice,
         extra={"model": model, "convergence": conv, "trainable_params": trainable, "skipped_files": idx.skipped},
     )
 
@@ -614,6 +616,28 @@ def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEsti
     out.extend(conv.notes)
     out.extend(idx.skipped)
     return out
+
+
+def lr_reference_batch(scenario: Scenario) -> int | None:
+    """The batch the LR was tuned at: training.lr_reference_batch, else the reference run nearest the global batch."""
+    t, w = scenario.training, scenario.workload
+    if t.lr_reference_batch:
+        return t.lr_reference_batch
+    batches = [p.global_batch for p in w.reference_points]
+    return min(batches, key=lambda b: (abs(math.log(b / t.global_batch)), b)) if batches else None
+
+
+def _batch_advice(scenario: Scenario, conv: ConvergenceEstimate) -> tuple[Note, ...]:
+    """The seeds' checklist when the batch moves from where the LR was tuned: the LR rule, its warm-up, the
+    noise-scale optimum, and the critical-batch warning (convergence.lr_advice; ESTIMATION.md §4)."""
+    t = scenario.training
+    ref = lr_reference_batch(scenario)
+    out: list[Note] = []
+    if ref is not None and ref != t.global_batch:
+        out.extend(convergence.lr_advice(t.optimizer, ref, t.global_batch, conv.b_crit,
+                                         samples_per_epoch=scenario.workload.dataset_samples))
+    out.extend(n for n in conv.notes if n.key == "past_b_crit")
+    return tuple(out)
 
 
 def _plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[Note | str]:

@@ -33,8 +33,9 @@ def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
 
 # The one rule on risks (issue 18): an option with a risk -- memory under TIGHT_HEADROOM, or a published price
 # that is stale (older than QUOTE_MAX_AGE_DAYS) or undated -- is the primary only when no option without one meets
-# the constraints; the recommendation then names its risks. The same holds for the cheapest option within the
-# deadline. The deadline is met at the scenario's confidence: p90 = the high end of the hours range.
+# the constraints (deadline at the scenario's confidence, and budget); the recommendation then names its risks, and
+# names a cheaper risky option that meets them when the primary is clean. The runner-up and the fastest within the
+# budget are drawn from the clean options too when the primary is clean. p90 = the high end of the hours range.
 
 def option_risks(o: PlanOption, today: dt.date) -> tuple[str, ...]:
     """What counts against `o` (planner.vocab.RISKS), in that order."""
@@ -64,49 +65,73 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt
         reason = ("no option fits in memory" if not any(o.fits or o.fits is None for o in options)
                   else "no option has a price for the chosen tier")
         return Recommendation(None, None, None, None, reason, deadline_confidence=confidence)
-    deadline = constraints.deadline_hours
-    budget = constraints.budget_usd
-    in_deadline = [o for o in pool if deadline is None or deadline_hours(o, confidence) <= deadline]
-    in_budget = [o for o in pool if budget is None or cost_of(o).usd <= budget]
-    clean_in_deadline = [o for o in in_deadline if not option_risks(o, today)]
-    cheapest_in_deadline = min(clean_in_deadline or in_deadline, key=_cheapest_key, default=None)
-    fastest_in_budget = _fastest(in_budget)
-    if cheapest_in_deadline is not None:
-        primary = cheapest_in_deadline
-        reason = ("cheapest option" if deadline is None
-                  else f"cheapest option that finishes within the {deadline:g} h deadline"
-                  + (" at the high end of its range (p90)" if confidence == "p90" else " at its likely hours (p50)"))
+    deadline, budget = constraints.deadline_hours, constraints.budget_usd
+
+    def on_time(o: PlanOption, level: str = confidence) -> bool:
+        return deadline is None or deadline_hours(o, level) <= deadline
+
+    def affordable(o: PlanOption) -> bool:
+        return budget is None or cost_of(o).usd <= budget
+
+    def clean_first(opts: list[PlanOption]) -> list[PlanOption]:
+        return [o for o in opts if not option_risks(o, today)] or opts
+
+    in_deadline = [o for o in pool if on_time(o)]
+    in_budget = [o for o in pool if affordable(o)]
+    meets = [o for o in in_deadline if affordable(o)]
+    fallback = ""
+    if meets:
+        primary = min(clean_first(meets), key=_cheapest_key)
+        reason = "cheapest option" if deadline is None else (
+            f"cheapest option that finishes within the {deadline:g} h deadline"
+            + (" at the high end of its range (p90)" if confidence == "p90" else " at its likely hours (p50)"))
+        if budget is not None:
+            reason += f" and within the {budget:,.0f} USD budget"
+    elif in_deadline:  # on time only over budget: the cheapest of those
+        primary, fallback = min(clean_first(in_deadline), key=_cheapest_key), "over_budget"
+        reason = f"no option meets both the {deadline:g} h deadline and the budget; the cheapest on time"
+    elif confidence == "p90" and (likely := [o for o in pool if on_time(o, "p50")]):
+        primary, fallback = min(clean_first(likely), key=_cheapest_key), "p50"
+        reason = (f"no option finishes within the {deadline:g} h deadline at the high end of its range (p90); "
+                  "the cheapest that does at its likely hours (p50)")
     else:
-        clean = [o for o in pool if not option_risks(o, today)]
-        primary = min(clean or pool, key=_cheapest_key)
-        reason = f"no option finishes within the {deadline:g} h deadline ({confidence}); cheapest option that fits"
-    cheapest_any = min(in_deadline or pool, key=_cheapest_key)
-    set_aside = cheapest_any if _cheapest_key(cheapest_any) < _cheapest_key(primary) else None
+        primary, fallback = min(clean_first(pool), key=lambda o: (deadline_hours(o, confidence), *_cheapest_key(o))), \
+            "fastest"
+        reason = f"no option finishes within the {deadline:g} h deadline; the fastest"
     risks = option_risks(primary, today)
+    set_aside = None
+    if not risks and meets:
+        cheaper = [o for o in meets if _cheapest_key(o) < _cheapest_key(primary)]
+        set_aside = min(cheaper, key=_cheapest_key, default=None)
     if risks:
         reason += ("; picked although " + ", ".join(r.replace("_", " ") for r in risks)
                    + ": no option without such a risk meets the constraints")
     if set_aside is not None:
         reason += (f"; {set_aside.id} is cheaper but set aside: "
                    + ", ".join(r.replace("_", " ") for r in option_risks(set_aside, today)))
-    if budget is not None and cost_of(primary).usd > budget:
+    if budget is not None and cost_of(primary).usd > budget and fallback != "over_budget":
         reason += f"; over the {budget:,.0f} USD budget"
     if primary.fits is None:
         reason += ("; its memory fit is unknown (no activation figure for the model)"
                    + ("; the options known to fit have no price" if any(o.fits for o in options) else ""))
     if deadline is not None and cost_of(primary).hours <= deadline < cost_of(primary).hours_range[1]:
         reason += f"; at the high end of its range ({cost_of(primary).hours_range[1]:,.1f} h) it misses the deadline"
-    runner = _runner_up(primary, pareto_frontier(pool))
+    # Runner-up and fastest within the budget: among the clean options when the primary is clean (a pick beaten on
+    # both time and cost by an option it was preferred to would read as a mistake).
+    alternatives = pool if risks else clean_first(pool)
+    runner = _runner_up(primary, pareto_frontier(alternatives))
+    fastest_in_budget = _fastest([o for o in in_budget if o in alternatives])
     return Recommendation(
         primary=primary.id,
         runner_up=runner.id if runner else None,
-        cheapest_within_deadline=cheapest_in_deadline.id if cheapest_in_deadline else None,
+        cheapest_within_deadline=min(in_deadline, key=_cheapest_key).id if in_deadline else None,
         fastest_within_budget=fastest_in_budget.id if fastest_in_budget else None,
         reason=reason,
         primary_risks=risks,
         deadline_confidence=confidence,
         set_aside=set_aside.id if set_aside else None,
         set_aside_risks=option_risks(set_aside, today) if set_aside else (),
+        fallback=fallback,
     )
 
 

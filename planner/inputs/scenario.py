@@ -111,6 +111,9 @@ class TrainingSetup:
     # optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default, frees gradients before forward; False keeps
     # zeroed gradients alive through forward (PyTorch 1.x's default, and the loops written for it).
     set_grads_to_none: bool = True
+    # The global batch the learning rate (and its warm-up) was tuned at: the plan says how to scale them to
+    # global_batch. None: a reference run's batch when the workload has them, else no factor.
+    lr_reference_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -343,6 +346,7 @@ def _training(r: Reader) -> TrainingSetup:
         frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
         adapter=adapter,
         set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
+        lr_reference_batch=r.integer("lr_reference_batch", td["lr_reference_batch"], minimum=1, maximum=10**9),
     )
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
         raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "

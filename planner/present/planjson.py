@@ -99,7 +99,9 @@ def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
                            "cheapest_within_deadline": r.cheapest_within_deadline,
                            "fastest_within_budget": r.fastest_within_budget, "reason": r.reason,
                            "primary_risks": list(r.primary_risks), "deadline_confidence": r.deadline_confidence,
-                           "set_aside": r.set_aside, "set_aside_risks": list(r.set_aside_risks)},
+                           "set_aside": r.set_aside, "set_aside_risks": list(r.set_aside_risks),
+                           "fallback": r.fallback},
+        "advice": [english(a) for a in plan.advice],
         "assumptions": [english(a) for a in plan.assumptions],
         "warnings": [english(w) for w in plan.warnings],
     }

@@ -11,6 +11,7 @@ from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
 from planner.present.i18n import t
+from planner.present.notes import render_note
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class PlanView:
     fastest: str  # the fastest option within the budget, when it is not the recommended one ("" otherwise)
     counts: str
     unpriced: str = ""  # the GPUs that fit but have no price in the tier ("" when every one has)
+    # The seeds' checklist: LR scaling and warm-up for this batch, the critical batch, and what evaluation and
+    # early stopping do to the recommended run's hours and cost.
+    advice: tuple[str, ...] = ()
 
     @property
     def summary(self) -> tuple[str, ...]:
@@ -39,15 +43,15 @@ class PlanView:
         if self.primary is None:
             return (self.headline, self.counts)
         return tuple(s for s in (self.setting, self.time, self.cost, self.deadline, self.budget, self.reason,
-                                 self.runner, self.unpriced, self.counts) if s)
+                                 self.runner, self.unpriced, *self.advice, self.counts) if s)
 
     @property
     def decision(self) -> tuple[str, ...]:
         """What the Plan page says under its metrics: why this one, deadline, budget, runner-up."""
         if self.primary is None:
             return ()
-        return tuple(s for s in (self.reason, self.deadline, self.budget, self.fastest, self.runner, self.unpriced)
-                     if s)
+        return tuple(s for s in (self.reason, self.deadline, self.budget, self.fastest, self.runner, self.unpriced,
+                                 *self.advice) if s)
 
 
 def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
@@ -83,6 +87,7 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
         fastest=_fastest_sentence(scenario, primary, fastest, locale),
         counts=counts,
         unpriced=unpriced_sentence(plan, scenario, locale),
+        advice=advice_sentences(plan, scenario, primary, locale),
     )
 
 
@@ -135,21 +140,44 @@ def budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
 
 def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
     r = plan.recommendation
-    if scenario.constraints.deadline_hours is None:
+    if r.fallback:
+        why = t(f"summary.reason_fallback.{r.fallback}", locale)
+    elif scenario.constraints.deadline_hours is None:
         why = t("summary.reason_cheapest", locale)
-    elif r.cheapest_within_deadline == o.id:
-        why = t("summary.reason_deadline" if r.deadline_confidence == "p90" else "summary.reason_deadline_p50", locale)
     else:
-        why = t("summary.reason_no_deadline_fit", locale)
+        why = t("summary.reason_deadline" if r.deadline_confidence == "p90" else "summary.reason_deadline_p50", locale)
     if o.id == r.primary and r.primary_risks:
         risks = ", ".join(t(f"summary.risk.{k}", locale) for k in r.primary_risks)
         why += " " + t("summary.reason_risky", locale, risks=risks)
     aside = plan.option(r.set_aside)
     if o.id == r.primary and aside is not None:
         risks = ", ".join(t(f"summary.risk.{k}", locale) for k in r.set_aside_risks)
+        # what would make it the pick, per kind of risk (a saved price is never stale; headroom needs memory)
+        fixes = dict.fromkeys(t("summary.fix.memory" if k == "tight_memory" else "summary.fix.price", locale)
+                              for k in r.set_aside_risks)
         why += " " + t("summary.set_aside", locale, option=option_label(aside), cost=cost_text(aside, locale),
-                       risks=risks)
+                       risks=risks, fix="; ".join(fixes))
     return why
+
+
+def advice_sentences(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> tuple[str, ...]:
+    """The batch checklist (plan.advice) as sentences, and evaluation and early stopping as time and cost lines."""
+    out = [_sentence(render_note(n, locale)) for n in plan.advice]
+    c, w = cost_of(o), scenario.workload
+    overheads = 1 + w.eval_overhead + w.checkpoint_overhead
+    if w.eval_overhead > 0:  # hours = steps x early stop x step x (1 + eval + checkpoint) x ... (cost.run_hours)
+        share = w.eval_overhead / overheads
+        out.append(t("summary.eval_line", locale, pct=fmt.percent(w.eval_overhead, locale),
+                     hours=fmt.hours(c.hours * share, locale), cost=fmt.money(c.usd * share, "USD", locale)))
+    if w.early_stop_fraction < 1:
+        saved = (1 - w.early_stop_fraction) / w.early_stop_fraction
+        out.append(t("summary.early_stop_line", locale, pct=fmt.percent(w.early_stop_fraction, locale),
+                     hours=fmt.hours(c.hours * saved, locale), cost=fmt.money(c.usd * saved, "USD", locale)))
+    return tuple(out)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 def unpriced_sentence(plan: Plan, scenario: Scenario, locale: str) -> str:
