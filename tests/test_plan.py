@@ -567,3 +567,12 @@ def test_the_set_aside_advice_fits_the_risk(inputs):
     assert r.set_aside == "rtx4090-24gb-x1-bf16" and r.set_aside_risks == ("tight_memory",)
     words = " ".join(plan_view(plan, s, "en").decision)
     assert "smaller micro-batch" in words and "save it as your price" not in words
+
+
+def test_a_budget_nothing_meets_without_a_deadline_still_plans(inputs):
+    s = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
+    s = dataclasses.replace(s, constraints=dataclasses.replace(s.constraints, deadline_hours=None, budget_usd=0.01))
+    plan = build_plan(s, inputs, TODAY)
+    r = plan.recommendation
+    assert r.primary and r.fallback == "" and "over the 0 USD budget" in r.reason
+    assert any("Supera el presupuesto" in line for line in plan_view(plan, s, "es").decision)

@@ -87,6 +87,9 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt
             + (" at the high end of its range (p90)" if confidence == "p90" else " at its likely hours (p50)"))
         if budget is not None:
             reason += f" and within the {budget:,.0f} USD budget"
+    elif deadline is None:  # no deadline, and nothing within the budget: the cheapest (the budget sentence says so)
+        primary = min(clean_first(pool), key=_cheapest_key)
+        reason = "cheapest option"
     elif in_deadline:  # on time only over budget: the cheapest of those
         primary, fallback = min(clean_first(in_deadline), key=_cheapest_key), "over_budget"
         reason = f"no option meets both the {deadline:g} h deadline and the budget; the cheapest on time"
