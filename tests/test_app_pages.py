@@ -313,7 +313,6 @@ def test_benchmarks_import_a_good_file_then_a_bad_one(home):
 
 
 def test_benchmarks_run_here_end_to_end_through_the_real_subprocess(home):
-    pytest.importorskip("torch")
     at = page("benchmarks")
     assert "No CUDA GPU here" in texts(at) or "GPU(s) found" in texts(at)
     at.selectbox(key="run_model").set_value("mlp")
@@ -347,7 +346,6 @@ def test_benchmarks_run_here_end_to_end_through_the_real_subprocess(home):
 
 
 def test_benchmarks_cancel_keeps_what_was_measured(home):
-    pytest.importorskip("torch")
     at = page("benchmarks")
     at.text_input(key="run_batches").set_value("2,4,8,16,32,64")
     at.number_input(key="run_steps").set_value(60)  # long enough to cancel half-way on a fast CPU
@@ -396,7 +394,6 @@ def _pick_trace(at: AppTest, model: str, precisions: list[str], batches: str) ->
 
 
 def test_benchmarks_trace_mlp_through_the_real_subprocess_lands_in_the_browser(home):
-    pytest.importorskip("torch")
     at = page("benchmarks")
     _pick_trace(at, "mlp", ["fp32"], "4,8")
     at.number_input(key="trace_frozen").set_value(0.25)
@@ -442,7 +439,6 @@ def test_benchmarks_trace_refuses_bad_batch_sizes_before_any_subprocess(home, mo
 
 
 def test_benchmarks_trace_an_unknown_custom_model_shows_the_tracers_message(home):
-    pytest.importorskip("torch")
     at = page("benchmarks")
     assert at.text_input(key="trace_custom").disabled  # a zoo model is picked
     _pick_trace(at, "__custom__", ["fp32"], "2")
@@ -697,7 +693,6 @@ def test_add_profile_from_the_detected_gpu(home, monkeypatch, tmp_path):
 
 
 def test_prefill_on_a_machine_without_a_gpu_says_so(home):
-    pytest.importorskip("torch")
     at = page("gpus")
     at.button(key="profile_prefill").click()
     run(at)

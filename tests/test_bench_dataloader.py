@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from bench import dataloader_bench
@@ -17,7 +16,7 @@ def test_synthetic_rows():
 
 
 def test_image_folder_rows(tmp_path):
-    pil = pytest.importorskip("PIL.Image")
+    from PIL import Image as pil  # Pillow: a Streamlit dependency
     for i in range(3):
         pil.new("RGB", (40, 30), (i * 50, 0, 0)).save(tmp_path / f"{i}.png")
     rows = dataloader_bench.run(torch.device("cpu"), batch_size=2, batches=1, image_folder=str(tmp_path),

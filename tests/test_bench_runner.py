@@ -15,8 +15,6 @@ from planner.inputs.resultfile import read_result_file
 from planner.inputs.zoo_catalog import load_catalog
 from ui import bench_runner as br
 
-pytest.importorskip("torch", reason="the real `bench run` needs torch (requirements-dev.txt installs the CPU wheel)")
-
 
 @pytest.fixture(autouse=True)
 def home(tmp_path, monkeypatch):

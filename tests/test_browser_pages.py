@@ -122,7 +122,6 @@ def test_gpus_page_and_a_price_override(page, app_url, home):
 
 
 def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
-    pytest.importorskip("torch")
     _open(page, f"{app_url}/benchmarks", "Benchmarks")
     _settle(page)
     # the shipped results/ are listed too: pick this test's file by GPU and model
@@ -188,7 +187,6 @@ def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
 
 
 def test_benchmarks_trace_memory_without_a_gpu(page, app_url, home):
-    pytest.importorskip("torch")
     _open(page, f"{app_url}/benchmarks", "Benchmarks")
     _settle(page)
     page.get_by_role("tab", name="Trace memory without a GPU").click()

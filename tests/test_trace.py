@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from bench import trace  # noqa: E402
-from bench.trace_core import CUDA_BLOCK_BYTES  # noqa: E402
-from planner.inputs.resultfile import read_result_file  # noqa: E402
+from bench import trace
+from bench.trace_core import CUDA_BLOCK_BYTES
+from planner.inputs.resultfile import read_result_file
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP_PARAMS = 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10  # 669,706
