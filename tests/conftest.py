@@ -18,3 +18,14 @@ def _isolated_trainplan_home(tmp_path_factory):
         os.environ.pop("TRAINPLAN_HOME", None)
     else:
         os.environ["TRAINPLAN_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def aliases():
+    """The shipped catalog alias table, checked against the shipped profiles (price import and refresh tests)."""
+    from planner.inputs import price_catalog as pc
+    from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
+
+    profiles, problems = load_profiles(DEFAULT_PROFILES_DIR)
+    assert problems == []
+    return pc.load_aliases(pc.ALIASES_PATH, known_profiles=profiles)

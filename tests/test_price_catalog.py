@@ -32,13 +32,6 @@ TODAY = dt.date(2026, 12, 2)
 
 
 @pytest.fixture(scope="module")
-def aliases() -> pc.AliasTable:
-    profiles, problems = load_profiles(DEFAULT_PROFILES_DIR)
-    assert problems == []
-    return pc.load_aliases(pc.ALIASES_PATH, known_profiles=profiles)
-
-
-@pytest.fixture(scope="module")
 def imported(aliases) -> pc.ImportResult:
     return pc.import_catalogs([FIXTURES], aliases, today=TODAY)
 

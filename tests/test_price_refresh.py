@@ -19,7 +19,7 @@ from planner.cli import _run_prices
 from planner.inputs import price_catalog as pc
 from planner.inputs import price_refresh as pr
 from planner.inputs.folders import load_inputs
-from planner.inputs.profiles import DEFAULT_PROFILES_DIR, PriceQuote, load_profiles
+from planner.inputs.profiles import PriceQuote
 from planner.inputs.userdata import user_profiles_dir
 from planner.vocab import PRICE_CHANGE_REPORT_FRACTION
 
@@ -57,13 +57,6 @@ def failing(exc: BaseException):
     def fetch(providers):
         raise exc
     return fetch
-
-
-@pytest.fixture(scope="module")
-def aliases() -> pc.AliasTable:
-    profiles, problems = load_profiles(DEFAULT_PROFILES_DIR)
-    assert problems == []
-    return pc.load_aliases(pc.ALIASES_PATH, known_profiles=profiles)
 
 
 @pytest.fixture(scope="module")
