@@ -283,6 +283,8 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
     """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option:
     its step time and band (`step`) × its steps and their range (`convergence`) on option.n_gpus × option.gpu.
 
+    `billing` (billing_for) is the rental the step time was computed for; without it the cheapest quote is chosen
+    here (callers that time several GPUs must pass it, so time and price assume the same instances).
     Raises NoQuoteError when the GPU has no quote for the tier (and provider); `today` defaults to the clock.
     """
     today = today or dt.date.today()
@@ -303,9 +305,6 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
         notes.append(Note("separate_instances", n=n_gpus, k=price.gpus_per_instance, instances=instances,
                           gb_s=round(billing.inter_node_gb_per_s, 2) if billing.inter_node_gb_per_s else "?",
                           network=billing.network))
-    elif billing is None and n_gpus > 1 and price.origin != "on_prem" \
-            and price.gpus_per_instance < min(n_gpus, gpus_per_node):
-        notes.append(Note("split_instances", n=n_gpus, k=price.gpus_per_instance, instances=instances))
     increment_s = pricing.billing_increment_min * 60.0 if pricing.billing_increment_min else price.billing_increment_s
 
     def run(s: float, t_s: float) -> _Run:

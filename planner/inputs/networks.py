@@ -96,13 +96,13 @@ def load_networks(path: str | Path = NETWORKS_PATH) -> NetworkTable:
         raise r.fail("schema", r.raw("schema"), SCHEMA)
     providers: dict[str, ProviderNetwork] = {}
     sub = r.sub("providers")
-    for name in (sub.data if sub is not None else {}):
-        p = Reader(sub.data[name], source, f"providers.{name}")  # type: ignore[union-attr]
+    for name, entry in (sub.data.items() if sub is not None else ()):
+        p = Reader(entry, source, f"providers.{name}")
         p.reject_unknown(("private_network", "default_gbit_per_s", "source", "why", "instances"))
         instances = []
         inst = p.sub("instances")
-        for pattern in (inst.data if inst is not None else {}):
-            q = Reader(inst.data[pattern], source, f"providers.{name}.instances.{pattern}")  # type: ignore[union-attr]
+        for pattern, figures in (inst.data.items() if inst is not None else ()):
+            q = Reader(figures, source, f"providers.{name}.instances.{pattern}")
             q.reject_unknown(("gbit_per_s", "burst", "baseline_gbit_per_s", "source"))
             burst = q.boolean("burst", False)
             figure = q.number("gbit_per_s", minimum=0, exclusive_min=True, maximum=MAX_GBIT_PER_S)
