@@ -95,14 +95,15 @@ def predict(case: dict[str, Any], row: Row, profiles: dict) -> Result:
     option = OptionPlan(gpu=profiles[case["gpu"]], n_gpus=case.get("n_gpus", 1),
                         precision=scenario.training.precisions[0], micro_batch=case["micro_batch"],
                         grad_accum=case.get("grad_accum", 1))
-    est = estimate_memory(model, scenario.training, option, context_gib=case.get("context_gib"))
+    est = estimate_memory(model, scenario.training, option, context_gib=case.get("context_gib"),
+                          cuda_generation=case.get("cuda_generation", "lazy"))
     ran = row.unit != "oom"
     meaning = row.excerpt.memory_meaning if row.excerpt is not None else None
     figure = FIGURE_OF.get(meaning or "", "verdict") if ran else "verdict"
     published = float(row.value.replace(",", "")) * UNIT_BYTES[row.unit] / GIB if ran else None
     predicted = getattr(est, figure if figure != "verdict" else "device_total") / GIB
     return Result(case=case["id"], half=case["half"], source=f"{row.source_slug}:L{row.fields.get('line')}",
-                  figure=figure, published_gib=published, predicted_gib=predicted, fits=est.fits, ran=ran,
+                  figure=figure, published_gib=published, predicted_gib=predicted, fits=est.fits is True, ran=ran,
                   estimate=est)
 
 

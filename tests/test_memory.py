@@ -19,8 +19,12 @@ from planner.engine.memory import (
     StateBytes,
     activation_bytes,
     checkpoint_bytes,
+    cuda_context_bytes,
     estimate_memory,
     fit_activation_line,
+    fsdp_gathered_bytes,
+    fsdp_transient_bytes,
+    fsdp_units,
     logits_loss_bytes,
     max_micro_batch_that_fits,
     model_state_bytes,
@@ -417,7 +421,9 @@ def test_breakdown_is_non_negative_and_sums_to_the_peak(b, n, precision, optimiz
     assert all(v >= 0 for v in est.parts_gib().values())
     parts = transient_parts(124_000_000, precision=precision, optimizer=optimizer, optimizer_impl=impl, n_gpus=n,
                             sharding=sharding)
-    peak = est.weights + est.grads + est.optimizer + max(parts.step, est.activations + parts.forward)
+    gathered = fsdp_transient_bytes(model, training, precision=precision, n_gpus=n, grad_accum=1)
+    assert (gathered > 0) == (sharding == "zero3" and n > 1)  # FSDP FULL_SHARD's root unit and prefetched blocks
+    peak = est.weights + est.grads + est.optimizer + max(parts.step, est.activations + parts.forward + gathered)
     assert est.allocated_peak == pytest.approx(peak + est.workspace)
     assert est.reserved_peak == pytest.approx(est.allocated_peak * (1 + RESERVED_OVER_ALLOCATED))
     assert est.total == pytest.approx(est.reserved_peak + est.context + est.nccl)
@@ -549,3 +555,131 @@ def test_a_line_below_its_smallest_batch_keeps_per_sample_growth():
     at_4, _ = activation_bytes(model, "bf16", 4, line=line)
     at_1, _ = activation_bytes(model, "bf16", 1, line=line)
     assert at_4 == pytest.approx(4e8 + line.intercept_bytes) and at_4 - at_1 == pytest.approx(3e8)
+
+
+# ---------------------------------------------------------------- FSDP as it runs (FULL_SHARD, BACKWARD_PRE, no_sync)
+
+LLAMA2_7B = TransformerShape(layers=32, hidden=4096, heads=32, seq_len=512, vocab=32000, mlp="swiglu", ffn=11008)
+
+
+def test_fsdp_units_root_and_block_of_llama2_7b():
+    # Root unit: token embedding + untied LM head, 2 x 32000 x 4096; one block 4h² + 3hf (SwiGLU).
+    units = fsdp_units(ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B))
+    assert units is not None
+    assert units.root == 2 * 32000 * 4096 == 262_144_000
+    assert units.block == 4 * 4096**2 + 3 * 4096 * 11008 == 202_375_168
+
+
+def test_fsdp_gathered_bytes_by_hand():
+    # bf16: root + 2 blocks of parameters at 2 B, root + 1 block of gradients at 2 B (BACKWARD_PRE's peak plus the
+    # root kept unsharded after forward); no_sync counts the gradients whole elsewhere, so parameters only.
+    units = fsdp_units(ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B))
+    assert units is not None
+    got = fsdp_gathered_bytes(units, precision="bf16", trainable_fraction=1.0, no_sync=False)
+    assert got == 2 * (262_144_000 + 2 * 202_375_168) + 2 * (262_144_000 + 202_375_168)
+    assert fsdp_gathered_bytes(units, precision="bf16", trainable_fraction=1.0, no_sync=True) == \
+        2 * (262_144_000 + 2 * 202_375_168)
+    assert fsdp_gathered_bytes(units, precision="fp32", trainable_fraction=0.0, no_sync=False) == \
+        4 * (262_144_000 + 2 * 202_375_168)
+
+
+def test_fsdp_no_sync_keeps_full_gradients_through_accumulation():
+    # FSDP no_sync: the full bf16 gradients (2 B x Ψ) stay on every GPU through the accumulation micro-steps; without
+    # it (FSDP2's default, reduce-scatter per micro-batch) only the 1/N shard. Same option, the flag alone.
+    model = ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B)
+    base = TrainingSetup(global_batch=64, precisions=("bf16",), state_layout="pure_bf16", sharding="zero3",
+                         activation_checkpointing=True)
+    opt = option("bf16", 4, 4, 4, 22.5, "8.6")
+    sharded = estimate_memory(model, base, opt)
+    synced = estimate_memory(model, replace(base, fsdp_no_sync=True), opt)
+    assert synced.phase == "backward" and synced.grads == 2 * 6_738_415_616
+    assert sharded.grads == pytest.approx(2 * 6_738_415_616 / 4)
+    assert any(n.key == "fsdp_no_sync_grads" for n in synced.notes)
+    assert sharded.fits and not synced.fits
+    # at accumulation 1 there is no no_sync window: the flag changes nothing
+    one = option("bf16", 4, 1, 4, 22.5, "8.6")
+    assert estimate_memory(model, replace(base, fsdp_no_sync=True), one).allocated_peak == \
+        estimate_memory(model, base, one).allocated_peak
+
+
+def test_fsdp_units_are_not_model_states_and_deepspeed_zero3_is_unchanged():
+    # FSDP's gathered units are backward-time transients; the DeepSpeed layout keeps the estimator's 4·LL states.
+    model = ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B)
+    fsdp = TrainingSetup(global_batch=64, precisions=("bf16",), state_layout="pure_bf16", sharding="zero3")
+    est = estimate_memory(model, fsdp, option("bf16", 1, 1, 8, 80.0, "9.0"))
+    assert est.weights == pytest.approx(2 * 6_738_415_616 / 8)
+    assert fsdp_transient_bytes(model, fsdp, precision="bf16", n_gpus=8, grad_accum=1) > 0
+    assert fsdp_transient_bytes(model, fsdp, precision="bf16", n_gpus=1, grad_accum=1) == 0
+    ds = TrainingSetup(global_batch=64, precisions=("bf16",), state_layout="deepspeed", sharding="zero3")
+    assert fsdp_transient_bytes(model, ds, precision="bf16", n_gpus=8, grad_accum=1) == 0
+
+
+# ---------------------------------------------------------------- QLoRA as PEFT runs it (prepare_model_for_kbit_training)
+
+
+def test_kbit_upcast_makes_embeddings_and_head_fp32():
+    # PEFT casts every fp16/bf16 parameter that is not Params4bit to fp32: Llama 2 7B's token embedding and untied
+    # LM head (2 x 32000 x 4096 = 262,144,000 params) go from 2 to 4 B; the nf4 blocks (0.5 + 4/64 B) do not move.
+    model = ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B)
+    peft = TrainingSetup(global_batch=1, precisions=("bf16",), state_layout="pure_bf16",
+                         adapter=Adapter("qlora", 8, "qv", "nf4"))
+    litgpt = replace(peft, adapter=Adapter("qlora", 8, "qv", "nf4", kbit_upcast=False))
+    opt = option("bf16", 1, 1, 1, 40.0, "8.0")
+    up, plain = estimate_memory(model, peft, opt), estimate_memory(model, litgpt, opt)
+    assert up.weights - plain.weights == pytest.approx(2 * 262_144_000)
+    quantized, adapters = 6_738_415_616 - 262_144_000, 32 * 2 * 8 * (4096 + 4096)  # LoRA r 8 on q, v: bf16
+    assert plain.weights == pytest.approx(quantized * (0.5 + 4 / 64) + 262_144_000 * 2 + 2 * adapters)
+    assert up.weights == pytest.approx(quantized * (0.5 + 4 / 64) + 262_144_000 * 4 + 2 * adapters)
+    # a bf16 base (plain LoRA) is never upcast: PEFT's prepare_model_for_kbit_training is for quantised bases
+    lora = replace(peft, adapter=Adapter("lora", 8, "qv", "bf16", kbit_upcast=True))
+    assert estimate_memory(model, lora, opt).weights == pytest.approx(2 * 6_738_415_616 + 2 * adapters)
+
+
+# ---------------------------------------------------------------- CUDA context by generation and architecture
+
+
+def test_cuda_context_by_generation_and_architecture():
+    # eager module loading on a V100: the HF docs' nvidia-smi figure, 1343 MiB; lazy (CUDA >= 12.2 / PyTorch >= 1.13,
+    # the default) 0.5 GiB, above the 256-426 MiB bare contexts measured; an unlisted architecture takes its
+    # generation's row.
+    mib, why = cuda_context_bytes("7.0", cuda_generation="eager")
+    assert mib == 1343 * 2**20 and "V100" in why
+    assert cuda_context_bytes("9.0", cuda_generation="eager")[0] == 1343 * 2**20
+    assert cuda_context_bytes("9.0")[0] == cuda_context_bytes(None)[0] == CUDA_CONTEXT_BYTES == 0.5 * GIB
+    with pytest.raises(InputError, match="cuda_generation"):
+        cuda_context_bytes("9.0", cuda_generation="lazier")
+
+
+def test_the_context_used_is_named_in_the_estimate():
+    training = TrainingSetup(global_batch=8, optimizer="adamw")
+    model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
+    eager = estimate_memory(model, training, option("fp32", 1, 1, 1, 16.0, "7.0"), cuda_generation="eager")
+    lazy = estimate_memory(model, training, option("fp32", 1, 1, 1, 16.0, "7.0"))
+    assert eager.context == 1343 * 2**20 and lazy.context == 0.5 * GIB
+    assert eager.device_total - lazy.device_total == pytest.approx(1343 * 2**20 - 0.5 * GIB)
+    note = next(n for n in eager.notes if n.key == "cuda_context")
+    assert dict(note.items)["mib"] == 1343 and dict(note.items)["generation"] == "eager"
+    given = estimate_memory(model, training, option("fp32", 1, 1, 1, 16.0, "7.0"), context_gib=1.0)
+    assert given.context == GIB and not any(n.key == "cuda_context" for n in given.notes)
+
+
+# ---------------------------------------------------------------- the head's gradient, once
+
+
+def test_measured_line_with_kept_grads_counts_the_head_gradient_once():
+    # A measured line's intercept holds the LM head's gradient (the measured peak is the start of backward, head
+    # gradient allocated). set_grads_to_none: false keeps every gradient through forward: the head's must not be
+    # added a second time. fp32 torch_amp: grads 4 B/param; GPT-2's head is 50257 x 768.
+    model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
+    line = ActivationLine(0.0, 2.0**30, "fp32", Source("measured", "x.json"))
+    freed = TrainingSetup(global_batch=8, optimizer="adamw", optimizer_impl="fused")
+    kept = replace(freed, set_grads_to_none=False)
+    opt = option("fp32", 8, 1, 1, 80.0, "8.0")
+    a, b = estimate_memory(model, freed, opt, line=line), estimate_memory(model, kept, opt, line=line)
+    assert a.phase == b.phase == "backward"
+    assert a.grads == 0  # the head's gradient is inside the line
+    assert b.grads == pytest.approx(4 * (124_000_000 - 50257 * 768))
+    assert b.allocated_peak - a.allocated_peak == pytest.approx(4 * (124_000_000 - 50257 * 768))
+    # without a line the analytic activations hold no head gradient: all 4 B x Ψ are counted
+    c = estimate_memory(model, kept, opt)
+    assert c.grads == pytest.approx(4 * 124_000_000)

@@ -43,7 +43,9 @@ __all__ = [
     "transient_parts", "transient_bytes", "transformer_activation_bytes", "layer_activation_bytes",
     "head_activation_bytes", "logits_loss_bytes", "activation_bytes", "fit_activation_line", "workspace_bytes",
     "estimate_memory", "checkpoint_bytes", "max_micro_batch_that_fits", "resolve_attention", "option_activation_bytes",
-    "quantized_base_params",
+    "quantized_base_params", "unquantized_base_bytes", "fsdp_units", "fsdp_gathered_bytes", "fsdp_transient_bytes",
+    "fsdp_accumulated_grad_bytes", "is_fsdp", "FsdpUnits", "cuda_context_bytes",
+    "CUDA_CONTEXT", "CUDA_GENERATIONS",
 ]
 
 
@@ -61,6 +63,11 @@ OPTIMIZER_STATE_BYTES = {"sgd": 0.0, "sgd_momentum": 4.0, "adam": 8.0, "adamw": 
 # skips the output embedding, llm_int8_skip_modules / get_keys_to_not_convert).
 BASE_DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "int8": 1.0, "nf4": 0.5 + 4 / 64, "nf4_dq": 0.5 + (8 / 64 + 32 / (64 * 256)) / 8}
 UNQUANTIZED_BASE_BYTES = 2.0  # embeddings, LM head and norms of a quantised base: bf16/fp16
+# peft.prepare_model_for_kbit_training "cast all non INT8 parameters to fp32": every fp16/bf16 parameter that is not a
+# bitsandbytes Params4bit becomes fp32 (huggingface/peft@5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40:
+# src/peft/utils/other.py#L193-L209), and it turns on gradient checkpointing (#L221-L245, use_gradient_checkpointing
+# defaults to True). The HF/PEFT QLoRA stack (the QLoRA paper's qlora.py) calls it; LitGPT does not.
+KBIT_UPCAST_BYTES = 4.0
 
 # cuBLAS workspace per handle and stream: PyTorch's default CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8"
 # (2 × 4 MiB + 8 × 16 KiB = 8.125 MiB), ":4096:8" = 32 MiB on compute capability >= 9.0
@@ -73,6 +80,26 @@ CUBLAS_HANDLES = 2
 CUDNN_WORKSPACE_CNN_BYTES = 256 * MIB
 # CUDA context: ≈ 300 MiB with lazy loading, growing as cuBLAS/cuDNN kernels load (ESTIMATION.md §1).
 CUDA_CONTEXT_BYTES = 0.5 * GIB
+# The CUDA context by module-loading generation and GPU architecture (compute capability), each figure cited; what is
+# not listed falls back to the generation's row ("*"). "lazy": CUDA_MODULE_LOADING=LAZY, which PyTorch >= 1.13 sets
+# when unset (pytorch/pytorch#86509: 287,047,680 B lazy vs 666,632,192 B eager after initialisation) and CUDA
+# enables by default on Linux since 12.2 (CUDA Programming Guide, "Lazy Loading", change history: 11.7 introduced,
+# disabled; 12.2 default on Linux; 12.3 default everywhere); the current generation and the default. "eager":
+# CUDA < 11.7 or PyTorch < 1.13, every kernel loaded at initialisation.
+CUDA_GENERATIONS = ("lazy", "eager")
+CUDA_CONTEXT = {
+    # nvidia-smi "used" after one 1x1 tensor on a Tesla V100-SXM2-16GB: 1343 MiB, the context with every kernel
+    # loaded (HF transformers docs perf_train_gpu_one, corpus hf-transformers-perf-train-gpu-one L87).
+    ("eager", "7.0"): (1343 * MIB, "V100, eager module loading: 1343 MiB measured by nvidia-smi (HF transformers "
+                                   "docs, perf_train_gpu_one)"),
+    ("eager", "*"): (1343 * MIB, "eager module loading: 1343 MiB, the V100 figure (HF transformers docs, "
+                                 "perf_train_gpu_one; no other architecture's is published)"),
+    # Bare lazy contexts measured are 256 MiB (RTX 3090, torch 2.7.1+cu128; invoke-ai/InvokeAI#9413), 274 MiB
+    # (pytorch/pytorch#86509) and 426 MiB (RTX 6000 Ada, torch 2.10+cu130; unslothai/unsloth-zoo#1053); training
+    # loads cuBLAS/cuDNN/NCCL kernels on top, so the planner keeps 0.5 GiB (an assumption above the largest).
+    ("lazy", "*"): (CUDA_CONTEXT_BYTES, "lazy module loading (CUDA >= 12.2 / PyTorch >= 1.13): 0.5 GiB, above the "
+                                        "256-426 MiB bare contexts measured, for the kernels training loads"),
+}
 # NCCL buffers when N > 1: "hundreds of MiB" (ESTIMATION.md §1): NCCL_BUFFSIZE 4 MiB per channel and peer
 # plus proxy/channel state.
 NCCL_BUFFER_BYTES = 0.5 * GIB
@@ -120,6 +147,14 @@ def quantized_base_params(model: ResolvedModel) -> int:
         return model.params
     embeddings = shape.vocab * shape.hidden * (1 if shape.tied else 2)
     return max(0, model.params - embeddings)
+
+
+def unquantized_base_bytes(adapter: Adapter | None) -> float:
+    """Bytes per parameter of a quantised base's unquantised part (embeddings, LM head, norms): fp32 after
+    peft.prepare_model_for_kbit_training (adapter.kbit_upcast, KBIT_UPCAST_BYTES), else 16-bit."""
+    if adapter is not None and adapter.base_dtype in QUANTIZED_BASE_DTYPES and adapter.kbit_upcast:
+        return KBIT_UPCAST_BYTES
+    return UNQUANTIZED_BASE_BYTES
 
 
 def trainable_params(model: ResolvedModel, training: TrainingSetup) -> int:
@@ -195,7 +230,8 @@ def _check_sharding(state_layout: str, sharding: str) -> None:
 
 def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layout: str, precision: str,
                       sharding: str = "none", n_gpus: int = 1, largest_layer_params: int | None = None,
-                      adapter_base_dtype: str | None = None, quantized_params: int | None = None) -> StateBytes:
+                      adapter_base_dtype: str | None = None, quantized_params: int | None = None,
+                      unquantized_bytes: float = UNQUANTIZED_BASE_BYTES) -> StateBytes:
     """Weights, gradients and optimizer state per GPU (ESTIMATION.md §1).
 
     Frozen parameters (Ψ − T) hold weights only, at the adapter's base dtype when given. ZeRO over N GPUs
@@ -216,7 +252,7 @@ def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layo
     if adapter_base_dtype in QUANTIZED_BASE_DTYPES and quantized_params is not None and frozen:
         # A quantised base keeps its embeddings and head at 16-bit: the average byte per frozen parameter.
         quantized = min(quantized_params, frozen)
-        frozen_w = (quantized * frozen_w + (frozen - quantized) * UNQUANTIZED_BASE_BYTES) / frozen
+        frozen_w = (quantized * frozen_w + (frozen - quantized) * unquantized_bytes) / frozen
     if state_layout == "deepspeed":
         # DeepSpeed estimate_zero2/zero3_model_states_mem_needs (no offload): Z2 4Ψ + 16Ψ/N, Z3 4·LL + 18Ψ/N.
         # Split: fp16 weights and grads + fp32 grad partition (4/N) + master and moments (12/N); Z3's extra
@@ -407,6 +443,14 @@ def _is_sm90_or_newer(compute_capability: str | None) -> bool:
     return major >= 9
 
 
+def cuda_context_bytes(compute_capability: str | None, *, cuda_generation: str = "lazy") -> tuple[float, str]:
+    """(bytes, where the figure comes from) of the CUDA context for the GPU's architecture and the module-loading
+    generation (CUDA_CONTEXT): the architecture's own row when one is published, else the generation's."""
+    _check(cuda_generation, CUDA_GENERATIONS, "cuda_generation")
+    row = CUDA_CONTEXT.get((cuda_generation, str(compute_capability))) or CUDA_CONTEXT[(cuda_generation, "*")]
+    return row
+
+
 def workspace_bytes(family: str, compute_capability: str | None) -> float:
     """In-allocator library workspaces: cuBLAS per handle × 2 handles, + cuDNN for CNNs (ESTIMATION.md §1)."""
     per_handle = CUBLAS_WORKSPACE_SM90_BYTES if _is_sm90_or_newer(compute_capability) else CUBLAS_WORKSPACE_BYTES
@@ -420,6 +464,85 @@ def _largest_unit_params(model: ResolvedModel) -> int | None:
     s = model.transformer
     block = 4 * s.hidden**2 + (3 if s.mlp == "swiglu" else 2) * s.hidden * s.ffn_width
     return max(s.vocab * s.hidden, block)
+
+
+# Layouts run by PyTorch FSDP when sharded (zero2 = SHARD_GRAD_OP, zero3 = FULL_SHARD); the DeepSpeed-style layouts
+# gather through DeepSpeed's own ZeRO-3 partitioner (estimator figures, 4·LL).
+FSDP_LAYOUTS = ("torch_amp", "pure_bf16")
+
+
+@dataclass(frozen=True)
+class FsdpUnits:
+    """Parameters in FSDP's units for a transformer wrapped per block (the auto-wrap policy every FSDP stack sets):
+    `root` = those left to the root unit (token embedding, LM head when untied), `block` = one wrapped block."""
+
+    root: int
+    block: int
+
+
+def fsdp_units(model: ResolvedModel) -> FsdpUnits | None:
+    """The root unit and one block from the transformer shape; without a shape, the given largest layer as the
+    block (root unknown: 0); None when neither is known."""
+    s = model.transformer
+    if s is None:
+        return None if model.largest_layer_params is None else FsdpUnits(0, model.largest_layer_params)
+    block = 4 * s.hidden**2 + (3 if s.mlp == "swiglu" else 2) * s.hidden * s.ffn_width
+    return FsdpUnits(root=s.vocab * s.hidden * (1 if s.tied else 2), block=block)
+
+
+def fsdp_gathered_bytes(units: FsdpUnits, *, precision: str, trainable_fraction: float, no_sync: bool,
+                        base_bytes: float | None = None) -> float:
+    """Unsharded parameters and gradients FSDP (FULL_SHARD) holds at the start of backward, on top of its shards:
+
+    - the root unit: FSDP does not reshard the root's parameters after forward ("Do not free the root's parameters
+      in the post-forward for FULL_SHARD with the intention that they are immediately used for backward",
+      pytorch/pytorch@00ae0bc9:torch/distributed/fsdp/_runtime_utils.py `_post_forward_reshard`), and its
+      gradient (the LM head's, first in backward) stays unsharded until the root's reduce-scatter at the end;
+    - two blocks' parameters and one block's gradient: BackwardPrefetch.BACKWARD_PRE (FSDP's default) "at the peak
+      holds the current set of parameters, next set of parameters, and current set of gradients in memory"
+      (torch/distributed/fsdp/api.py BackwardPrefetch; Zhao et al. 2023, "PyTorch FSDP", VLDB, backward prefetching).
+
+    Gathered parameters are in the compute dtype (MixedPrecision param_dtype: 2 B under fp16/bf16, 4 B in fp32;
+    `base_bytes` for a frozen adapter base); gradients scale with the trainable fraction. Under no_sync the
+    unsharded gradients are counted whole by the caller (fsdp_accumulated_grad_bytes), so none here.
+    """
+    per_param = base_bytes if base_bytes is not None else (4.0 if precision == "fp32" else 2.0)
+    weights = per_param * (units.root + 2 * units.block)
+    grads = 0.0 if no_sync else (4.0 if precision == "fp32" else 2.0) * trainable_fraction * (units.root + units.block)
+    return weights + grads
+
+
+def fsdp_accumulated_grad_bytes(trainable: int, *, grad_bytes_per_param: float) -> float:
+    """FSDP's no_sync() during gradient accumulation: "FSDP will accumulate the full model gradients (instead of
+    gradient shards) until the eventual sync" (torch/distributed/fsdp/fully_sharded_data_parallel.py
+    FullyShardedDataParallel.no_sync docstring): every trainable parameter's gradient, unsharded, on every GPU.
+    LitGPT's finetune/full.py runs its accumulation steps in fabric.no_backward_sync, which is FSDP's no_sync
+    (Lightning-AI/litgpt@26857050:litgpt/finetune/full.py#L280-L284; lightning fabric/strategies/fsdp.py
+    _FSDPBackwardSyncControl.no_backward_sync)."""
+    return grad_bytes_per_param * trainable
+
+
+def is_fsdp(training: TrainingSetup, n_gpus: int) -> bool:
+    """Sharded torch-layout training over N > 1 GPUs runs as PyTorch FSDP (zero2 SHARD_GRAD_OP, zero3 FULL_SHARD)."""
+    return training.state_layout in FSDP_LAYOUTS and training.sharding in ("zero2", "zero3") and n_gpus > 1
+
+
+def fsdp_transient_bytes(model: ResolvedModel, training: TrainingSetup, *, precision: str, n_gpus: int,
+                         grad_accum: int) -> float:
+    """FSDP FULL_SHARD's gathered root unit, blocks and unsharded gradients at the start of backward
+    (fsdp_gathered_bytes); 0 when not FSDP FULL_SHARD or nothing says the units."""
+    if not is_fsdp(training, n_gpus) or training.sharding != "zero3":
+        return 0.0
+    units = fsdp_units(model)
+    if units is None:
+        return 0.0
+    params = total_params(model, training)
+    adapter = training.adapter
+    base = BASE_DTYPE_BYTES[adapter.base_dtype] if adapter is not None and adapter.base_dtype in QUANTIZED_BASE_DTYPES \
+        else None
+    return fsdp_gathered_bytes(units, precision=precision,
+                               trainable_fraction=trainable_params(model, training) / max(params, 1),
+                               no_sync=training.fsdp_no_sync and grad_accum > 1, base_bytes=base)
 
 
 def option_activation_bytes(model: ResolvedModel, training: TrainingSetup, option: OptionPlan, *,
@@ -445,7 +568,8 @@ def head_gradient_bytes(model: ResolvedModel, training: TrainingSetup, *, precis
 
 
 def peak_parts(grad_bytes: float, activations: float, parts: TransientParts, grad_accum: int, *,
-               head_grad: float = 0.0, grads_kept: bool = False) -> tuple[float, float, float, MemoryPhase]:
+               head_grad: float = 0.0, grads_kept: bool = False, accumulated_grads: float | None = None,
+               head_grad_in_activations: float = 0.0) -> tuple[float, float, float, MemoryPhase]:
     """(grads, activations, transients, phase) alive at the peak, the larger of two moments (ESTIMATION.md §1):
 
     - "backward", its start: activations + forward transients (autocast cache, the loss gradient is with the
@@ -454,9 +578,19 @@ def peak_parts(grad_bytes: float, activations: float, parts: TransientParts, gra
       gradients stay, PyTorch 1.x's zero_grad()). Later in backward
       each block's activations are freed as its gradients appear, so the start is the activation-side peak;
     - "optimizer_step": all gradients + the optimizer's temporaries; activations are freed by then.
+
+    `accumulated_grads` replaces `grad_bytes` for the gradients alive through an accumulation micro-step (FSDP's
+    no_sync keeps them unsharded); the step still sees the sharded `grad_bytes`. `head_grad_in_activations`: the
+    part of the head's gradient a measured line's intercept already holds (measured at accumulation 1 with
+    set_to_none, its peak is the start of backward, head gradient allocated); gradients kept whole through forward
+    then count it once, not twice.
     """
     # The head's gradient is whole (V×h) before any reduce-scatter shards it, so it is not capped at the sharded total.
-    grads_in_forward = grad_bytes if grad_accum > 1 or grads_kept else head_grad
+    kept = grad_bytes if accumulated_grads is None or grad_accum <= 1 else accumulated_grads
+    if grad_accum > 1 or grads_kept:
+        grads_in_forward = max(kept - head_grad_in_activations, 0.0)
+    else:
+        grads_in_forward = head_grad
     forward_peak = grads_in_forward + activations + parts.forward
     step_peak = grad_bytes + parts.step
     if forward_peak >= step_peak:
@@ -466,23 +600,27 @@ def peak_parts(grad_bytes: float, activations: float, parts: TransientParts, gra
 
 def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: OptionPlan, *,
                     line: ActivationLine | None = None, workspace_gib: float | None = None,
-                    context_gib: float | None = None) -> MemoryEstimate:
+                    context_gib: float | None = None, cuda_generation: str = "lazy") -> MemoryEstimate:
     """Per-GPU memory by part at the peak moment (see peak_parts) + workspace, fragmentation, context and NCCL, so
     the breakdown sums to the device total of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act).
 
     The option gives the GPU (capacity, compute capability for the workspace default and the attention kernel),
     the GPU count, the precision, the micro-batch and the accumulation; `workspace_gib`/`context_gib` override the
-    defaults.
+    defaults; the default context is cuda_context_bytes(GPU architecture, `cuda_generation`), named in a note.
     """
     layout, precision, n_gpus = training.state_layout, option.precision, option.n_gpus
     trainable = trainable_params(model, training)
     params = total_params(model, training)
     base_dtype = training.adapter.base_dtype if training.adapter is not None else None
-    largest = _largest_unit_params(model) if training.sharding == "zero3" else None
+    fsdp = is_fsdp(training, n_gpus)
+    # FSDP's gathered units are transients of forward/backward (fsdp_transient_bytes), not model states.
+    largest = _largest_unit_params(model) if training.sharding == "zero3" and not fsdp else None
+    units = fsdp_units(model) if fsdp and training.sharding == "zero3" else None
     states = model_state_bytes(params, trainable, optimizer=training.optimizer, state_layout=layout,
                                precision=precision, sharding=training.sharding, n_gpus=n_gpus,
                                largest_layer_params=largest, adapter_base_dtype=base_dtype,
-                               quantized_params=quantized_base_params(model))
+                               quantized_params=quantized_base_params(model),
+                               unquantized_bytes=unquantized_base_bytes(training.adapter))
     notes: list[Note] = []
     try:
         activations, source = option_activation_bytes(model, training, option, line=line, adapter=training.adapter)
@@ -506,13 +644,33 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
     else:
         # max_memory_allocated of a measured run already contains the cuBLAS/cuDNN workspaces.
         workspace = 0.0 if from_measurement else workspace_bytes(model.family, option.gpu.compute_capability)
-        context = context_gib * GIB if context_gib is not None else CUDA_CONTEXT_BYTES
-    if training.sharding == "zero3" and largest is None:
+        if context_gib is not None:
+            context = context_gib * GIB
+        else:
+            context, context_why = cuda_context_bytes(option.gpu.compute_capability, cuda_generation=cuda_generation)
+            notes.append(Note("cuda_context", mib=round(context / MIB), generation=cuda_generation,
+                              arch=option.gpu.compute_capability or "?", source=context_why))
+    if training.sharding == "zero3" and largest is None and units is None:
         notes.append(Note("zero3_layer_unknown"))
-    head_grad = 0.0 if line is not None else head_gradient_bytes(model, training, precision=precision)
+    no_sync = fsdp and training.fsdp_no_sync and option.grad_accum > 1
+    accumulated = None
+    if no_sync:
+        _, grad_per_param, _ = layout_bytes_per_param(layout, precision, training.optimizer)
+        accumulated = fsdp_accumulated_grad_bytes(trainable, grad_bytes_per_param=grad_per_param)
+        notes.append(Note("fsdp_no_sync_grads", grads_gib=round(accumulated / GIB, 2), k=option.grad_accum))
+    gathered = fsdp_transient_bytes(model, training, precision=precision, n_gpus=n_gpus,
+                                    grad_accum=option.grad_accum)
+    parts = TransientParts(parts.step, parts.forward + gathered)
+    # FSDP's root unit holds the LM head's unsharded gradient (in fsdp_gathered_bytes); elsewhere it is its own part.
+    head = 0.0 if units is not None else head_gradient_bytes(model, training, precision=precision)
+    # A measured line holds the head's gradient in its intercept; the kept (sharded: 1/N) gradients hold it again.
+    sharded_grads = training.sharding in ("zero2", "zero3") and not no_sync
+    head_in_line = 0.0 if line is None else head / (n_gpus if sharded_grads else 1)
     grads, shown_activations, transients, phase = peak_parts(states.grads, activations, parts, option.grad_accum,
-                                                             head_grad=head_grad,
-                                                             grads_kept=not training.set_grads_to_none)
+                                                             head_grad=0.0 if line is not None else head,
+                                                             grads_kept=not training.set_grads_to_none,
+                                                             accumulated_grads=accumulated,
+                                                             head_grad_in_activations=head_in_line)
     if shown_activations < activations:
         notes.append(Note("peak_at_optimizer_step", activations_gib=round(activations / GIB, 2)))
     allocated = states.weights + grads + states.optimizer + shown_activations + transients + workspace

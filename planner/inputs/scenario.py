@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,9 @@ class Adapter:
     targets: str = "attention"
     base_dtype: str = "bf16"
     dropout: float = 0.0  # lora_dropout on the adapters' input (PEFT's default 0.0; LitGPT 0.05)
+    # peft.prepare_model_for_kbit_training casts a quantised base's unquantised parameters (embeddings, LM head,
+    # norms) to fp32 (the HF/PEFT QLoRA stack); False: they stay 16-bit (LitGPT). Unused without a quantised base.
+    kbit_upcast: bool = True
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,9 @@ class TrainingSetup:
     # optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default, frees gradients before forward; False keeps
     # zeroed gradients alive through forward (PyTorch 1.x's default, and the loops written for it).
     set_grads_to_none: bool = True
+    # FSDP's no_sync() during gradient accumulation (LitGPT/Fabric no_backward_sync, Accelerate's accumulate):
+    # gradients accumulate unsharded until the last micro-batch. False: reduce-scatter every micro-batch (FSDP2).
+    fsdp_no_sync: bool = False
     # The global batch the learning rate (and its warm-up) was tuned at: the plan says how to scale them to
     # global_batch. None: a reference run's batch when the workload has them, else no factor.
     lr_reference_batch: int | None = None
@@ -133,6 +140,16 @@ class Workload:
     early_stop_fraction: float = 1.0
     eval_overhead: float = 0.0
     checkpoint_overhead: float = 0.0
+    # Variable-length text (planner/engine/sequences.py): the mean tokens of one example after the prompt template,
+    # whether examples are packed into full seq_len sequences, and, unpacked, the mean length a micro-batch is padded
+    # to (default: seq_len, i.e. padding to the maximum length).
+    mean_tokens_per_sample: float | None = None
+    packing: bool = False
+    padded_tokens_per_sample: float | None = None
+    # The data line of the cost (planner/engine/datacost.py): the dataset's size in GB, and where it lives today
+    # (a provider id, or "local" for your own machines); none: no data line.
+    dataset_gb: float | None = None
+    data_location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,11 +171,15 @@ class SpotSettings:
 
 @dataclass(frozen=True)
 class OnPrem:
-    purchase_usd_per_gpu: float = 30000.0
+    # None: each GPU's own cited purchase price (its profile's `purchase:`); a number overrides it for every GPU.
+    purchase_usd_per_gpu: float | None = None
     lifetime_years: float = 4.0
     fleet_utilisation: float = 0.6
     usd_per_kwh: float = 0.12
     pue: float = 1.4
+    # Share of TDP a GPU draws while training when no measured power exists; None: the engine's default
+    # (planner.engine.cost.TDP_UTILISATION, with its source).
+    power_fraction_of_tdp: float | None = None
 
 
 @dataclass(frozen=True)
@@ -333,6 +354,7 @@ def _training(r: Reader) -> TrainingSetup:
             targets=a.string("targets", ad["targets"], ADAPTER_TARGETS),
             base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"], BASE_DTYPES),
             dropout=a.number("dropout", ad["dropout"], minimum=0, maximum=0.99),
+            kbit_upcast=a.boolean("kbit_upcast", ad["kbit_upcast"]),
         )
     setup = TrainingSetup(
         global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
@@ -346,6 +368,7 @@ def _training(r: Reader) -> TrainingSetup:
         frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
         adapter=adapter,
         set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
+        fsdp_no_sync=r.boolean("fsdp_no_sync", td["fsdp_no_sync"]),
         lr_reference_batch=r.integer("lr_reference_batch", td["lr_reference_batch"], minimum=1, maximum=10**9),
     )
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
@@ -388,7 +411,25 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
         early_stop_fraction=r.number("early_stop_fraction", wd["early_stop_fraction"], minimum=0.0, maximum=1.0, exclusive_min=True),
         eval_overhead=r.number("eval_overhead", wd["eval_overhead"], minimum=0.0, maximum=10.0),
         checkpoint_overhead=r.number("checkpoint_overhead", wd["checkpoint_overhead"], minimum=0.0, maximum=10.0),
+        mean_tokens_per_sample=r.number("mean_tokens_per_sample", None, minimum=1.0, maximum=1e7),
+        packing=r.boolean("packing", wd["packing"]),
+        padded_tokens_per_sample=r.number("padded_tokens_per_sample", None, minimum=1.0, maximum=1e7),
+        dataset_gb=r.number("dataset_gb", None, minimum=0, maximum=1e9),
+        data_location=_data_location(r),
     )
+    if workload.mean_tokens_per_sample is None:
+        for key in ("padded_tokens_per_sample",) + (("packing",) if workload.packing else ()):
+            if r.has(key):
+                raise r.fail(key, r.data.get(key), "workload.mean_tokens_per_sample too (the mean tokens of one "
+                             "example): packing and padding are worked out from it")
+    if workload.packing and workload.padded_tokens_per_sample is not None:
+        raise r.fail("padded_tokens_per_sample", workload.padded_tokens_per_sample,
+                     "no padded length with packing: true (packed sequences are full, there is no padding)")
+    if (workload.padded_tokens_per_sample is not None and workload.mean_tokens_per_sample is not None
+            and workload.padded_tokens_per_sample < workload.mean_tokens_per_sample):
+        raise r.fail("padded_tokens_per_sample", workload.padded_tokens_per_sample,
+                     f"at least the mean tokens per sample ({workload.mean_tokens_per_sample:g}): padding only "
+                     "adds tokens")
     needs_dataset = workload.epochs is not None or any(p.epochs is not None for p in points)
     if needs_dataset and workload.dataset_samples is None:
         raise r.fail("dataset_samples", None, "the dataset size in samples (epochs need it)")
@@ -398,6 +439,16 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
         raise r.fail("reference_points", [dataclasses.asdict(p) for p in points],
                      "two or more points, or one point with workload.b_crit")
     return workload
+
+
+def _data_location(r: Reader) -> str | None:
+    """Where the dataset lives today: a provider id (lower case, as in price quotes) or "local"."""
+    value = r.string("data_location", None, max_chars=64)
+    if value is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
+        raise r.fail("data_location", value, "a provider id (aws, gcp, runpod, ...) or 'local' for your own machines")
+    return value.lower()
 
 
 def _section(r: Reader, key: str) -> Reader:
@@ -455,6 +506,8 @@ def _on_prem(o: Reader) -> OnPrem:
                                    maximum=1),
         usd_per_kwh=o.number("usd_per_kwh", d["usd_per_kwh"], minimum=0, maximum=100),
         pue=o.number("pue", d["pue"], minimum=1.0, maximum=5.0),
+        power_fraction_of_tdp=o.number("power_fraction_of_tdp", d["power_fraction_of_tdp"], minimum=0,
+                                       exclusive_min=True, maximum=1.0),
     )
 
 
