@@ -13,12 +13,19 @@ from planner.engine.convergence import (
     ConvergenceFitError,
     estimate_convergence,
     fit_mccandlish,
+    fit_reference_points,
     lr_advice,
     s_min_from_one_point,
     steps_at_batch,
 )
+from planner.inputs.convergence_calibration import ConvergenceCalibration
 from planner.inputs.scenario import ReferencePoint, Workload
 from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
+
+# A calibration with round numbers, so the arithmetic below is checkable by hand: seed spread -5%/+5% (h_seed =
+# -ln 0.95), gamma 0.15, k 0.1 per unit of ln(batch distance).
+CAL = ConvergenceCalibration(large_batch_exponent=0.15, seed_spread_p10=-0.05, seed_spread_p90=0.05,
+                             extrapolation_per_log_batch=0.1, n_benchmarks=1, n_heldout_points=1, source="test")
 
 
 def _curve(s_min: float, e_min: float, batches: list[float]) -> list[tuple[float, float]]:
@@ -70,12 +77,24 @@ def test_fit_of_noisy_points_minimises_relative_squared_error():
         assert relative_sse(s_min * ds, e_min * de) > best
 
 
-def test_fit_refuses_steps_falling_faster_than_one_over_b():
-    # Halving the steps from 256 to 512 needs S_min = 10000 - 6000*512/256 = -2000 < 0: b_crit above 512.
-    with pytest.raises(ConvergenceFitError, match="b_crit is beyond the measured range") as err:
-        fit_mccandlish([(256, 10000), (512, 4000)])
-    assert "above the largest measured batch" in str(err.value)
-    assert isinstance(err.value, ValueError)
+def test_steps_falling_faster_than_one_over_b_fit_perfect_scaling():
+    # Was a ConvergenceFitError ("b_crit above the largest measured batch"); perfect scaling is valid data now.
+    # The free fit needs S_min = 10000 - 6000*512/256 = -2000 < 0, so S_min = 0 and E_min is the unweighted fit of
+    # S = E/B through the origin: E = (10000/256 + 4000/512) / (1/256^2 + 1/512^2) = 2,457,600.
+    assert fit_mccandlish([(256, 10000), (512, 4000)]) == (0.0, pytest.approx(2_457_600))
+
+
+def test_three_perfect_scaling_points_fit_through_the_origin_with_relative_weights():
+    # Exactly S = 1e6/B: S_min 0, E_min 1e6 whatever the weights.
+    assert fit_mccandlish(_curve(0.0, 1e6, [256, 1024, 4096])) == (0.0, pytest.approx(1e6))
+    # Noisy: E = sum(x/S) / sum(x^2/S^2) with x = 1/B (weights 1/S^2) — by hand for these three points.
+    points = [(256, 4000.0), (1024, 900.0), (4096, 200.0)]  # the free fit: S_min = -46
+    num = sum((1 / b) / s for b, s in points)
+    den = sum((1 / b) ** 2 / s**2 for b, s in points)
+    s_min, e_min = fit_mccandlish(points)
+    assert s_min == 0.0 and e_min == pytest.approx(num / den)
+    fit = fit_reference_points(points)
+    assert fit.perfect_scaling and fit.b_crit is None and (fit.low_batch, fit.high_batch) == (256, 4096)
 
 
 def test_fit_refuses_steps_that_grow_with_batch():
@@ -131,7 +150,7 @@ def test_reference_points_fit_with_epochs_and_steps():
     # D = 1e6; 5 epochs at B = 1000 is 5000 steps; with 1500 steps at 8000: S_min 1000, E_min 4e6, b_crit 4000.
     w = Workload(dataset_samples=1_000_000, reference_points=(
         ReferencePoint(global_batch=1000, epochs=5), ReferencePoint(global_batch=8000, steps=1500)))
-    est = estimate_convergence(w, 4000, None)
+    est = estimate_convergence(w, 4000, None, calibration=CAL)
     assert est.steps == 2000  # 2 S_min at b_crit
     assert est.b_crit == pytest.approx(4000)
     assert est.s_min == pytest.approx(1000)
@@ -140,7 +159,10 @@ def test_reference_points_fit_with_epochs_and_steps():
     assert est.epochs == pytest.approx(8.0)
     assert est.source.kind == "analytic"
     assert est.source.detail == "McCandlish et al. 2018 fit of 2 points; S_min=1,000, E_min=4,000,000"
-    assert est.steps_range == pytest.approx((1700, 2300))  # exact fit: the 15% floor
+    # Exact fit, inside the reference batches: the seed spread alone, 2000 x 0.95 to 2000 / 0.95.
+    assert est.steps_range == pytest.approx((1900, 2000 / 0.95))
+    assert "steps range -5%/+5%: the seed spread of MLPerf's reference runs (±5%) or the fit's largest residual (0%)" \
+        in texts(est.notes)[0]
     for caveat in CAVEATS:
         assert caveat in est.notes
     assert not any("past b_crit" in n for n in texts(est.notes))
@@ -149,10 +171,32 @@ def test_reference_points_fit_with_epochs_and_steps():
 def test_b_crit_note_quotes_its_numbers():
     w = Workload(dataset_samples=1_000_000, reference_points=(
         ReferencePoint(global_batch=1000, steps=5000), ReferencePoint(global_batch=8000, steps=1500)))
-    est = estimate_convergence(w, 32000, None)
-    assert est.steps == 1125  # 1000 + 4e6/32000
+    est = estimate_convergence(w, 32000, None, calibration=CAL)
+    assert est.steps == 1154  # 1000 + (4e6/32000) x 4^0.15 = 1000 + 125 x 1.2311 = 1153.9 (eq. 2.11 alone: 1125)
     assert "batch 8x past b_crit (4,000): more GPUs buy little time" in texts(est.notes)
     assert any("outside the reference batches (1,000-8,000)" in n for n in texts(est.notes))
+    assert ("batch 4x the largest reference batch (8,000): 1,154 steps instead of the fit's 1,125 (+3%)"
+            in texts(est.notes)[0])
+    # Range: h = hypot(-ln 0.95, 0.1 x ln 4) = hypot(0.0513, 0.1386) = 0.1478.
+    h = math.hypot(-math.log(0.95), 0.1 * math.log(4))
+    assert est.steps_range == pytest.approx((1154 * math.exp(-h), 1154 * math.exp(h)))
+
+
+def test_the_correction_applies_only_past_the_largest_reference_batch():
+    w = Workload(reference_points=(ReferencePoint(global_batch=1000, steps=5000),
+                                   ReferencePoint(global_batch=8000, steps=1500)))
+    assert estimate_convergence(w, 8000, None, calibration=CAL).steps == 1500
+    assert estimate_convergence(w, 500, None, calibration=CAL).steps == 9000  # 1000 + 4e6/500: no correction
+    low, high = estimate_convergence(w, 500, None, calibration=CAL).steps_range
+    assert math.log(high / 9000) == pytest.approx(math.hypot(-math.log(0.95), 0.1 * math.log(2)))
+    assert not any("largest reference batch" in n for n in texts(estimate_convergence(w, 500, None).notes))
+
+
+def test_the_shipped_calibration_is_read_by_default():
+    w = Workload(reference_points=(ReferencePoint(global_batch=1000, steps=5000),
+                                   ReferencePoint(global_batch=8000, steps=1500)))
+    assert estimate_convergence(w, 32000, None).steps > 1125  # the shipped gamma is positive
+    assert any("MLPerf" in n for n in texts(estimate_convergence(w, 4000, None).notes))
 
 
 def test_b_crit_note_for_user_epochs_with_given_b_crit():
@@ -178,22 +222,53 @@ def test_one_reference_point_without_b_crit_is_an_error():
 
 
 def test_failed_fit_raises_without_b_crit_and_falls_back_with_it():
-    points = (ReferencePoint(global_batch=256, steps=10000), ReferencePoint(global_batch=512, steps=4000))
-    with pytest.raises(ConvergenceFitError, match="b_crit is beyond the measured range"):
+    # Steps rising with the batch (E_min <= 0): still an error without b_crit (these points were S_min <= 0 before
+    # perfect scaling became valid data: 256 -> 10000, 512 -> 4000).
+    points = (ReferencePoint(global_batch=256, steps=1000), ReferencePoint(global_batch=512, steps=1100))
+    with pytest.raises(ConvergenceFitError, match="below the smallest measured batch"):
         estimate_convergence(Workload(reference_points=points), 512, None)
     est = estimate_convergence(Workload(reference_points=points, b_crit=2048), 512, None)
-    assert est.s_min == pytest.approx(4000 / (1 + 2048 / 512))  # nearest point: 512
-    assert est.steps == 4000
+    assert est.s_min == pytest.approx(1100 / (1 + 2048 / 512))  # nearest point: 512
+    assert est.steps == 1100
     assert any("used workload.b_crit (2,048)" in n for n in texts(est.notes))
+
+
+def test_two_perfect_scaling_points_plan_without_b_crit():
+    # 256 -> 10000 steps, 512 -> 5000: steps x batch constant, S_min 0, E_min 2,560,000, b_crit unknown.
+    points = (ReferencePoint(global_batch=256, steps=10000), ReferencePoint(global_batch=512, steps=5000))
+    est = estimate_convergence(Workload(reference_points=points), 2048, None, calibration=CAL)
+    assert est.s_min == 0.0 and est.e_min == pytest.approx(2_560_000) and est.b_crit is None
+    # Past the reference points the corrected curve: (2,560,000/2048) x 4^0.15 = 1250 x 1.2311 = 1538.9.
+    assert est.steps == 1539
+    notes = texts(est.notes)
+    assert any("show perfect scaling (steps × batch constant from 256 to 512" in n for n in notes)
+    assert any("no evidence of where it stops" in n for n in notes)
+    assert not any("past b_crit" in n for n in notes)
+
+
+def test_three_perfect_scaling_points_plan_and_a_given_b_crit_says_where_it_stops():
+    points = tuple(ReferencePoint(global_batch=b, steps=s) for b, s in ((256, 4000), (1024, 900), (4096, 200)))
+    est = estimate_convergence(Workload(reference_points=points), 4096, None, calibration=CAL)
+    assert est.s_min == 0.0 and est.b_crit is None and est.steps == pytest.approx(est.e_min / 4096, abs=1)
+    with_b_crit = estimate_convergence(Workload(reference_points=points, b_crit=8192), 4096, None,
+                                       calibration=CAL)
+    assert with_b_crit.b_crit == 8192
+    assert with_b_crit.s_min == pytest.approx(200 / (1 + 8192 / 4096))  # eq. 2.11 at the nearest point, 4096
+    assert any("perfect scaling up to 4,096; used workload.b_crit (8,192)" in n for n in texts(with_b_crit.notes))
 
 
 def test_noisy_fit_widens_the_band_to_its_residuals():
     points = (ReferencePoint(global_batch=256, steps=40000), ReferencePoint(global_batch=1024, steps=8000),
               ReferencePoint(global_batch=4096, steps=4500))
-    est = estimate_convergence(Workload(reference_points=points), 1024, None)
+    est = estimate_convergence(Workload(reference_points=points), 1024, None, calibration=CAL)
     low, high = est.steps_range
-    assert high / est.steps - 1 > 0.15
-    assert math.isclose(1 - low / est.steps, high / est.steps - 1)
+    fitted = est.s_min + est.e_min / 1024
+    residual = max(abs(math.log(s / (est.s_min + est.e_min / b))) for b, s in ((256, 40000), (1024, 8000),
+                                                                              (4096, 4500)))
+    assert residual > -math.log(0.95)  # the residual, not the seed spread, sets the width
+    assert math.log(high / est.steps) == pytest.approx(residual)
+    assert math.isclose(math.log(est.steps / low), math.log(high / est.steps))  # symmetric in log steps
+    assert est.steps == math.ceil(fitted)
 
 
 # ---------------------------------------------------------------- learning-rate advice
@@ -221,3 +296,33 @@ def test_lr_advice_noise_scale_fraction():
 def test_lr_advice_unknown_optimizer():
     with pytest.raises(ValueError, match="unknown optimizer"):
         lr_advice("lion", 256, 512, None)
+
+
+# ---------------------------------------------------------------- perfect scaling through a whole plan
+
+@pytest.mark.parametrize("points", [
+    [{"global_batch": 256, "epochs": 90}, {"global_batch": 8192, "epochs": 60}],  # steps fall faster than 1/B
+    [{"global_batch": 256, "epochs": 90}, {"global_batch": 1024, "epochs": 90}, {"global_batch": 4096, "epochs": 89}],
+])
+def test_perfect_scaling_reference_points_plan(tmp_path, points):
+    """Goyal et al. 2017-style points (the same epochs at every batch) plan instead of failing the whole plan."""
+    import datetime as dt
+
+    from planner.engine.plan import build_plan
+    from planner.inputs.folders import load_inputs
+    from planner.inputs.scenario import parse_scenario
+
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "perfect scaling",
+        "model": {"name": "resnet50", "activation_bytes_per_sample": 1.1e8, "activation_precision": "bf16"},
+        "training": {"global_batch": 16384, "precisions": ["bf16"], "optimizer": "sgd_momentum"},
+        "workload": {"dataset_samples": 1281167, "reference_points": points},
+        "hardware": {"gpus": ["h100-sxm-80gb"], "gpu_counts": [8]},
+    }, "perfect.yaml")
+    plan = build_plan(scenario, load_inputs([tmp_path], include_user_data=False), dt.date(2026, 11, 29))
+    conv = plan.options[0].convergence
+    assert conv.s_min == 0.0 and conv.b_crit is None and conv.steps > 0
+    low, high = conv.steps_range
+    assert low < conv.steps < high
+    assert any("no evidence of where it stops" in n for n in texts(plan.assumptions))
+    assert any(o.fits and o.cost.hours > 0 for o in plan.options)
