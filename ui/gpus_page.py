@@ -208,6 +208,11 @@ def _overrides(inputs, current, today: dt.date) -> None:
             column_config={tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f")})
     else:
         st.info(tr("pages.gpus.no_quotes", name=gpu.name))
+    if gpu.purchase is not None:  # what on-prem plans amortise (planner.engine.cost.on_prem_purchase)
+        st.caption(trm("pages.gpus.purchase", usd=fmt.money(gpu.purchase.usd, "USD", loc), kind=gpu.purchase.kind,
+                       date=fmt.date(gpu.purchase.as_of, loc), source=gpu.purchase.source))
+    else:
+        st.caption(trm("pages.gpus.no_purchase", name=gpu.name))
 
     # A new GPU (or a return from another page, which drops form values): start from the quote a plan bills at
     # for the table's tier, so a typed price replaces exactly that offer.

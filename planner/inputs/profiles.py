@@ -35,7 +35,7 @@ _PROFILE_KEYS = {
     "compute_capability": False, "nvml_names": False, "memory_gib": True, "memory_gib_source": True,
     "memory_gb_label": False, "memory_bandwidth_gb_per_s": True, "peak_tflops": True,
     "estimated_peaks": False, "interconnect": False, "pcie_gen": False, "tdp_w": True,
-    "devices_per_package": False, "prices": False, "sources": False, "notes": False,
+    "devices_per_package": False, "prices": False, "purchase": False, "sources": False, "notes": False,
 }
 _PRICE_KEYS = {
     "provider": True, "instance": True, "gpus_per_instance": False, "usd_per_gpu_hour": True,
@@ -43,6 +43,12 @@ _PRICE_KEYS = {
     "origin": False, "retrieved": False,
 }
 _INTERCONNECT_KEYS = {"kind": True, "bidirectional_gb_per_s": True}
+_PURCHASE_KEYS = {"usd": True, "kind": True, "as_of": True, "source": True}
+# What a purchase price is: a vendor/reseller list price, an observed retail (street) price, the maker's launch
+# price (msrp), or a share of a multi-GPU product divided by its GPUs: a whole server (host included) or a GPU
+# baseboard (NVSwitch board included, no host).
+PURCHASE_KINDS = ("list", "street", "msrp", "server_per_gpu", "board_per_gpu")
+MAX_PURCHASE_USD = 10_000_000.0  # the most one package may cost (a wafer-scale system is ~2 M)
 
 # A device name carrying one of these tokens beyond a profile's alias is a different product
 # (3060 Ti vs 3060, H200 NVL vs H200 SXM, a MIG slice vs the whole GPU), so containment must not match it.
@@ -99,6 +105,17 @@ class PriceQuote:
 
 
 @dataclass(frozen=True)
+class PurchasePrice:
+    """What one package (a card or module as sold; for *_per_gpu kinds, a multi-GPU product's price / its GPUs)
+    cost to buy, in USD, on `as_of`, with where the figure comes from. On-prem cost amortises it (engine.cost)."""
+
+    usd: float
+    kind: str  # PURCHASE_KINDS
+    as_of: datetime.date
+    source: str
+
+
+@dataclass(frozen=True)
 class Interconnect:
     kind: str
     bidirectional_gb_per_s: float
@@ -133,6 +150,7 @@ class GpuProfile:
     notes: str
     path: str
     memory_gb_label: float | None = None
+    purchase: PurchasePrice | None = None  # None: no citable purchase price (on-prem needs an override)
 
     def supports(self, precision: str) -> bool:
         return precision in self.peak_tflops
@@ -210,6 +228,19 @@ def parse_price(data: Any, source: str, where: str = "prices[0]") -> PriceQuote:
     )
 
 
+def _parse_purchase(r: Reader) -> PurchasePrice | None:
+    """The optional `purchase:` block: usd > 0, kind, as_of date and a non-empty source, else an error naming it."""
+    if r.data.get("purchase") is None:
+        return None
+    p = _keys(r.data["purchase"], _PURCHASE_KEYS, r.source, "purchase")
+    return PurchasePrice(
+        usd=p.number("usd", minimum=0, exclusive_min=True, maximum=MAX_PURCHASE_USD, unit=" USD"),
+        kind=p.choice("kind", PURCHASE_KINDS),
+        as_of=p.date("as_of"),
+        source=p.string("source"),  # a non-empty string: a URL, or repository@commit:path and row
+    )
+
+
 def _expected_id(source: str) -> str | None:
     # The id must equal the file stem so `gpu_profiles/<id>.yaml` is the one place an id is defined.
     path = Path(source)
@@ -254,6 +285,7 @@ def parse_profile(data: dict, source: str) -> GpuProfile:
         tdp_w=r.number("tdp_w", minimum=10, maximum=2000, unit=" W"),
         devices_per_package=r.integer("devices_per_package", 1, minimum=1, maximum=16),
         prices=tuple(parse_price(p, source, f"prices[{i}]") for i, p in enumerate(prices)),
+        purchase=_parse_purchase(r),
         sources=r.string_list("sources", ()),
         notes=notes,
         path=source,
@@ -364,6 +396,7 @@ def profile_to_dict(profile: GpuProfile) -> dict:
         "tdp_w": profile.tdp_w,
         "devices_per_package": profile.devices_per_package,
         "prices": [_price_to_dict(q) for q in profile.prices],
+        "purchase": None if profile.purchase is None else dataclasses.asdict(profile.purchase),
         "sources": list(profile.sources),
         "notes": profile.notes,
     }
