@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.engine.cost import NoQuoteError, billing_for, topology_for
+from planner.engine.cost import NoQuoteError, billing_candidates, billing_for, topology_for
 from planner.engine.plan import build_plan
 from planner.inputs.errors import InputError
 from planner.inputs.folders import load_inputs
@@ -138,11 +138,12 @@ def test_no_pick_of_a_shipped_scenario_mixes_a_one_node_time_with_separate_renta
         if price is None or o.n_gpus == 1 or price.origin == "on_prem":
             continue
         gpu = inputs.profiles[o.gpu_id]
-        billing = billing_for(gpu.prices, scenario.pricing, today=TODAY, n_gpus=o.n_gpus,
-                              gpus_per_node=scenario.hardware.gpus_per_node, networks=inputs.networks)
-        # the price billed is the rental billing_for chose, and the time assumes exactly its instances
-        assert (price.provider, price.instance, price.gpus_per_instance) == (
-            billing.quote.provider, billing.quote.instance, billing.quote.gpus_per_instance), o.id
+        candidates = billing_candidates(gpu.prices, scenario.pricing, today=TODAY, n_gpus=o.n_gpus,
+                                        gpus_per_node=scenario.hardware.gpus_per_node, networks=inputs.networks)
+        # the price billed is one of the rentals the step time can assume, and the time assumes exactly its instances
+        billing = next((b for b in candidates if (b.quote.provider, b.quote.instance, b.quote.gpus_per_instance)
+                        == (price.provider, price.instance, price.gpus_per_instance)), None)
+        assert billing is not None, o.id
         assert o.topology == billing.topology == topology_for(o.n_gpus, price.gpus_per_instance), o.id
         detail = o.scaling.source.detail if o.scaling else ""
         if o.topology == "separate_nodes":
@@ -156,3 +157,27 @@ def test_no_pick_of_a_shipped_scenario_mixes_a_one_node_time_with_separate_renta
             assert any(n.key == "whole_nodes" for n in o.notes), o.id
     if name == "resnet50-imagenet":
         assert checked  # 8 x A10G on g5.xlarge, 8 x RTX 4090 on RunPod pods...
+
+
+def test_candidates_are_the_best_rental_of_each_instance_size():
+    quotes = [_q(1.0, 1), _q(1.2, 1, instance="other-1x"), _q(1.5, 4), _q(3.0, 8, provider="market")]
+    got = billing_candidates(quotes, Pricing(), today=TODAY, n_gpus=8, gpus_per_node=8, networks=NETWORKS)
+    assert [(b.quote.instance, b.topology) for b in got] == [
+        ("market-8x", "one_node"), ("bigcloud-1x", "separate_nodes"), ("bigcloud-4x", "separate_nodes")]
+    assert billing_candidates(quotes, Pricing(), today=TODAY, n_gpus=1, gpus_per_node=8,
+                              networks=NETWORKS)[0].quote.instance == "bigcloud-1x"
+    assert len(billing_candidates(quotes, Pricing(), today=TODAY, n_gpus=1, gpus_per_node=8, networks=NETWORKS)) == 1
+
+
+def test_a_node_that_finishes_sooner_is_billed_when_it_costs_less_in_total():
+    """8 x L40S for GPT-2: 8 RunPod pods over RunPod's 0.1 Gbit/s default would be the lowest hourly rate, but
+    AWS g6e.12xlarge (4 GPUs, 100 Gbit/s) finishes so much sooner that it costs less in total: it is billed, and
+    the note names both totals."""
+    inputs = load_inputs(include_user_data=False)
+    scenario = load_scenario_file(ROOT / "scenarios" / "gpt2-124m-10b-tokens.yaml")
+    plan = build_plan(scenario, inputs, today=TODAY)
+    o = plan.option("l40s-48gb-x8-bf16")
+    assert o.cost.price.instance == "g6e.12xlarge" and o.topology == "separate_nodes"
+    note = next(n for n in o.notes if n.key == "billed_by_total")
+    assert dict(note.items)["other_provider"] == "runpod"
+    assert float(dict(note.items)["other_usd"].replace(",", "")) > 5 * o.cost.usd

@@ -178,6 +178,14 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
             _num("app.sidebar.eval_overhead", "eval_overhead", step=0.01, fmt="%.2f")
         with c2:
             _num("app.sidebar.checkpoint_overhead", "checkpoint_overhead", step=0.01, fmt="%.2f")
+        if state.has_attention(ss.get("model_name"), bool(ss.get("model_transformer"))):
+            _num("app.sidebar.mean_tokens", "mean_tokens_per_sample", optional=True, fmt="%g",
+                 help_key="app.sidebar.mean_tokens_help")
+            if ss.get("mean_tokens_per_sample") is not None:
+                st.checkbox(tr("app.sidebar.packing"), key="packing", help=tr("app.sidebar.packing_help"))
+                if not ss.get("packing"):
+                    _num("app.sidebar.padded_tokens", "padded_tokens_per_sample", optional=True, fmt="%g",
+                         help_key="app.sidebar.padded_tokens_help")
 
     with sb.expander(tr("app.sidebar.section_training"), expanded=True):
         st.multiselect(tr("app.sidebar.precisions"), PRECISIONS, key="precisions",
@@ -247,7 +255,10 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
             with c2:
                 _num("app.sidebar.spot_restart", "spot_restart", step=1.0, fmt="%g")
         if ss["tier"] == "on_prem":
-            _num("app.sidebar.onprem_purchase", "onprem_purchase", step=1000.0, fmt="%.0f")
+            lo, hi = state.BOUNDS["onprem_purchase"]  # empty: each GPU's own cited price; a number: every GPU's
+            st.number_input(tr("app.sidebar.onprem_purchase"), min_value=lo, max_value=hi, value=None, step=1000.0,
+                            format="%.0f", key="onprem_purchase", placeholder=tr("app.sidebar.onprem_purchase_own"),
+                            help=tr("app.sidebar.onprem_purchase_help"))
             c1, c2 = st.columns(2)
             with c1:
                 _num("app.sidebar.onprem_years", "onprem_years", step=0.5, fmt="%g")

@@ -64,6 +64,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "adapter_rank": (1, 65536),
     "dataset_samples": (1, 10**13), "epochs": (0.01, 1e6), "tokens": (1.0, 1e16), "b_crit": (1.0, 1e12),
     "early_stop_fraction": (0.01, 1.0), "eval_overhead": (0.0, 10.0), "checkpoint_overhead": (0.0, 10.0),
+    "mean_tokens_per_sample": (1.0, 1e7), "padded_tokens_per_sample": (1.0, 1e7),
     "gpus_per_node": (1, 64), "inter_node_gb_per_s": (0.1, 1e5), "cpu_workers_per_gpu": (0, 1024),
     "workspace_gib": (0.0, 1024.0),
     "exchange_rate": (1e-6, 1e9), "runs": (1, 100_000), "failure_overhead": (0.0, 10.0), "tax_rate": (0.0, 5.0),
@@ -121,6 +122,9 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         "early_stop_fraction": float(w.get("early_stop_fraction", wd["early_stop_fraction"])),
         "eval_overhead": float(w.get("eval_overhead", wd["eval_overhead"])),
         "checkpoint_overhead": float(w.get("checkpoint_overhead", wd["checkpoint_overhead"])),
+        "mean_tokens_per_sample": _float_or_none(w.get("mean_tokens_per_sample")),
+        "packing": bool(w.get("packing", wd["packing"])),
+        "padded_tokens_per_sample": _float_or_none(w.get("padded_tokens_per_sample")),
         "gpus_all": h.get("gpus", "all") == "all",
         "gpus": [] if h.get("gpus", "all") == "all" else list(h["gpus"]),
         "gpu_counts": list(h.get("gpu_counts", hd["gpu_counts"])),
@@ -149,7 +153,7 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
     for key, field in SPOT_KEYS.items():
         out[key] = float(spot[field])
     for key, field in ON_PREM_KEYS.items():
-        out[key] = float(on_prem[field])
+        out[key] = _float_or_none(on_prem[field])  # purchase None: each GPU's own purchase price
     return {k: clamp(k, v) for k, v in out.items()}
 
 
@@ -202,10 +206,18 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     d["training"] = _drop_none(t)
 
     wl = dict(d.get("workload") or {})
+    # Tokens per example only for a model with a sequence (the widget is hidden for the others).
+    mean_tokens = (w["mean_tokens_per_sample"] if has_attention(w["model_name"], bool(w["model_transformer"]))
+                   else None)
     wl.update(dataset_samples=int(w["dataset_samples"]) if w["dataset_samples"] is not None else None,
               epochs=None, tokens=None, reference_points=None, b_crit=w["b_crit"],
               early_stop_fraction=float(w["early_stop_fraction"]), eval_overhead=float(w["eval_overhead"]),
-              checkpoint_overhead=float(w["checkpoint_overhead"]))
+              checkpoint_overhead=float(w["checkpoint_overhead"]),
+              mean_tokens_per_sample=mean_tokens,
+              # packing and a padded length mean something only with a mean length (the scenario refuses them alone)
+              packing=bool(w["packing"]) if mean_tokens is not None else None,
+              padded_tokens_per_sample=(w["padded_tokens_per_sample"] if mean_tokens is not None
+                                        and not w["packing"] else None))
     if w["work_kind"] == "epochs":
         wl["epochs"] = float(w["epochs"])
     elif w["work_kind"] == "tokens":
@@ -233,7 +245,9 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
              exchange_rate_as_of=as_of.isoformat() if isinstance(as_of, dt.date) else None,
              runs=int(w["runs"]), failure_overhead=float(w["failure_overhead"]), tax_rate=float(w["tax_rate"]),
              spot={field: float(w[key]) for key, field in SPOT_KEYS.items()},
-             on_prem={field: float(w[key]) for key, field in ON_PREM_KEYS.items()})
+             # Kept: a file's fields without a widget (power_fraction_of_tdp); an empty purchase box = no override.
+             on_prem=_drop_none({**(p.get("on_prem") or {}),
+                                 **{field: _float_or_none(w[key]) for key, field in ON_PREM_KEYS.items()}}))
     d["pricing"] = _drop_none(p)
 
     c = _drop_none({"deadline_hours": w["deadline_hours"], "budget_usd": w["budget_usd"],

@@ -8,23 +8,32 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from planner.engine import datacost
 from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.inputs.profiles import current_quotes, recency_rank
 from planner.inputs.regions import ANY as ANY_REGION
 from planner.inputs.regions import in_regions
+from planner.inputs.storage import EMPTY as EMPTY_STORAGE
+from planner.inputs.storage import StorageTable
 from planner.vocab import QUOTE_MAX_AGE_DAYS
 
 if TYPE_CHECKING:
     from planner.inputs.networks import Link, NetworkTable
-    from planner.inputs.profiles import GpuProfile, PriceQuote
+    from planner.inputs.profiles import GpuProfile, PriceQuote, PurchasePrice
     from planner.inputs.scenario import OnPrem, Pricing, SpotSettings, Workload
 
 HOURS_PER_YEAR = 365 * 24
-# Without a measured mean power, a training GPU is taken to draw this fraction of its TDP (an assumption shown
-# in the notes; measured NVML power replaces it).
+# Without a measured mean power, a training GPU is taken to draw this fraction of its TDP. An assumption, not a
+# measurement (shown in the notes and in the on-prem price source). The nearest public figures are for a whole
+# 8-GPU H100 HGX node while training: a peak of ~8.4 kW against its rated 10.2 kW (82 %; Latif et al. 2024,
+# arXiv:2412.08602) and compute-heavy training at 76 % of that rating (Newkirk et al. 2025, arXiv:2506.14551).
+# A run's mean draw, with data loading, evaluation and checkpoints, sits below those peaks, hence 0.7.
+# pricing.on_prem.power_fraction_of_tdp replaces it for on-prem; measured NVML power replaces both.
 TDP_UTILISATION = 0.7
+TDP_UTILISATION_SOURCE = ("assumed share of TDP in training (node measurements: 76-82 % of rated power, "
+                          "arXiv:2506.14551, arXiv:2412.08602)")
 STALE_QUOTE_DAYS = QUOTE_MAX_AGE_DAYS  # the one freshness rule (planner.vocab)
 # Billing rounding smaller than this fraction of the hours is not worth a note.
 BILLING_NOTE_FRACTION = 0.01
@@ -186,6 +195,36 @@ def billing_for(prices: Iterable[PriceQuote], pricing: Pricing, overrides: Seque
     return Billing(quote, topology, quote.gpus_per_instance, found.gb_per_s, found.source)
 
 
+def billing_candidates(prices: Iterable[PriceQuote], pricing: Pricing, overrides: Sequence[PriceQuote] = (),
+                       today: dt.date | None = None, *, n_gpus: int, gpus_per_node: int, networks: NetworkTable,
+                       gpu_name: str = "", gpu_id: str = "") -> list[Billing]:
+    """billing_for's rental first, then the best rental of each other instance size the step time can assume.
+
+    The hourly rate alone does not decide a multi-GPU job: two 4-GPU instances on a fast network can cost less in
+    total than eight 1-GPU rentals on a slow one, because they finish sooner. The plan times each candidate and bills
+    the cheapest in total (plan._option). One GPU: one candidate. Raises NoQuoteError as billing_for does.
+    """
+    prices, overrides = list(prices), list(overrides)
+
+    def best(of_size: int | None) -> Billing:
+        keep = (lambda q: True) if of_size is None else (lambda q: q.gpus_per_instance == of_size)
+        return billing_for([q for q in prices if keep(q)], pricing, [q for q in overrides if keep(q)], today,
+                           n_gpus=n_gpus, gpus_per_node=gpus_per_node, networks=networks, gpu_name=gpu_name,
+                           gpu_id=gpu_id)
+
+    first = best(None)
+    if n_gpus <= 1:
+        return [first]
+    out = [first]
+    for size in sorted({q.gpus_per_instance for q in [*prices, *overrides] if q.tier == pricing.tier}
+                       - {first.quote.gpus_per_instance}):
+        try:
+            out.append(best(size))
+        except NoQuoteError:
+            continue
+    return out
+
+
 def run_hours(steps: float, step_time_s: float, workload: Workload, pricing: Pricing) -> float:
     """Hours = steps x early-stop x step time x (1 + eval + checkpoint) x (1 + failure) x runs (ESTIMATION.md §5):
     early stop and the eval/checkpoint overheads from the workload, failures and runs from the pricing."""
@@ -213,18 +252,61 @@ def spot_preemption(hours: float, instances: int, spot: SpotSettings) -> tuple[f
     return preemptions, lost_hours
 
 
-def on_prem_usd_per_gpu_hour(on_prem: OnPrem, gpu_power_w: float) -> float:
-    """purchase / (lifetime hours x fleet utilisation) + power kW x PUE x electricity price (ESTIMATION.md §5)."""
-    return on_prem_capital_usd_per_gpu_hour(on_prem) + on_prem_power_usd_per_gpu_hour(on_prem, gpu_power_w)
+def on_prem_usd_per_gpu_hour(on_prem: OnPrem, gpu_power_w: float, *, purchase_usd: float | None = None) -> float:
+    """purchase / (lifetime hours x fleet utilisation) + power kW x PUE x electricity price (ESTIMATION.md §5).
+
+    `purchase_usd`: what one GPU cost (on_prem_purchase); None = the scenario's override."""
+    return (on_prem_capital_usd_per_gpu_hour(on_prem, purchase_usd=purchase_usd)
+            + on_prem_power_usd_per_gpu_hour(on_prem, gpu_power_w))
 
 
-def on_prem_capital_usd_per_gpu_hour(on_prem: OnPrem) -> float:
-    """Purchase spread over the hours the GPU does paid work: lifetime x 8,760 h x fleet utilisation."""
-    return on_prem.purchase_usd_per_gpu / (on_prem.lifetime_years * HOURS_PER_YEAR * on_prem.fleet_utilisation)
+def on_prem_capital_usd_per_gpu_hour(on_prem: OnPrem, *, purchase_usd: float | None = None) -> float:
+    """Purchase spread over the hours the GPU does paid work: purchase / (lifetime x 8,760 h x fleet utilisation).
+
+    `purchase_usd`: what one GPU cost (on_prem_purchase); None = the scenario's override, which must then be set."""
+    usd = purchase_usd if purchase_usd is not None else on_prem.purchase_usd_per_gpu
+    if usd is None:
+        raise ValueError("no purchase price: pass purchase_usd or set pricing.on_prem.purchase_usd_per_gpu")
+    return usd / (on_prem.lifetime_years * HOURS_PER_YEAR * on_prem.fleet_utilisation)
 
 
 def on_prem_power_usd_per_gpu_hour(on_prem: OnPrem, gpu_power_w: float) -> float:
+    """Electricity per GPU-hour at the facility: power kW x PUE x USD per kWh."""
     return gpu_power_w / 1000.0 * on_prem.pue * on_prem.usd_per_kwh
+
+
+@dataclass(frozen=True)
+class OnPremPurchase:
+    """What one GPU (one torch device) is amortised from, and where that figure comes from."""
+
+    usd: float
+    source: str            # "scenario override (...)" or the profile's kind, date and citation
+    as_of: dt.date | None  # the price's date; None for an override (the user's own figure)
+
+
+def on_prem_purchase(gpu: GpuProfile, on_prem: OnPrem) -> OnPremPurchase | None:
+    """The scenario's override (pricing.on_prem.purchase_usd_per_gpu) for every GPU, else the profile's cited
+    `purchase:` price divided by devices_per_package (an MI250X package holds 2 GCDs, each one profile GPU);
+    None when neither exists (the option is then unpriced: on_prem_unpriced)."""
+    if on_prem.purchase_usd_per_gpu is not None:
+        return OnPremPurchase(on_prem.purchase_usd_per_gpu,
+                              "scenario override (pricing.on_prem.purchase_usd_per_gpu)", None)
+    if gpu.purchase is None:
+        return None
+    return OnPremPurchase(gpu.purchase.usd / gpu.devices_per_package,
+                          _purchase_text(gpu.purchase, gpu.devices_per_package), gpu.purchase.as_of)
+
+
+def on_prem_unpriced(gpu: GpuProfile, on_prem: OnPrem) -> Note | None:
+    """Why `gpu` has no on-prem price (no cited purchase price and no override), or None when it has one."""
+    if on_prem_purchase(gpu, on_prem) is not None:
+        return None
+    return Note("on_prem_no_purchase", gpu=gpu.name, gpu_id=gpu.id)
+
+
+def _purchase_text(p: PurchasePrice, devices_per_package: int) -> str:
+    per_device = f" / {devices_per_package} devices per package" if devices_per_package > 1 else ""
+    return f"{p.kind.replace('_', ' ')} price ${p.usd:,.2f}{per_device} as of {p.as_of.isoformat()} ({p.source})"
 
 
 def energy_kwh(n_gpus: int, mean_power_w: float, hours: float, pue: float = 1.0) -> float:
@@ -279,20 +361,22 @@ class _Run:
 
 def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: ConvergenceEstimate, pricing: Pricing,
                   workload: Workload, *, mean_power_w: float | None = None, overrides: Sequence[PriceQuote] = (),
-                  today: dt.date | None = None, gpus_per_node: int = 8, billing: Billing | None = None) -> CostEstimate:
+                  today: dt.date | None = None, gpus_per_node: int = 8, billing: Billing | None = None,
+                  storage: StorageTable | None = None) -> CostEstimate:
     """Hours, billed GPU-hours, USD and local amount with low/high range, energy and CO2 for one option:
     its step time and band (`step`) × its steps and their range (`convergence`) on option.n_gpus × option.gpu.
 
     `billing` (billing_for) is the rental the step time was computed for; without it the cheapest quote is chosen
     here (callers that time several GPUs must pass it, so time and price assume the same instances).
     Raises NoQuoteError when the GPU has no quote for the tier (and provider); `today` defaults to the clock.
+    With workload.dataset_gb, a data line (planner/engine/datacost.py, prices from `storage`) is added to the USD.
     """
     today = today or dt.date.today()
     gpu, n_gpus = option.gpu, option.n_gpus
     step_time_s, step_band_s = step.step_time_s, step.band_s
     steps, steps_range = convergence.steps, convergence.steps_range
     notes: list[Note] = []
-    power_w = _power_w(gpu, mean_power_w, notes)
+    power_w = _power_w(gpu, mean_power_w, notes, tdp_fraction(pricing))
     price, pue = _price(gpu, pricing, overrides, power_w, today, notes=notes, n_gpus=n_gpus,
                         gpus_per_node=gpus_per_node, quote=billing.quote if billing else None)
     instances, n_billed, rounding_note = instances_needed(n_gpus, price.gpus_per_instance)
@@ -334,7 +418,15 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
     def usd(r: _Run) -> float:
         return n_billed * r.billed_hours * price.usd_per_gpu_hour * (1 + pricing.tax_rate)
 
-    usd_likely, usd_range = usd(likely), (usd(low), usd(high))
+    def data(r: _Run) -> datacost.DataCost:
+        return datacost.data_cost(workload.dataset_gb, gpu_provider=price.provider, data_location=workload.data_location,
+                                  hours=r.hours, instances=instances, runs=pricing.runs,
+                                  table=storage or EMPTY_STORAGE)
+
+    data_likely = data(likely)
+    notes.extend(data_likely.notes)
+    usd_likely = usd(likely) + data_likely.usd
+    usd_range = (usd(low) + data(low).usd, usd(high) + data(high).usd)
     kwh = energy_kwh(n_gpus, power_w, likely.hours, pue) if power_w is not None else None
     return CostEstimate(
         hours=likely.hours,
@@ -351,6 +443,7 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
         energy_kwh=kwh,
         co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
         notes=tuple(notes),
+        data_usd=data_likely.usd,
     )
 
 
@@ -362,7 +455,7 @@ def estimate_time_only(option: OptionPlan, step: StepEstimate, convergence: Conv
     n_gpus, step_time_s, step_band_s = option.n_gpus, step.step_time_s, step.band_s
     steps, steps_range = convergence.steps, convergence.steps_range
     notes: list[Note] = [reason] if reason else []
-    power_w = _power_w(option.gpu, mean_power_w, notes)
+    power_w = _power_w(option.gpu, mean_power_w, notes, tdp_fraction(pricing))
     plain = replace(pricing, tier="on_demand")  # no spot losses without a spot price
 
     def run(s: float, t_s: float) -> _Run:
@@ -392,16 +485,24 @@ def _run(steps: float, step_time_s: float, workload: Workload, pricing: Pricing,
     return _Run(hours=total, billed_hours=billed_hours(total, increment_s), preemptions=preemptions, lost_hours=lost)
 
 
-def _power_w(gpu: GpuProfile, mean_power_w: float | None, notes: list[Note]) -> float | None:
-    """Mean draw per GPU while training: measured, else TDP x TDP_UTILISATION (noted), else unknown."""
+def tdp_fraction(pricing: Pricing) -> float:
+    """The share of TDP a GPU is taken to draw without measured power: pricing.on_prem.power_fraction_of_tdp for
+    on-prem when set, else TDP_UTILISATION (cloud energy always uses the default)."""
+    fraction = pricing.on_prem.power_fraction_of_tdp
+    return fraction if pricing.tier == "on_prem" and fraction is not None else TDP_UTILISATION
+
+
+def _power_w(gpu: GpuProfile, mean_power_w: float | None, notes: list[Note],
+             fraction_of_tdp: float = TDP_UTILISATION) -> float | None:
+    """Mean draw per GPU while training: measured, else TDP x fraction_of_tdp (noted), else unknown."""
     if mean_power_w is not None:
         return mean_power_w
     tdp_w = gpu.tdp_w
     if not tdp_w:
         notes.append(Note("no_energy"))
         return None
-    power_w = tdp_w * TDP_UTILISATION
-    notes.append(Note("energy_tdp", pct=round(TDP_UTILISATION * 100), tdp=round(tdp_w), power=round(power_w)))
+    power_w = tdp_w * fraction_of_tdp
+    notes.append(Note("energy_tdp", pct=round(fraction_of_tdp * 100), tdp=round(tdp_w), power=round(power_w)))
     return power_w
 
 
@@ -410,7 +511,7 @@ def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], p
            gpus_per_node: int = 8, quote: PriceQuote | None = None) -> tuple[PriceChoice, float]:
     """(price, PUE for energy): computed for on-prem, else `quote` or the chosen one; PUE 1.0 for cloud."""
     if pricing.tier == "on_prem":
-        return _on_prem_price(pricing.on_prem, power_w, notes), pricing.on_prem.pue
+        return _on_prem_price(gpu, pricing.on_prem, power_w, notes), pricing.on_prem.pue
     if quote is None:
         quote = choose_quote(gpu.prices, pricing.tier, pricing.provider, overrides, today, n_gpus=n_gpus,
                              gpus_per_node=gpus_per_node, region_group=pricing.region_group,
@@ -428,15 +529,41 @@ def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], p
     return choice, 1.0
 
 
-def _on_prem_price(on_prem: OnPrem, power_w: float | None, notes: list[Note]) -> PriceChoice:
+def _on_prem_price(gpu: GpuProfile, on_prem: OnPrem, power_w: float | None, notes: list[Note]) -> PriceChoice:
+    """The on-prem price of one GPU-hour (on_prem_usd_per_gpu_hour) with a source that names the purchase price
+    (kind, date, citation, or the scenario override) and the power terms. Raises NoQuoteError when the GPU has no
+    purchase price and the scenario no override (plan.py asks on_prem_unpriced first and leaves it unpriced).
+
+    as_of is the purchase price's date, for display; estimate_cost does not apply the 180-day quote rule to
+    on-prem prices: a purchase price is the cost of hardware already bought (or a reference for it) and does not
+    go stale the way a rental quote does.
+    """
+    purchase = on_prem_purchase(gpu, on_prem)
+    if purchase is None:
+        raise NoQuoteError(Note("on_prem_no_purchase", gpu=gpu.name, gpu_id=gpu.id))
     if power_w is None:
         notes.append(Note("on_prem_no_power"))
-    usd_per_gpu_hour = on_prem_usd_per_gpu_hour(on_prem, power_w or 0.0)
-    source = (f"${on_prem.purchase_usd_per_gpu:,.0f} / ({on_prem.lifetime_years:g} y x {HOURS_PER_YEAR:,} h x "
+    usd_per_gpu_hour = on_prem_usd_per_gpu_hour(on_prem, power_w or 0.0, purchase_usd=purchase.usd)
+    source = (f"${purchase.usd:,.0f} / ({on_prem.lifetime_years:g} y x {HOURS_PER_YEAR:,} h x "
               f"{on_prem.fleet_utilisation:g} utilisation) + {(power_w or 0.0) / 1000:.3g} kW x PUE "
-              f"{on_prem.pue:g} x ${on_prem.usd_per_kwh:g}/kWh")
+              f"{on_prem.pue:g} x ${on_prem.usd_per_kwh:g}/kWh; purchase: {purchase.source}; "
+              f"power: {_power_origin(on_prem, power_w, notes)}")
     return PriceChoice(provider="on-prem", instance="owned", tier="on_prem", usd_per_gpu_hour=usd_per_gpu_hour,
-                       gpus_per_instance=1, billing_increment_s=1.0, as_of=None, source=source, origin="on_prem")
+                       gpus_per_instance=1, billing_increment_s=1.0,
+                       as_of=purchase.as_of.isoformat() if purchase.as_of else None, source=source,
+                       origin="on_prem")
+
+
+def _power_origin(on_prem: OnPrem, power_w: float | None, notes: Sequence[Note]) -> str:
+    """Where the on-prem power figure comes from: _power_w's energy_tdp note in `notes` marks a TDP share."""
+    if power_w is None:
+        return "unknown (no measured power and no TDP)"
+    tdp = next((n for n in notes if n.key == "energy_tdp"), None)
+    if tdp is None:
+        return "measured mean power"
+    share = (f"{on_prem.power_fraction_of_tdp:g} (pricing.on_prem.power_fraction_of_tdp)"
+             if on_prem.power_fraction_of_tdp is not None else f"{TDP_UTILISATION:g}, {TDP_UTILISATION_SOURCE}")
+    return f"TDP {tdp.params['tdp']} W x {share}"
 
 
 def _no_quote_message(prices: Sequence[PriceQuote], pricing: Pricing, overrides: Sequence[PriceQuote],

@@ -174,6 +174,7 @@ class CostEstimate:
     energy_kwh: float | None = None
     co2_kg: float | None = None
     notes: tuple[Note, ...] = ()
+    data_usd: float = 0.0  # the data line (storage during the run + egress), included in usd; 0 without dataset_gb
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,22 @@ def transformer_params(shape: TransformerShape) -> int:
 
 
 def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
-    """Model FLOPs per training sample: (6·N + 12·L·h·s) per token × s tokens (PaLM, Chowdhery et al. 2022, App. B)."""
-    per_token = 6 * params + 12 * shape.layers * shape.hidden * shape.seq_len
+    """Model FLOPs per training sample: (6·N + 12·L·h·s) per token × s tokens (PaLM, Chowdhery et al. 2022, App. B).
+
+    N counts the parameters that take part in a matmul for every token. With a language-model head the token
+    embedding does (it is, or is as large as, the V·h logits matmul); with a sequence-classification head
+    (`loss: sequence`: BERT on GLUE, SQuAD) there are no vocabulary logits and the embedding is a table lookup, so
+    its V·h parameters are left out — 27% of BERT-base's 6·N (Kaplan et al. 2020 §2.1 count non-embedding N the
+    same way).
+    """
+    matmul_params = params - token_embedding_params(shape) if shape.loss == "sequence" else params
+    per_token = 6 * max(matmul_params, 0) + 12 * shape.layers * shape.hidden * shape.seq_len
     return float(per_token * shape.seq_len)
+
+
+def token_embedding_params(shape: TransformerShape) -> int:
+    """The token embedding table: V·h (an image transformer, vocab 0, has none)."""
+    return shape.vocab * shape.hidden
 
 
 def shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:

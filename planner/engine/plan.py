@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from planner.engine import calibration, convergence, cost, memory, scaling, steptime
+from planner.engine import calibration, convergence, cost, memory, scaling, sequences, steptime
 from planner.engine.estimates import (
     ActivationLine,
     ConvergenceEstimate,
@@ -58,7 +58,7 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         scenario_name=scenario.name,
         options=tuple(options),
         recommendation=rec,
-        assumptions=tuple(_assumptions(scenario, model, conv, idx)),
+        assumptions=tuple(_assumptions(scenario, model, conv, idx)) + (ctx.work.notes if ctx.work else ()),
         warnings=tuple(dict.fromkeys(warnings)),
         profiles_used=tuple(gpu_ids),
         result_files_used=tuple(sorted(idx.files_used)),
@@ -136,7 +136,16 @@ def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) ->
     idx = index_measurements(inputs.results, model, scenario.training)
     trainable = memory.trainable_params(model, scenario.training)
     try:
-        conv = convergence.estimate_convergence(scenario.workload, scenario.training.global_batch, model.seq_len)
+        work = sequences.sequence_work(scenario.workload, params=model.params, shape=model.transformer,
+                                       seq_len=model.seq_len)
+    except ValueError as exc:
+        raise InputError(source, "workload.mean_tokens_per_sample", scenario.workload.mean_tokens_per_sample,
+                         str(exc)) from None
+    # Packed examples: the dataset counts in full sequences (training rows); unpacked, a row holds m real tokens.
+    workload = scenario.workload if work is None else replace(scenario.workload, dataset_samples=work.dataset_rows)
+    tokens_per_row = model.seq_len if work is None else round(work.tokens_per_row)
+    try:
+        conv = convergence.estimate_convergence(workload, scenario.training.global_batch, tokens_per_row)
     except CannotEstimate as exc:
         raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
     except convergence.ConvergenceFitError as exc:
@@ -145,7 +154,7 @@ def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) ->
                          f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
                          "epochs or tokens") from None
     lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
-    return _Context(scenario, inputs, model, trainable, conv, idx, lines, today)
+    return _Context(scenario, inputs, model, trainable, conv, idx, lines, today, work)
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,7 @@ class _Context:
     idx: MeasurementIndex
     lines: Mapping[str, Mapping[str, ActivationLine | None]]  # precision -> GPU id (or '*') -> line
     today: dt.date
+    work: sequences.SequenceWork | None = None  # the workload's token fields (packing, padding), when given
 
 
 def _model_label(scenario: Scenario) -> object:
@@ -270,35 +280,50 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     # hardware (issue 18). On-prem and unpriced options are timed on the scenario's hardware.
     hw = scenario.hardware
     overrides = ctx.inputs.price_overrides.get(gpu.id, [])
-    billing: cost.Billing | None = None
+    billings: list[cost.Billing | None] = [None]
     no_quote: Note | None = None
     if scenario.pricing.tier != "on_prem":
         try:
-            billing = cost.billing_for(gpu.prices, scenario.pricing, overrides, ctx.today, n_gpus=n,
-                                       gpus_per_node=hw.gpus_per_node, networks=ctx.inputs.networks,
-                                       gpu_name=gpu.name, gpu_id=gpu.id)
+            billings = list(cost.billing_candidates(gpu.prices, scenario.pricing, overrides, ctx.today, n_gpus=n,
+                                                    gpus_per_node=hw.gpus_per_node, networks=ctx.inputs.networks,
+                                                    gpu_name=gpu.name, gpu_id=gpu.id))
         except cost.NoQuoteError as exc:
             no_quote = exc.note
-    timing_hw = hw
-    if billing is not None:
-        timing_hw = replace(hw, gpus_per_node=billing.gpus_per_node,
-                            inter_node_gb_per_s=billing.inter_node_gb_per_s or hw.inter_node_gb_per_s)
+    else:  # no cited purchase price and no override: unpriced, with a note saying how to price it
+        no_quote = cost.on_prem_unpriced(gpu, scenario.pricing.on_prem)
+    power_w = ctx.idx.power_w.get((gpu.id, precision))
+    activation_bytes = _activation_bytes(ctx, option)
+
+    def priced(billing: cost.Billing | None) -> tuple[StepEstimate, ScalingEstimate | None, CostEstimate]:
+        timing_hw = hw
+        if billing is not None:
+            timing_hw = replace(hw, gpus_per_node=billing.gpus_per_node,
+                                inter_node_gb_per_s=billing.inter_node_gb_per_s or hw.inter_node_gb_per_s)
+        step, scale = _step(ctx, option, activation_bytes, hardware=timing_hw)
+        if no_quote is None:
+            c = cost.estimate_cost(option, step, ctx.conv, scenario.pricing, scenario.workload, mean_power_w=power_w,
+                                   overrides=overrides, today=ctx.today, gpus_per_node=hw.gpus_per_node,
+                                   billing=billing, storage=ctx.inputs.storage)
+        else:
+            c = cost.estimate_time_only(option, step, ctx.conv, scenario.pricing, scenario.workload,
+                                        mean_power_w=power_w, reason=no_quote)
+        return step, scale, c
+
+    # Each candidate rental is timed on its own hardware and the cheapest in total is billed (ties: the sooner):
+    # by the hourly rate alone, slow 1-GPU rentals would win over a dearer node that finishes first.
+    timed = [(b, *priced(b)) for b in billings]
+    billing, step, scale, c = min(timed, key=lambda t: (t[3].usd, t[3].hours))
+    first = timed[0]
+    if billing is not None and first[0] is not None and billing is not first[0]:
+        notes.append(Note("billed_by_total", provider=billing.quote.provider, instance=billing.quote.instance,
+                          usd=f"{c.usd:,.2f}", other_provider=first[0].quote.provider,
+                          other=first[0].quote.instance, other_usd=f"{first[3].usd:,.2f}"))
     # Unpriced: timed on the scenario's own nodes; a job no rental can hold has no topology.
     topology = (billing.topology if billing else None if no_quote is not None and no_quote.key == "no_rentable_topology"
                 else cost.topology_for(n, hw.gpus_per_node, hw.gpus_per_node))
-    step, scale = _step(ctx, option, _activation_bytes(ctx, option), hardware=timing_hw)
     notes.extend(step.notes)
     if precision == "fp16":
         notes.append(Note("fp16_loss_scaling"))
-    power_w = ctx.idx.power_w.get((gpu.id, precision))
-    c: CostEstimate
-    if no_quote is None:
-        c = cost.estimate_cost(option, step, ctx.conv, scenario.pricing, scenario.workload, mean_power_w=power_w,
-                               overrides=overrides, today=ctx.today, gpus_per_node=hw.gpus_per_node,
-                               billing=billing)
-    else:
-        c = cost.estimate_time_only(option, step, ctx.conv, scenario.pricing, scenario.workload,
-                                    mean_power_w=power_w, reason=no_quote)
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=mem.fits, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, topology=topology, notes=tuple(dict.fromkeys(notes)))
@@ -322,6 +347,7 @@ class _Micro:
     used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
     band_meaning: str = "assumed"  # "p10-p90" when the band is held-out errors of the path (StepEstimate)
     precision_used: str | None = None  # the points' precision when it is the option's same-speed sibling
+    fixed_s: float = 0.0  # the part that does not depend on the tokens in a row (QLoRA's dequantisation)
 
 
 def _micro_step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = None) -> _Micro:
@@ -367,7 +393,8 @@ def _with_dequant(ctx: _Context, option: OptionPlan, m: _Micro) -> _Micro:
               f"{steptime.QLORA_DEQUANT_BYTES_PER_PARAM_PASS:g} B at {option.gpu.memory_bandwidth_gb_per_s:g} GB/s, "
               "from LitGPT's published LoRA/QLoRA pair)")
     low, high = m.band
-    return replace(m, seconds=m.seconds + extra, source=Source(m.source.kind, detail), band=(low + extra, high + extra))
+    return replace(m, seconds=m.seconds + extra, source=Source(m.source.kind, detail), band=(low + extra, high + extra),
+                   fixed_s=m.fixed_s + extra)
 
 
 def _default_mfu_micro(ctx: _Context, option: OptionPlan, flops: float) -> _Micro:
@@ -551,6 +578,8 @@ def _step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = No
     if opt_s is None:
         opt_s = steptime.optimizer_step_s(ctx.trainable, scenario.training.optimizer,
                                           scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s)
+    if ctx.work is not None and ctx.work.time_factor != 1.0:
+        m = _padded_micro(m, ctx.work.time_factor, optimizer_s=opt_s)
     if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
         opt_s = min(opt_s, 0.5 * m.seconds)
     fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
@@ -579,6 +608,20 @@ def _step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = No
                                   input_overlaps=scenario.hardware.cpu_workers_per_gpu > 0,
                                   notes=_noise_notes(ctx.idx, m.precision_used or option.precision, m.used))
     return step, scale
+
+
+def _padded_micro(m: _Micro, factor: float, *, optimizer_s: float) -> _Micro:
+    """A micro-step of rows padded below seq_len: forward+backward × F(p)/F(S) (planner/engine/sequences.py); an
+    optimizer step inside a measured micro-step, and QLoRA's dequantisation, keep their time (they do not depend on
+    the tokens in a row)."""
+    inside = (min(optimizer_s, 0.5 * m.seconds) if m.includes_optimizer else 0.0) + m.fixed_s
+
+    def scaled(t: float) -> float:
+        return max(t - inside, 0.0) * factor + inside
+
+    detail = f"{m.source.detail}; forward+backward × {factor:.3g} for rows padded below the sequence length"
+    return replace(m, seconds=scaled(m.seconds), band=(scaled(m.band[0]), scaled(m.band[1])),
+                   source=Source(m.source.kind, detail))
 
 
 def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint]) -> list[Note]:
@@ -634,8 +677,9 @@ def _batch_advice(scenario: Scenario, conv: ConvergenceEstimate) -> tuple[Note, 
     ref = lr_reference_batch(scenario)
     out: list[Note] = []
     if ref is not None and ref != t.global_batch:
+        rows = conv.samples / conv.epochs if conv.epochs else scenario.workload.dataset_samples
         out.extend(convergence.lr_advice(t.optimizer, ref, t.global_batch, conv.b_crit,
-                                         samples_per_epoch=scenario.workload.dataset_samples))
+                                         samples_per_epoch=rows))
     out.extend(n for n in conv.notes if n.key == "past_b_crit")
     return tuple(out)
 

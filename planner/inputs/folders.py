@@ -12,6 +12,8 @@ from planner.inputs.networks import EMPTY as EMPTY_NETWORKS
 from planner.inputs.networks import NetworkTable, load_networks
 from planner.inputs.profiles import GpuProfile, PriceQuote, load_profiles
 from planner.inputs.resultfile import ResultFile, scan_results
+from planner.inputs.storage import EMPTY as EMPTY_STORAGE
+from planner.inputs.storage import StorageTable, load_storage
 from planner.inputs.userdata import (
     SHIPPED_PROFILES_DIR,
     SHIPPED_RESULTS_DIR,
@@ -41,6 +43,9 @@ class Inputs:
     # The network between a provider's instances (gpu_profiles/catalog/networks.yaml): how jobs spread over
     # separate rentals are timed. Empty: such jobs are left out (their network is unknown).
     networks: NetworkTable = EMPTY_NETWORKS
+    # Storage and egress prices per provider (gpu_profiles/catalog/storage.yaml): the data line of a cost. Empty:
+    # a plan with workload.dataset_gb says which prices it lacks.
+    storage: StorageTable = EMPTY_STORAGE
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -76,9 +81,14 @@ def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: S
         networks = load_networks()
     except InputError as exc:  # broken: jobs over separate rentals are left out, and the plan says why
         profile_problems.append(str(exc))
+    storage = EMPTY_STORAGE
+    try:
+        storage = load_storage()
+    except InputError as exc:  # broken: data lines say their prices are missing, and the plan lists the file
+        profile_problems.append(str(exc))
     return Inputs(
         profiles=profiles, results=tuple(results), price_overrides=overrides,
         profile_dirs=tuple(str(d) for d in pdirs), result_dirs=tuple(str(d) for d in rdirs),
         profile_problems=tuple(profile_problems), result_problems=tuple(result_problems),
-        override_problems=tuple(override_problems), calibration=calibration, networks=networks,
+        override_problems=tuple(override_problems), calibration=calibration, networks=networks, storage=storage,
     )

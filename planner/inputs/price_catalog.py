@@ -42,6 +42,7 @@ ALIASES_SCHEMA = "trainplan.catalog-aliases/1"
 CATALOG_DIRNAME = "catalog"
 ALIASES_NAME = "aliases.yaml"
 NETWORKS_NAME = "networks.yaml"  # planner.inputs.networks: the network between a provider's instances
+STORAGE_NAME = "storage.yaml"  # planner.inputs.storage: storage and egress prices per provider
 CATALOG_DIR = DEFAULT_PROFILES_DIR / CATALOG_DIRNAME
 ALIASES_PATH = CATALOG_DIR / ALIASES_NAME
 
@@ -463,7 +464,7 @@ def snapshot_files(profiles_dir: str | Path) -> list[Path]:
     if not folder.is_dir():
         return []
     files = sorted(p for p in folder.iterdir()
-                   if p.suffix in (".yaml", ".yml") and p.name not in (ALIASES_NAME, NETWORKS_NAME)
+                   if p.suffix in (".yaml", ".yml") and p.name not in (ALIASES_NAME, NETWORKS_NAME, STORAGE_NAME)
                    and not p.name.startswith("."))
     newest: dict[str, str] = {}
     for p in files:
