@@ -34,6 +34,7 @@ from planner.inputs.profiles import (
     profile_to_dict,
 )
 from planner.inputs.scenario import OnPrem, Pricing, Workload, parse_scenario, scenario_to_dict
+from planner.present.viewmodel import plan_view
 from tests.notes_support import english, texts
 
 TODAY = dt.date(2026, 11, 29)
@@ -200,6 +201,11 @@ def test_the_plan_still_builds_with_an_unpriced_on_prem_gpu():
     assert any(n.key == "on_prem_no_purchase" for o in t4 for n in o.notes)
     rtx = [o for o in by_gpu["rtx4090-24gb"] if o.cost is not None and o.cost.price is not None]
     assert rtx and all("$1,599" in o.cost.price.source for o in rtx)
+    # the headline says which GPUs have no purchase price, in both languages
+    scenario = parse_scenario(data)
+    assert plan_view(plan, scenario, "en").unpriced.startswith("No purchase price for NVIDIA T4 16GB")
+    assert "NVIDIA GeForce RTX 4090" not in plan_view(plan, scenario, "en").unpriced
+    assert plan_view(plan, scenario, "es").unpriced.startswith("No hay precio de compra para NVIDIA T4 16GB")
 
 
 # ---------------------------------------------------------------- the profile format: purchase: is checked

@@ -653,7 +653,7 @@ def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEsti
         else:
             out.append(Note("assumption_rate_undated", rate=scenario.pricing.exchange_rate,
                             currency=scenario.pricing.currency))
-    out.append(Note("energy_assumption"))
+    out.append(Note("energy_assumption", pct=round(100 * cost.tdp_fraction(scenario.pricing))))
     if scenario.model.name and canonical_id(scenario.model.name)[0] != scenario.model.name:
         out.append(Note("model_renamed", old=scenario.model.name, new=model.name))
     out.extend(conv.notes)

@@ -181,9 +181,8 @@ def _sentence(text: str) -> str:
 
 
 def unpriced_sentence(plan: Plan, scenario: Scenario, locale: str) -> str:
-    """'No spot price for NVIDIA RTX 3090, …': GPUs with an option that fits and none with a price."""
-    if scenario.pricing.tier == "on_prem":
-        return ""
+    """'No spot price for NVIDIA RTX 3090, …': GPUs with an option that fits and none with a price (on-prem: no
+    purchase price and no override)."""
     fitting: dict[str, list[PlanOption]] = {}
     for o in plan.options:
         if o.fits is not False:
@@ -191,6 +190,8 @@ def unpriced_sentence(plan: Plan, scenario: Scenario, locale: str) -> str:
     names = [g for g, opts in fitting.items() if not any(o.cost is not None and o.cost.price for o in opts)]
     if not names:
         return ""
+    if scenario.pricing.tier == "on_prem":
+        return t("summary.no_purchase_price_for", locale, gpus=", ".join(names))
     return t("summary.no_quote_for", locale, tier=t(f"report.tier.{scenario.pricing.tier}", locale),
              gpus=", ".join(names))
 
