@@ -326,3 +326,13 @@ def test_perfect_scaling_reference_points_plan(tmp_path, points):
     assert low < conv.steps < high
     assert any("no evidence of where it stops" in n for n in texts(plan.assumptions))
     assert any(o.fits and o.cost.hours > 0 for o in plan.options)
+
+
+def test_points_that_contradict_each_other_are_not_called_perfect_scaling():
+    """A reviewer's case: 1000 steps at 256, 100 at 512, 900 at 1024 fit S_min <= 0; through the origin they would
+    plan 241 steps at batch 256 where the point itself says 1000. Refused, naming the miss."""
+    with pytest.raises(ConvergenceFitError, match="do not follow one curve"):
+        fit_mccandlish([(256.0, 1000.0), (512.0, 100.0), (1024.0, 900.0)])
+    # a few percent off perfect scaling is still perfect scaling
+    s_min, e_min = fit_mccandlish([(256.0, 1000.0), (512.0, 490.0), (1024.0, 240.0)])
+    assert s_min == 0.0 and e_min > 0

@@ -77,6 +77,9 @@ def test_the_shipped_table_loads_and_cites_every_price():
     ("schema: trainplan.storage/1\nproviders: {x: {egress: {usd_per_gb: 0.1, product: p, source: s, as_of: May}}}\n",
      "providers.x.egress.as_of"),
     ("schema: trainplan.storage/1\nproviders: {x: {tape: {}}}\n", "providers.x.tape"),
+    ("schema: trainplan.storage/1\nproviders: {x: {egress: {usd_per_gb: 0.1, unit: TB, product: p, source: s}}}\n",
+     "providers.x.egress.unit"),
+    ("schema: trainplan.storage/1\nproviders: {x: {}, X: {}}\n", "providers.X"),
 ])
 def test_a_bad_table_names_the_field(tmp_path, text, field):
     path = tmp_path / "storage.yaml"
@@ -112,9 +115,37 @@ def test_the_data_line_reaches_the_option_cost():
     ({"dataset_gb": -1}, "workload.dataset_gb"),
     ({"data_location": "s3://bucket"}, "workload.data_location"),
     ({"data_location": 7}, "workload.data_location"),
+    ({"data_location": "gcp"}, "workload.dataset_gb"),  # a location alone adds nothing: said, not ignored
 ])
 def test_bad_data_fields_name_the_field(workload, field):
     with pytest.raises(InputError) as err:
         parse_scenario(_scenario(**workload))
     assert err.value.field == field
 
+
+
+def test_a_price_per_gib_is_converted_to_per_gb(tmp_path):
+    path = tmp_path / "storage.yaml"
+    path.write_text("schema: trainplan.storage/1\nproviders:\n  g:\n"
+                    "    egress: {usd_per_gb: 0.12, unit: GiB, product: per GiB, source: s}\n", encoding="utf-8")
+    assert load_storage(path).egress("g").usd_per_gb == pytest.approx(0.12 / 1.073741824)
+
+
+def _on_prem(n: int, **pricing) -> dict:
+    s = _scenario(dataset_gb=100, data_location="gcp")
+    s["hardware"] = {"gpus": ["rtx4090-24gb"], "gpu_counts": [n], "gpus_per_node": 4}
+    s["pricing"] = {"tier": "on_prem", **pricing}
+    return s
+
+
+def test_on_prem_nodes_download_the_data_once_each_and_tax_covers_the_data_line():
+    """On-prem prices are per GPU, but the data is downloaded per machine: 8 GPUs in nodes of 4 are 2 copies (a
+    reviewer found 8). Tax applies to the data line as to the GPU hours."""
+    inputs = load_inputs(include_user_data=False)
+    (one,) = build_plan(parse_scenario(_on_prem(1)), inputs, today=TODAY).options
+    (eight,) = build_plan(parse_scenario(_on_prem(8)), inputs, today=TODAY).options
+    egress = 100 * load_storage().egress("gcp").usd_per_gb
+    assert one.cost.data_usd == pytest.approx(egress) and eight.cost.data_usd == pytest.approx(2 * egress)
+    (taxed,) = build_plan(parse_scenario(_on_prem(1, tax_rate=0.2)), inputs, today=TODAY).options
+    assert taxed.cost.data_usd == pytest.approx(1.2 * egress)
+    assert taxed.cost.usd == pytest.approx(1.2 * one.cost.usd)

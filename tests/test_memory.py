@@ -683,3 +683,18 @@ def test_measured_line_with_kept_grads_counts_the_head_gradient_once():
     # without a line the analytic activations hold no head gradient: all 4 B x Ψ are counted
     c = estimate_memory(model, kept, opt)
     assert c.grads == pytest.approx(4 * 124_000_000)
+
+
+def test_fsdp_gathers_a_quantised_bases_root_at_its_own_dtype():
+    """A reviewer's case: under QLoRA + FSDP the root unit (embedding, untied LM head) is not quantised, so it is
+    gathered at 16 bits, or fp32 after PEFT's upcast; the blocks at nf4's bytes per parameter."""
+    model = ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B)
+    root = 2 * 32000 * 4096  # untied: embedding + LM head
+
+    def gathered(upcast: bool) -> float:
+        adapter = Adapter(kind="qlora", rank=16, targets="all_linear", base_dtype="nf4", kbit_upcast=upcast)
+        training = TrainingSetup(global_batch=16, precisions=("bf16",), sharding="zero3", adapter=adapter)
+        return fsdp_transient_bytes(model, training, precision="bf16", n_gpus=2, grad_accum=1)
+
+    assert gathered(True) - gathered(False) == pytest.approx((4 - 2) * root, rel=1e-6)
+    assert gathered(False) > 2 * root  # the root alone at 16 bits, before any block

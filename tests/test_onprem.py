@@ -313,3 +313,13 @@ def test_gpus_page_shows_the_purchase_price_or_says_there_is_none(_no_user_data)
     at.selectbox(key="price_gpu").set_value("t4-16gb").run()
     captions = " ".join(c.value for c in at.caption).replace("\\", "")
     assert "No cited purchase price for NVIDIA T4" in captions
+
+
+def test_a_per_gpu_share_on_a_multi_device_package_is_refused():
+    """The planner divides a purchase price by devices_per_package; a `*_per_gpu` kind is already per GPU, so the
+    pair would divide twice (a reviewer's finding): refused, naming the field."""
+    d = profile_to_dict(shipped("mi250x-128gb"))
+    d["purchase"] = {**d["purchase"], "kind": "server_per_gpu"}
+    with pytest.raises(InputError) as err:
+        parse_profile(d, "mi250x-128gb.yaml")
+    assert err.value.field == "purchase.kind" and "divides by them" in str(err.value)

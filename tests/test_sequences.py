@@ -110,9 +110,9 @@ def test_tokens_workload_counts_real_tokens_per_row(inputs):
 
 
 @pytest.mark.parametrize(("workload", "field", "words"), [
-    ({"mean_tokens_per_sample": 3000}, "workload.mean_tokens_per_sample", "above the model's sequence length"),
-    ({"mean_tokens_per_sample": 300, "padded_tokens_per_sample": 4096}, "workload.mean_tokens_per_sample",
-     "padded_tokens_per_sample (4096) is above"),
+    ({"mean_tokens_per_sample": 3000}, "workload.mean_tokens_per_sample", "at most the model's sequence length 2,048"),
+    ({"mean_tokens_per_sample": 300, "padded_tokens_per_sample": 4096}, "workload.padded_tokens_per_sample",
+     "got 4096.0; expected at most the model's sequence length 2,048"),
 ])
 def test_token_fields_that_contradict_the_model_are_refused(inputs, workload, field, words):
     with pytest.raises(InputError) as e:

@@ -181,3 +181,23 @@ def test_a_node_that_finishes_sooner_is_billed_when_it_costs_less_in_total():
     note = next(n for n in o.notes if n.key == "billed_by_total")
     assert dict(note.items)["other_provider"] == "runpod"
     assert float(dict(note.items)["other_usd"].replace(",", "")) > 5 * o.cost.usd
+
+
+def test_a_cheaper_rental_that_misses_the_deadline_loses_to_one_that_meets_it():
+    """Among the rentals of one option (plan._rental_preference): meeting the deadline at the scenario's confidence
+    comes before the lower total, so billing by total never costs the option its deadline (a reviewer's finding)."""
+    from planner.engine.estimates import CostEstimate
+    from planner.engine.plan import _rental_preference
+    from planner.inputs.scenario import Constraints
+
+    def cost(usd: float, hours: float, high: float) -> CostEstimate:
+        return CostEstimate(hours=hours, hours_range=(hours, high), gpu_hours=hours, usd=usd, usd_range=(usd, usd),
+                            amount_in_currency=usd, currency="USD", amount_range_in_currency=(usd, usd), price=None,
+                            n_gpus_billed=8)
+
+    slow_cheap, fast_dear = cost(100.0, 20.0, 30.0), cost(150.0, 5.0, 8.0)
+    p90 = Constraints(deadline_hours=24)
+    assert min((slow_cheap, fast_dear), key=lambda c: _rental_preference(c, p90)) is fast_dear
+    p50 = Constraints(deadline_hours=24, deadline_confidence="p50")
+    assert min((slow_cheap, fast_dear), key=lambda c: _rental_preference(c, p50)) is slow_cheap
+    assert min((slow_cheap, fast_dear), key=lambda c: _rental_preference(c, Constraints())) is slow_cheap

@@ -369,7 +369,11 @@ def hidden_keys(session: Session) -> set[str]:
     if not session.get("model_transformer"):
         hidden |= set(TRANSFORMER_KEYS)
     if not has_attention(session.get("model_name"), bool(session.get("model_transformer"))):
-        hidden.add("model_attention")
+        hidden |= {"model_attention", "mean_tokens_per_sample", "packing", "padded_tokens_per_sample"}
+    elif session.get("mean_tokens_per_sample") is None:
+        hidden |= {"packing", "padded_tokens_per_sample"}
+    elif session.get("packing"):
+        hidden.add("padded_tokens_per_sample")
     if session.get("adapter_kind", "none") == "none":
         hidden |= {"adapter_rank", "adapter_targets", "adapter_base_dtype"}
     if session.get("gpus_all"):

@@ -93,8 +93,19 @@ def fit_mccandlish(points: list[tuple[float, float]]) -> tuple[float, float]:
     if e_min <= 0:
         raise ConvergenceFitError(_fit_failure_message(points, e_min))
     if s_min <= 0:
-        return 0.0, fit_perfect_scaling(points)
+        e_perfect = fit_perfect_scaling(points)
+        worst = max(abs(math.log(s * b / e_perfect)) for b, s in points)
+        if worst > PERFECT_SCALING_MAX_LOG_RESIDUAL:
+            raise ConvergenceFitError(
+                f"the reference points do not follow one curve: the best perfect-scaling fit (steps = "
+                f"{_num(e_perfect)}/B) misses one of them by {math.exp(worst):.2g}x; check their steps or epochs")
+        return 0.0, e_perfect
     return s_min, e_min
+
+
+# A perfect-scaling fit (S = E_min/B) that misses a reference point by more than 1.5x is not a fit: the points
+# contradict each other (e.g. 1000 steps at 256, 100 at 512, 900 at 1024). MLPerf's seed spread is about ±6%.
+PERFECT_SCALING_MAX_LOG_RESIDUAL = math.log(1.5)
 
 
 def fit_perfect_scaling(points: list[tuple[float, float]]) -> float:
@@ -309,7 +320,8 @@ def _from_reference_points(workload: Workload, batch: int, cal: ConvergenceCalib
     return ConvergenceEstimate(
         steps=steps, epochs=steps * batch / dataset if dataset else None, samples=steps * batch,
         source=Source("analytic", detail), b_crit=b_crit,
-        steps_range=(steps * math.exp(-band), steps * math.exp(band)), s_min=s_min, e_min=e_min, notes=tuple(notes),
+        steps_range=(max(1.0, steps * math.exp(-band)), steps * math.exp(band)), s_min=s_min, e_min=e_min,
+        notes=tuple(notes),
     )
 
 

@@ -415,23 +415,27 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
         if warning:
             notes.append(warning)
 
-    def usd(r: _Run) -> float:
-        return n_billed * r.billed_hours * price.usd_per_gpu_hour * (1 + pricing.tax_rate)
+    # The machines that each download the dataset: the rented instances; on-prem, nodes of gpus_per_node GPUs (its
+    # price is per GPU, so `instances` counts GPUs there).
+    machines = math.ceil(n_gpus / gpus_per_node) if price.origin == "on_prem" else instances
 
     def data(r: _Run) -> datacost.DataCost:
         return datacost.data_cost(workload.dataset_gb, gpu_provider=price.provider, data_location=workload.data_location,
-                                  hours=r.hours, instances=instances, runs=pricing.runs,
+                                  hours=r.hours, instances=machines, runs=pricing.runs,
                                   table=storage or EMPTY_STORAGE)
+
+    def usd(r: _Run) -> float:
+        """GPU-hours billed x price, + the data line (storage and egress are billed by providers too), x (1 + tax)."""
+        return (n_billed * r.billed_hours * price.usd_per_gpu_hour + data(r).usd) * (1 + pricing.tax_rate)
 
     data_likely = data(likely)
     notes.extend(data_likely.notes)
-    usd_likely = usd(likely) + data_likely.usd
-    usd_range = (usd(low) + data(low).usd, usd(high) + data(high).usd)
+    usd_likely, usd_range = usd(likely), (usd(low), usd(high))
     kwh = energy_kwh(n_gpus, power_w, likely.hours, pue) if power_w is not None else None
     return CostEstimate(
         hours=likely.hours,
         hours_range=(low.hours, high.hours),
-        gpu_hours=n_billed * likely.billed_hours,  # billed GPU-hours, so usd = gpu_hours x price x (1 + tax)
+        gpu_hours=n_billed * likely.billed_hours,  # billed GPU-hours: usd = (gpu_hours x price + data) x (1 + tax)
         usd=usd_likely,
         usd_range=usd_range,
         amount_in_currency=usd_likely * pricing.exchange_rate,
@@ -443,7 +447,7 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
         energy_kwh=kwh,
         co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
         notes=tuple(notes),
-        data_usd=data_likely.usd,
+        data_usd=data_likely.usd * (1 + pricing.tax_rate),
     )
 
 
@@ -471,7 +475,7 @@ def estimate_time_only(option: OptionPlan, step: StepEstimate, convergence: Conv
         hours=likely.hours, hours_range=(low.hours, high.hours), gpu_hours=n_gpus * likely.hours, usd=nan,
         usd_range=(nan, nan), amount_in_currency=nan, currency=pricing.currency, amount_range_in_currency=(nan, nan),
         price=None, n_gpus_billed=n_gpus, energy_kwh=kwh, co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
-        notes=tuple(notes),
+        notes=tuple(notes), data_usd=None,
     )
 
 

@@ -13,6 +13,7 @@ have is left out of the line and the option's note says so: never counted as zer
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from planner.engine.notes import Note
@@ -29,6 +30,11 @@ class DataCost:
     storage_usd: float | None  # None: no storage price for the GPU's provider
     egress_usd: float | None   # None: no egress price for the data's provider (0.0: no transfer needed)
     notes: tuple[Note, ...]
+
+
+def _dated(day: dt.date | None) -> object:
+    """A price's date for a note: the ISO day, or the words for "no date" in the note's language."""
+    return day.isoformat() if day else Note("date_unknown")
 
 
 def storage_usd(dataset_gb: float, usd_per_gb_month: float, hours: float) -> float:
@@ -50,7 +56,10 @@ def needs_transfer(data_location: str | None, gpu_provider: str) -> bool:
 
 def data_cost(dataset_gb: float | None, *, gpu_provider: str, data_location: str | None, hours: float,
               instances: int, runs: int, table: StorageTable) -> DataCost:
-    """The data line for one run scenario (likely, low or high hours); zero with no note when no dataset size."""
+    """The data line for one run scenario (likely, low or high hours); zero with no note when no dataset size.
+
+    `instances`: the machines that each download a copy (rented instances; for on-prem, nodes of
+    hardware.gpus_per_node GPUs). Prices are per decimal GB (planner.inputs.storage converts per-GiB ones)."""
     if not dataset_gb:
         return DataCost(0.0, 0.0, 0.0, ())
     notes: list[Note] = []
@@ -60,24 +69,23 @@ def data_cost(dataset_gb: float | None, *, gpu_provider: str, data_location: str
         price = table.storage(gpu_provider)
         if price is None:
             stored = None
-            notes.append(Note("data_storage_unpriced", provider=gpu_provider, gb=f"{dataset_gb:,.0f}"))
+            notes.append(Note("data_storage_unpriced", provider=gpu_provider, gb=float(dataset_gb)))
         else:
             stored = storage_usd(dataset_gb, price.usd_per_gb_month, hours)
-            notes.append(Note("data_storage", gb=f"{dataset_gb:,.0f}", provider=gpu_provider,
-                              price=f"{price.usd_per_gb_month:g}", product=price.product,
-                              as_of=price.as_of.isoformat() if price.as_of else "undated", source=price.source,
-                              hours=f"{hours:,.1f}", usd=f"{stored:,.2f}"))
+            notes.append(Note("data_storage", gb=float(dataset_gb), provider=gpu_provider,
+                              price=f"{price.usd_per_gb_month:.4g}", product=price.product,
+                              as_of=_dated(price.as_of), source=price.source, hours=float(hours),
+                              usd=float(stored)))
     moved: float | None = 0.0
     if data_location and needs_transfer(data_location, gpu_provider):
         out = table.egress(data_location)
         copies = max(1, instances) * max(1, runs)
         if out is None or out.usd_per_gb is None:
             moved = None
-            notes.append(Note("data_egress_unpriced", location=data_location, gb=f"{dataset_gb:,.0f}"))
+            notes.append(Note("data_egress_unpriced", location=data_location, gb=float(dataset_gb)))
         else:
             moved = egress_usd(dataset_gb, out.usd_per_gb, copies=copies)
-            notes.append(Note("data_egress", gb=f"{dataset_gb:,.0f}", copies=copies, location=data_location,
-                              price=f"{out.usd_per_gb:g}", product=out.product,
-                              as_of=out.as_of.isoformat() if out.as_of else "undated", source=out.source,
-                              free=f"{out.free_gb_per_month:,.0f}", usd=f"{moved:,.2f}"))
+            notes.append(Note("data_egress", gb=float(dataset_gb), copies=copies, location=data_location,
+                              price=f"{out.usd_per_gb:.4g}", product=out.product, as_of=_dated(out.as_of),
+                              source=out.source, free=float(out.free_gb_per_month), usd=float(moved)))
     return DataCost(usd=(stored or 0.0) + (moved or 0.0), storage_usd=stored, egress_usd=moved, notes=tuple(notes))

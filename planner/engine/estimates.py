@@ -174,7 +174,9 @@ class CostEstimate:
     energy_kwh: float | None = None
     co2_kg: float | None = None
     notes: tuple[Note, ...] = ()
-    data_usd: float = 0.0  # the data line (storage during the run + egress), included in usd; 0 without dataset_gb
+    # The data line (storage during the run + egress, tax included), part of usd; 0 without dataset_gb; None when the
+    # option has no price at all (estimate_time_only).
+    data_usd: float | None = 0.0
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from planner.engine.memory_activations import (
 )
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
+from planner.engine.shapes import block_params, embedding_params
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.vocab import (
     ADAPTER_TARGETS,
@@ -145,8 +146,7 @@ def quantized_base_params(model: ResolvedModel) -> int:
     shape = model.transformer
     if shape is None:
         return model.params
-    embeddings = shape.vocab * shape.hidden * (1 if shape.tied else 2)
-    return max(0, model.params - embeddings)
+    return max(0, model.params - embedding_params(shape))
 
 
 def unquantized_base_bytes(adapter: Adapter | None) -> float:
@@ -462,8 +462,7 @@ def _largest_unit_params(model: ResolvedModel) -> int | None:
     if model.largest_layer_params is not None or model.transformer is None:
         return model.largest_layer_params
     s = model.transformer
-    block = 4 * s.hidden**2 + (3 if s.mlp == "swiglu" else 2) * s.hidden * s.ffn_width
-    return max(s.vocab * s.hidden, block)
+    return max(s.vocab * s.hidden, block_params(s))
 
 
 # Layouts run by PyTorch FSDP when sharded (zero2 = SHARD_GRAD_OP, zero3 = FULL_SHARD); the DeepSpeed-style layouts
@@ -486,12 +485,11 @@ def fsdp_units(model: ResolvedModel) -> FsdpUnits | None:
     s = model.transformer
     if s is None:
         return None if model.largest_layer_params is None else FsdpUnits(0, model.largest_layer_params)
-    block = 4 * s.hidden**2 + (3 if s.mlp == "swiglu" else 2) * s.hidden * s.ffn_width
-    return FsdpUnits(root=s.vocab * s.hidden * (1 if s.tied else 2), block=block)
+    return FsdpUnits(root=embedding_params(s), block=block_params(s))
 
 
 def fsdp_gathered_bytes(units: FsdpUnits, *, precision: str, trainable_fraction: float, no_sync: bool,
-                        base_bytes: float | None = None) -> float:
+                        base_bytes: float | None = None, root_bytes: float | None = None) -> float:
     """Unsharded parameters and gradients FSDP (FULL_SHARD) holds at the start of backward, on top of its shards:
 
     - the root unit: FSDP does not reshard the root's parameters after forward ("Do not free the root's parameters
@@ -503,11 +501,13 @@ def fsdp_gathered_bytes(units: FsdpUnits, *, precision: str, trainable_fraction:
       (torch/distributed/fsdp/api.py BackwardPrefetch; Zhao et al. 2023, "PyTorch FSDP", VLDB, backward prefetching).
 
     Gathered parameters are in the compute dtype (MixedPrecision param_dtype: 2 B under fp16/bf16, 4 B in fp32;
-    `base_bytes` for a frozen adapter base); gradients scale with the trainable fraction. Under no_sync the
-    unsharded gradients are counted whole by the caller (fsdp_accumulated_grad_bytes), so none here.
+    `base_bytes` for the blocks of a quantised adapter base and `root_bytes` for its root, which is not quantised:
+    16-bit, or fp32 after PEFT's upcast); gradients scale with the trainable fraction. Under no_sync the unsharded
+    gradients are counted whole by the caller (fsdp_accumulated_grad_bytes), so none here.
     """
-    per_param = base_bytes if base_bytes is not None else (4.0 if precision == "fp32" else 2.0)
-    weights = per_param * (units.root + 2 * units.block)
+    compute = 4.0 if precision == "fp32" else 2.0
+    per_param = base_bytes if base_bytes is not None else compute
+    weights = (root_bytes if root_bytes is not None else per_param) * units.root + per_param * 2 * units.block
     grads = 0.0 if no_sync else (4.0 if precision == "fp32" else 2.0) * trainable_fraction * (units.root + units.block)
     return weights + grads
 
@@ -538,11 +538,12 @@ def fsdp_transient_bytes(model: ResolvedModel, training: TrainingSetup, *, preci
         return 0.0
     params = total_params(model, training)
     adapter = training.adapter
-    base = BASE_DTYPE_BYTES[adapter.base_dtype] if adapter is not None and adapter.base_dtype in QUANTIZED_BASE_DTYPES \
-        else None
+    quantized = adapter is not None and adapter.base_dtype in QUANTIZED_BASE_DTYPES
     return fsdp_gathered_bytes(units, precision=precision,
                                trainable_fraction=trainable_params(model, training) / max(params, 1),
-                               no_sync=training.fsdp_no_sync and grad_accum > 1, base_bytes=base)
+                               no_sync=training.fsdp_no_sync and grad_accum > 1,
+                               base_bytes=BASE_DTYPE_BYTES[adapter.base_dtype] if quantized and adapter else None,
+                               root_bytes=unquantized_base_bytes(adapter) if quantized else None)
 
 
 def option_activation_bytes(model: ResolvedModel, training: TrainingSetup, option: OptionPlan, *,

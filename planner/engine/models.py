@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from planner.engine.estimates import ResolvedModel, Source
+from planner.engine.shapes import block_params, embedding_params
 from planner.inputs.errors import InputError
 from planner.inputs.published_models import load_published_models
 from planner.inputs.resultfile import ResultFile
@@ -22,11 +23,8 @@ def transformer_params(shape: TransformerShape) -> int:
     2023); MLP 2·h·f (gelu) or 3·h·f (swiglu); embeddings V·h (+ V·h when the head is untied). Unless the
     shape says, GeLU models tie the output head to the embeddings (GPT-2, BERT) and SwiGLU ones do not (LLaMA).
     """
-    h, f = shape.hidden, shape.ffn_width
-    mlp = (3 if shape.mlp == "swiglu" else 2) * h * f
-    per_layer = 2 * h * h + 2 * h * (shape.kv_head_count * h // shape.heads) + mlp
-    embeddings = shape.vocab * h * (1 if shape.tied else 2)
-    return shape.layers * per_layer + embeddings
+    return shape.layers * block_params(shape) + embedding_params(shape)
+
 
 
 def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
@@ -35,8 +33,8 @@ def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
     N counts the parameters that take part in a matmul for every token. With a language-model head the token
     embedding does (it is, or is as large as, the V·h logits matmul); with a sequence-classification head
     (`loss: sequence`: BERT on GLUE, SQuAD) there are no vocabulary logits and the embedding is a table lookup, so
-    its V·h parameters are left out — 27% of BERT-base's 6·N (Kaplan et al. 2020 §2.1 count non-embedding N the
-    same way).
+    its V·h parameters are left out: 21% of BERT-base's 6·N, so the masked-LM count is 27% more (Kaplan et al. 2020
+    §2.1 count non-embedding N the same way).
     """
     matmul_params = params - token_embedding_params(shape) if shape.loss == "sequence" else params
     per_token = 6 * max(matmul_params, 0) + 12 * shape.layers * shape.hidden * shape.seq_len
@@ -44,7 +42,8 @@ def transformer_flops_per_sample(params: int, shape: TransformerShape) -> float:
 
 
 def token_embedding_params(shape: TransformerShape) -> int:
-    """The token embedding table: V·h (an image transformer, vocab 0, has none)."""
+    """The token embedding table alone: V·h (an image transformer, vocab 0, has none); embedding_params adds an
+    untied LM head."""
     return shape.vocab * shape.hidden
 
 

@@ -26,11 +26,11 @@ from planner.engine.measurements import MeasurementIndex, index_measurements
 from planner.engine.models import resolve_model
 from planner.engine.notes import PLAN_LEVEL_NOTE_KEYS, Note
 from planner.engine.option import OptionPlan
-from planner.engine.recommend import recommend
+from planner.engine.recommend import cost_deadline_hours, recommend
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
-from planner.inputs.scenario import Hardware, Scenario
+from planner.inputs.scenario import Constraints, Hardware, Scenario
 from planner.inputs.zoo_catalog import canonical_id
 from planner.vocab import GIB
 
@@ -53,7 +53,7 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                     raise InputError(source, exc.field, _model_label(scenario), exc.missing) from None
     rec = recommend(options, scenario.constraints, today)
     warnings: list[Note | str] = [*inputs.problems, *_plan_warnings(scenario, options, today)]
-    advice = _batch_advice(scenario, conv)
+    advice = _batch_advice(scenario, conv, ctx.work.dataset_rows if ctx.work else scenario.workload.dataset_samples)
     return Plan(
         scenario_name=scenario.name,
         options=tuple(options),
@@ -138,9 +138,9 @@ def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) ->
     try:
         work = sequences.sequence_work(scenario.workload, params=model.params, shape=model.transformer,
                                        seq_len=model.seq_len)
-    except ValueError as exc:
-        raise InputError(source, "workload.mean_tokens_per_sample", scenario.workload.mean_tokens_per_sample,
-                         str(exc)) from None
+    except sequences.SequenceFieldError as exc:
+        value = getattr(scenario.workload, exc.field.removeprefix("workload."))
+        raise InputError(source, exc.field, value, str(exc)) from None
     # Packed examples: the dataset counts in full sequences (training rows); unpacked, a row holds m real tokens.
     workload = scenario.workload if work is None else replace(scenario.workload, dataset_samples=work.dataset_rows)
     tokens_per_row = model.seq_len if work is None else round(work.tokens_per_row)
@@ -312,7 +312,7 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     # Each candidate rental is timed on its own hardware and the cheapest in total is billed (ties: the sooner):
     # by the hourly rate alone, slow 1-GPU rentals would win over a dearer node that finishes first.
     timed = [(b, *priced(b)) for b in billings]
-    billing, step, scale, c = min(timed, key=lambda t: (t[3].usd, t[3].hours))
+    billing, step, scale, c = min(timed, key=lambda t: _rental_preference(t[3], scenario.constraints))
     first = timed[0]
     if billing is not None and first[0] is not None and billing is not first[0]:
         notes.append(Note("billed_by_total", provider=billing.quote.provider, instance=billing.quote.instance,
@@ -327,6 +327,14 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=mem.fits, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, topology=topology, notes=tuple(dict.fromkeys(notes)))
+
+
+def _rental_preference(c: CostEstimate, constraints: Constraints) -> tuple[bool, float, float]:
+    """Among rentals of one option: those that meet the deadline at the scenario's confidence first (a cheaper but
+    slower rental must not cost the option its deadline), then the lowest total, then the sooner."""
+    misses = constraints.deadline_hours is not None and cost_deadline_hours(c, constraints.deadline_confidence) > \
+        constraints.deadline_hours
+    return misses, c.usd, c.hours
 
 
 def _trainable_fraction(model: ResolvedModel, scenario: Scenario) -> float:
@@ -670,16 +678,15 @@ def lr_reference_batch(scenario: Scenario) -> int | None:
     return min(batches, key=lambda b: (abs(math.log(b / t.global_batch)), b)) if batches else None
 
 
-def _batch_advice(scenario: Scenario, conv: ConvergenceEstimate) -> tuple[Note, ...]:
+def _batch_advice(scenario: Scenario, conv: ConvergenceEstimate, rows_per_epoch: int | None) -> tuple[Note, ...]:
     """The seeds' checklist when the batch moves from where the LR was tuned: the LR rule, its warm-up, the
     noise-scale optimum, and the critical-batch warning (convergence.lr_advice; ESTIMATION.md §4)."""
     t = scenario.training
     ref = lr_reference_batch(scenario)
     out: list[Note] = []
     if ref is not None and ref != t.global_batch:
-        rows = conv.samples / conv.epochs if conv.epochs else scenario.workload.dataset_samples
         out.extend(convergence.lr_advice(t.optimizer, ref, t.global_batch, conv.b_crit,
-                                         samples_per_epoch=rows))
+                                         samples_per_epoch=rows_per_epoch))
     out.extend(n for n in conv.notes if n.key == "past_b_crit")
     return tuple(out)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from planner.engine.estimates import PlanOption, Recommendation, cost_of
+from planner.engine.estimates import CostEstimate, PlanOption, Recommendation, cost_of
 from planner.engine.memory import TIGHT_HEADROOM
 from planner.inputs.scenario import Constraints
 from planner.vocab import PRECISION_PREFERENCE, QUOTE_MAX_AGE_DAYS
@@ -53,7 +53,11 @@ def option_risks(o: PlanOption, today: dt.date) -> tuple[str, ...]:
 
 def deadline_hours(o: PlanOption, confidence: str) -> float:
     """The hours that must meet the deadline: the range's high end at p90, the likely hours at p50."""
-    c = cost_of(o)
+    return cost_deadline_hours(cost_of(o), confidence)
+
+
+def cost_deadline_hours(c: CostEstimate, confidence: str) -> float:
+    """deadline_hours for one cost estimate (plan._option compares the rentals of one option with it)."""
     return c.hours_range[1] if confidence == "p90" else c.hours
 
 

@@ -23,6 +23,14 @@ from planner.engine.notes import Note
 from planner.inputs.scenario import TransformerShape, Workload
 
 
+class SequenceFieldError(ValueError):
+    """A token field that contradicts the model: `field` names it, str() says why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True)
 class SequenceWork:
     """What the workload's token fields change: the dataset in training rows, the rows' real tokens, and the
@@ -58,31 +66,32 @@ def padded_time_factor(params: int, shape: TransformerShape, *, padded_tokens: f
 
 def sequence_work(workload: Workload, *, params: int, shape: TransformerShape | None,
                   seq_len: int | None) -> SequenceWork | None:
-    """The workload's token fields worked out for this model; None when it has none. Raises ValueError with the
-    field to fix when they contradict the model (no sequence length, a mean above it)."""
+    """The workload's token fields worked out for this model; None when it has none. Raises SequenceFieldError
+    naming the field to fix when they contradict the model (no sequence length, a mean or padding above it)."""
     mean = workload.mean_tokens_per_sample
     if mean is None:
         return None
     if not seq_len:
-        raise ValueError("workload.mean_tokens_per_sample needs a model with a sequence length "
-                         "(model.transformer.seq_len)")
+        raise SequenceFieldError("workload.mean_tokens_per_sample", "a model with a sequence length "
+                                 "(model.transformer.seq_len) for a mean number of tokens per example")
     if mean > seq_len:
-        raise ValueError(f"workload.mean_tokens_per_sample ({mean:g}) is above the model's sequence length "
-                         f"{seq_len:,}: examples are cut at {seq_len:,} tokens; give the mean after truncation")
+        raise SequenceFieldError("workload.mean_tokens_per_sample",
+                                 f"at most the model's sequence length {seq_len:,} (examples are cut there; give "
+                                 "the mean after truncation)")
     if workload.packing:
         rows = (packed_sequences(workload.dataset_samples, mean_tokens=mean, seq_len=seq_len)
                 if workload.dataset_samples else None)
-        note = Note("packing_rows", examples=f"{workload.dataset_samples:,}" if workload.dataset_samples else "?",
-                    mean=f"{mean:,.0f}", seq=f"{seq_len:,}", rows=f"{rows:,}" if rows else "?")
+        note = Note("packing_rows", examples=workload.dataset_samples or "?", mean=float(mean), seq=seq_len,
+                    rows=rows or "?")
         return SequenceWork(dataset_rows=rows, tokens_per_row=float(seq_len), time_factor=1.0, notes=(note,))
     padded = workload.padded_tokens_per_sample or float(seq_len)
     if padded > seq_len:
-        raise ValueError(f"workload.padded_tokens_per_sample ({padded:g}) is above the model's sequence length "
-                         f"{seq_len:,}")
+        raise SequenceFieldError("workload.padded_tokens_per_sample",
+                                 f"at most the model's sequence length {seq_len:,}")
     factor = padded_time_factor(params, shape, padded_tokens=padded) if shape is not None else padded / seq_len
     waste = padding_waste_fraction(mean, padded)
     key = "padding_to_max" if workload.padded_tokens_per_sample is None else "padding_to_given"
-    note = Note(key, mean=f"{mean:,.0f}", padded=f"{padded:,.0f}", pct=round(100 * waste),
-                factor=f"{factor:.3g}", seq=f"{seq_len:,}")
+    note = Note(key, mean=float(mean), padded=float(padded), pct=round(100 * waste), factor=f"{factor:.3g}",
+                seq=seq_len)
     return SequenceWork(dataset_rows=workload.dataset_samples, tokens_per_row=mean, time_factor=factor,
                         notes=(note,))

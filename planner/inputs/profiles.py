@@ -228,14 +228,21 @@ def parse_price(data: Any, source: str, where: str = "prices[0]") -> PriceQuote:
     )
 
 
-def _parse_purchase(r: Reader) -> PurchasePrice | None:
-    """The optional `purchase:` block: usd > 0, kind, as_of date and a non-empty source, else an error naming it."""
+def _parse_purchase(r: Reader, *, devices_per_package: int) -> PurchasePrice | None:
+    """The optional `purchase:` block: usd > 0, kind, as_of date and a non-empty source, else an error naming it.
+
+    The planner divides `usd` by devices_per_package; a `*_per_gpu` kind is already a share per GPU, so the two
+    together would divide twice: refused (give the package's price with another kind)."""
     if r.data.get("purchase") is None:
         return None
     p = _keys(r.data["purchase"], _PURCHASE_KEYS, r.source, "purchase")
+    kind = p.choice("kind", PURCHASE_KINDS)
+    if kind.endswith("_per_gpu") and devices_per_package > 1:
+        raise p.fail("kind", kind, f"a price per package (list, street or msrp): this profile's package holds "
+                     f"{devices_per_package} devices and the planner divides by them")
     return PurchasePrice(
         usd=p.number("usd", minimum=0, exclusive_min=True, maximum=MAX_PURCHASE_USD, unit=" USD"),
-        kind=p.choice("kind", PURCHASE_KINDS),
+        kind=kind,
         as_of=p.date("as_of"),
         source=p.string("source"),  # a non-empty string: a URL, or repository@commit:path and row
     )
@@ -285,7 +292,7 @@ def parse_profile(data: dict, source: str) -> GpuProfile:
         tdp_w=r.number("tdp_w", minimum=10, maximum=2000, unit=" W"),
         devices_per_package=r.integer("devices_per_package", 1, minimum=1, maximum=16),
         prices=tuple(parse_price(p, source, f"prices[{i}]") for i, p in enumerate(prices)),
-        purchase=_parse_purchase(r),
+        purchase=_parse_purchase(r, devices_per_package=r.integer("devices_per_package", 1, minimum=1, maximum=16)),
         sources=r.string_list("sources", ()),
         notes=notes,
         path=source,

@@ -422,6 +422,9 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
             if r.has(key):
                 raise r.fail(key, r.data.get(key), "workload.mean_tokens_per_sample too (the mean tokens of one "
                              "example): packing and padding are worked out from it")
+    if workload.data_location is not None and workload.dataset_gb is None:
+        raise r.fail("dataset_gb", None, f"the dataset's size in GB too: data_location ({workload.data_location}) "
+                     "alone adds no data line")
     if workload.packing and workload.padded_tokens_per_sample is not None:
         raise r.fail("padded_tokens_per_sample", workload.padded_tokens_per_sample,
                      "no padded length with packing: true (packed sequences are full, there is no padding)")

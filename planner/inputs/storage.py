@@ -2,7 +2,8 @@
 GPUs, and moving it out of the provider where it lives today, costs (the plan's data line, issue 18).
 
 Each figure is cited with its product, the date its source states (null when the source gives none) and the
-source. Units: USD per GB-month (decimal GB, as providers bill) and USD per GB transferred out to the internet.
+source. Units: USD per GB-month and USD per GB transferred out to the internet, decimal GB; a price the provider
+states per GiB says `unit: GiB` and is converted here (1 GiB = 1.073741824 GB), so the planner works in GB.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from pathlib import Path
 
 from planner.inputs import loader
 from planner.inputs.check import Reader
+from planner.inputs.errors import InputError
 from planner.inputs.price_catalog import CATALOG_DIR, STORAGE_NAME
 
 SCHEMA = "trainplan.storage/1"
 STORAGE_PATH = CATALOG_DIR / STORAGE_NAME
 STORAGE_FILE = loader.FileKind("storage and egress price table (YAML)", "yaml", 1 * loader.MIB)
 MAX_USD_PER_GB = 100.0
+GB_PER_GIB = 2**30 / 1e9
+UNITS = ("GB", "GiB")
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,11 @@ def _date(r: Reader, key: str) -> dt.date | None:
     raise r.fail(key, value, "a date YYYY-MM-DD, or null when the source states none")
 
 
+def _per_gb(r: Reader) -> float:
+    """GB in the price's unit: 1 for GB, 1.073741824 for GiB (a per-GiB price / that = per GB)."""
+    return GB_PER_GIB if r.choice("unit", UNITS, "GB") == "GiB" else 1.0
+
+
 def load_storage(path: str | Path = STORAGE_PATH) -> StorageTable:
     """Read and check the table; InputError names the file and field of a bad value."""
     source = str(path)
@@ -99,16 +108,22 @@ def load_storage(path: str | Path = STORAGE_PATH) -> StorageTable:
         storage = egress = None
         s = p.sub("storage")
         if s is not None:
-            s.reject_unknown(("usd_per_gb_month", "product", "as_of", "source", "derived"))
-            storage = StoragePrice(usd_per_gb_month=s.number("usd_per_gb_month", minimum=0, maximum=MAX_USD_PER_GB),
+            s.reject_unknown(("usd_per_gb_month", "unit", "product", "as_of", "source", "derived"))
+            per = _per_gb(s)
+            storage = StoragePrice(usd_per_gb_month=s.number("usd_per_gb_month", minimum=0, maximum=MAX_USD_PER_GB)
+                                   / per,
                                    product=s.string("product"), as_of=_date(s, "as_of"), source=s.string("source"),
                                    derived=s.string("derived", ""))
         e = p.sub("egress")
         if e is not None:
-            e.reject_unknown(("usd_per_gb", "free_gb_per_month", "product", "as_of", "source", "derived"))
-            egress = EgressPrice(usd_per_gb=e.number("usd_per_gb", None, minimum=0, maximum=MAX_USD_PER_GB),
+            e.reject_unknown(("usd_per_gb", "unit", "free_gb_per_month", "product", "as_of", "source", "derived"))
+            per = _per_gb(e)
+            rate = e.number("usd_per_gb", None, minimum=0, maximum=MAX_USD_PER_GB)
+            egress = EgressPrice(usd_per_gb=rate / per if rate is not None else None,
                                  free_gb_per_month=e.number("free_gb_per_month", 0.0, minimum=0, maximum=1e9),
                                  product=e.string("product"), as_of=_date(e, "as_of"), source=e.string("source"),
                                  derived=e.string("derived", ""))
+        if str(name).lower() in providers:
+            raise InputError(source, f"providers.{name}", name, "each provider once (names are case-insensitive)")
         providers[str(name).lower()] = ProviderStorage(storage=storage, egress=egress)
     return StorageTable(providers=providers, path=source)

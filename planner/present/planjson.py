@@ -61,7 +61,7 @@ def option_to_dict(o: PlanOption) -> dict:
         "gpu_hours": _r(c.gpu_hours) if c else None,
         "cost_usd": _r(c.usd, 6) if c else None,
         "cost_usd_range": _pair(c.usd_range, 6) if c else None,
-        "data_cost_usd": _r(c.data_usd, 6) if c else None,
+        "data_cost_usd": _r(c.data_usd, 6) if c and c.data_usd is not None else None,
         "cost_local": ({"amount": _r(c.amount_in_currency, 6), "currency": c.currency,
                         "range": _pair(c.amount_range_in_currency, 6)} if c else None),
         "price": price,

@@ -79,7 +79,8 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
                step=fmt.sig(primary.step.step_time_s, locale) if primary.step else "—"),
         cost=t("summary.cost", locale, cost=cost_text(primary, locale), range=cost_range_text(primary, locale),
                price=fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—",
-               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1)),
+               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1))
+        + (" " + t("summary.cost_data", locale, data=fmt.money(c.data_usd, "USD", locale)) if c.data_usd else ""),
         deadline=deadline_sentence(plan, scenario, primary, locale),
         budget=budget_sentence(scenario, primary, locale),
         reason=reason_sentence(plan, scenario, primary, locale),
