@@ -42,11 +42,13 @@ from planner.inputs.errors import InputError
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
 from planner.inputs.resultfile import REPO_SOURCE, parse_result_text
 from planner.inputs.resultfile import SCHEMA as RESULT_SCHEMA
+from planner.inputs.shipped import RESULTS_DIR as SHIPPED_RESULTS_DIR
 from planner.inputs.zoo_catalog import load_catalog
 from planner.vocab import (
     DATA_PARALLELISMS,
     EFFECTIVE_PRECISIONS,
     MEMORY_MEANINGS,
+    MEMORY_UNIT_BYTES,
     PRECISIONS,
     STACKS,
     VERSION,
@@ -55,7 +57,7 @@ from planner.vocab import (
 SCHEMA = "trainplan.published-source/1"
 DEFAULT_ROOT = Path(__file__).resolve().parent / "published"  # raw/ excerpts and sources/ transcriptions
 # Where `build` writes the shipped corpus's result files (the planner scans results/ recursively).
-DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results" / "published"
+DEFAULT_OUT = SHIPPED_RESULTS_DIR / "published"
 # The corpus models the zoo does not build, for the planner to resolve by id (torch-free, next to the zoo catalog).
 DEFAULT_MODELS = Path(__file__).resolve().parent.parent / "planner" / "inputs" / "published_models.json"
 MODELS_SCHEMA = "trainplan.published-models/1"
@@ -78,7 +80,7 @@ PARALLELISMS = (*DATA_PARALLELISMS, "unknown")
 OOM_UNIT = "oom"
 # GiB = 2^30 bytes, GB = 10^9 bytes, bytes as printed, MiB = 2^20 bytes (a "MB" printed from bytes // 1024**2 or
 # bytes / 2**20, as NVML and torch.cuda memory prints usually are: the source's code says which).
-MEMORY_UNITS = ("gib_memory", "gb_memory", "bytes_memory", "mib_memory")
+MEMORY_UNITS = tuple(MEMORY_UNIT_BYTES)  # planner.vocab owns them and their bytes
 UNITS = ("samples_per_s", "images_per_s", "sequences_per_s", "tokens_per_s", "s_per_iteration", "ms_per_iteration",
          *MEMORY_UNITS, OOM_UNIT)
 # An out-of-memory token must say so: OOM / out of memory / out-of-memory, in any case ("-" or "n/a" do not).
@@ -438,15 +440,13 @@ def why_not_built(row: Row) -> str | None:
     f = row.fields
     if row.caveat is not None:
         return "caveat (not to be used)"
-    if row.unit == OOM_UNIT:
-        return OOM_NOT_BUILT
     if row.gpu_profile_id is None:
         return "GPU variant not published"
     if row.precision_effective not in PRECISIONS:
         return "effective precision unknown"
+    if row.unit == OOM_UNIT or row.unit in MEMORY_UNITS:
+        return _memory_row_unbuilt(row)
     if result_unit(row.unit, per_gpu=bool(f.get("per_gpu"))) is None:
-        if row.unit in MEMORY_UNITS:
-            return "memory figure (for the memory model)"
         return "a time per run or another unit (other:...), not a step time"
     if f.get("batch_per_gpu") is None:
         return "batch per GPU not published"
@@ -455,6 +455,22 @@ def why_not_built(row: Row) -> str | None:
     adapter = f.get("adapter")
     if adapter and adapter.get("method") not in ("lora", "qlora"):
         return "an adapter method the planner does not model (lora and qlora only)"
+    return None
+
+
+def _memory_row_unbuilt(row: Row) -> str | None:
+    """A memory figure or an out-of-memory outcome becomes a measurement only for one GPU with a known batch, the
+    planner's adapters, and (for a figure) a known counter: what a plan can match to one of its options exactly."""
+    f = row.fields
+    if row.gpu_count != 1:
+        return OOM_NOT_BUILT if row.unit == OOM_UNIT else "memory figure of a multi-GPU run (for the memory model)"
+    if f.get("batch_per_gpu") is None:
+        return "batch per GPU not published"
+    adapter = f.get("adapter")
+    if adapter and adapter.get("method") not in ("lora", "qlora"):
+        return "an adapter method the planner does not model (lora and qlora only)"
+    if row.unit in MEMORY_UNITS and (row.excerpt is None or row.excerpt.memory_meaning not in MEMORY_MEANINGS):
+        return "memory figure whose counter is not one the planner reports (for the memory model)"
     return None
 
 
@@ -525,25 +541,50 @@ def _result_file(rows: list[Row]) -> dict[str, Any]:
     }
 
 
+# Result-file field of each memory counter (planner.inputs.resultfile reads the same mapping).
+_MEMORY_FIELD = {"max_memory_allocated": "peak_allocated_bytes", "max_memory_reserved": "peak_reserved_bytes",
+                 "device_used": "device_used_bytes"}
+
+
+def _memory_fields(row: Row) -> dict[str, Any]:
+    """A memory row's status, its figure in bytes under its counter's field, and what it does not say."""
+    ex = row.excerpt
+    assert ex is not None
+    if row.unit == OOM_UNIT:
+        return {"status": "oom", "reason": f"ran out of memory (published: {row.value!r})",
+                "unmeasured": {"step_time_s": "the run ran out of memory"}}
+    assert ex.memory_meaning is not None
+    value = _number(row.value)
+    assert value is not None
+    return {"status": "ok", "reason": None, _MEMORY_FIELD[ex.memory_meaning]: value * MEMORY_UNIT_BYTES[row.unit],
+            "unmeasured": {"step_time_s": "a published memory figure: no time with it"}}
+
+
 def _measurement(row: Row) -> dict[str, Any]:
     f, ex = row.fields, row.excerpt
     assert ex is not None
     micro = int(f["batch_per_gpu"])
-    unit = result_unit(row.unit, per_gpu=bool(f.get("per_gpu")))
+    memory = row.unit == OOM_UNIT or row.unit in MEMORY_UNITS
+    unit = row.unit if memory else result_unit(row.unit, per_gpu=bool(f.get("per_gpu")))
     cited = REPO_SOURCE.match(ex.source)
     assert cited is not None
     line_source = f"{cited.group('repo')}@{cited.group('commit')}:{cited.group('path')}#L{f['line']}"
+    status = (_memory_fields(row) if memory else
+              {"status": "ok", "reason": None,
+               "unmeasured": {"step_time_s": f"published as {unit}; the reader derives the step time",
+                              "peak_allocated_bytes": "not published with this figure"}})
+    figure = None if row.unit == OOM_UNIT else {"value": _number(row.value), "unit": unit}
     return {
-        "source": "published", "precision": row.precision_effective, "batch_size": micro, "status": "ok",
-        "reason": None, "step_time_s": None,
-        "unmeasured": {"step_time_s": f"published as {unit}; the reader derives the step time",
-                       "peak_allocated_bytes": "not published with this figure"},
+        "source": "published", "precision": row.precision_effective, "batch_size": micro,
+        "status": status.pop("status"), "reason": status.pop("reason"), "step_time_s": None,
+        "unmeasured": status.pop("unmeasured"), **status,
         "provenance": {
             "kind": "published", "source": line_source, "sha256": ex.sha256, "lines": ex.lines,
             "retrieved": ex.retrieved, "stack": ex.stack, "framework": ex.framework,
             "precision_as_published": f["precision_as_published"], "precision_effective": row.precision_effective,
             "precision_reason": f["precision_reason"],
-            "published": {"value": _number(row.value), "unit": unit},  # _row refused what does not parse
+            **({"published": figure} if figure else {}),  # _row refused what does not parse
+            **({"memory_meaning": ex.memory_meaning} if memory and figure else {}),
             "excerpt": f"bench/published/{ex.raw}", "value_as_published": row.value,
             "gpu_name_as_published": f["gpu_name_as_published"],
         },

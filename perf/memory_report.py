@@ -40,11 +40,11 @@ from planner.engine.models import resolve_model  # noqa: E402
 from planner.engine.option import OptionPlan  # noqa: E402
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles  # noqa: E402
 from planner.inputs.scenario import parse_scenario  # noqa: E402
-from planner.vocab import GIB  # noqa: E402
+from planner.vocab import GIB, MEMORY_UNIT_BYTES  # noqa: E402
 
 CASES = ROOT / "perf" / "memory_cases.yaml"
 CORPUS = ROOT / "bench" / "published"
-UNIT_BYTES = {"gb_memory": 1e9, "gib_memory": 2.0**30, "mib_memory": 2.0**20, "bytes_memory": 1.0}
+UNIT_BYTES = MEMORY_UNIT_BYTES  # planner.vocab owns the conversion
 FIGURE_OF = {"max_memory_allocated": "allocated_peak", "max_memory_reserved": "reserved_peak",
              "device_used": "device_total"}
 TOLERANCE = {"allocated_peak": 0.05, "reserved_peak": 0.10, "device_total": 0.10}

@@ -103,9 +103,12 @@ EFFECTIVE_PRECISIONS: tuple[EffectivePrecision, ...] = (*PRECISIONS, "unknown")
 MemoryMeaning = Literal["max_memory_allocated", "max_memory_reserved", "device_used"]
 MEMORY_MEANINGS: tuple[MemoryMeaning, ...] = ("max_memory_allocated", "max_memory_reserved", "device_used")
 # Units a throughput or time is published in (kept as published; the planner converts once, when it reads it).
+# Memory figures as published (bench/published rows): GiB = 2^30 bytes, GB = 10^9, MiB = 2^20, bytes as printed.
+MEMORY_UNIT_BYTES: dict[str, float] = {"gib_memory": 2.0**30, "gb_memory": 1e9, "mib_memory": 2.0**20,
+                                       "bytes_memory": 1.0}
 PUBLISHED_UNITS: tuple[str, ...] = (
     "samples_per_s", "samples_per_s_per_gpu", "tokens_per_s", "tokens_per_s_per_gpu", "s_per_iteration",
-    "ms_per_iteration", "iterations_per_s", "tflops_per_s_per_gpu",
+    "ms_per_iteration", "iterations_per_s", "tflops_per_s_per_gpu", *MEMORY_UNIT_BYTES,
 )
 DataParallelism = Literal["none", "ddp", "fsdp", "zero1", "zero2", "zero3"]
 DATA_PARALLELISMS: tuple[DataParallelism, ...] = ("none", "ddp", "fsdp", "zero1", "zero2", "zero3")

@@ -61,6 +61,7 @@ OOM_LINE = "| 1 | TF32 | 512 | OOM |"
 
 def test_an_oom_row_is_checked_listed_and_counted(tmp_path):
     corpus = _corpus(tmp_path, OOM_LINE)
+    assert _cli(corpus, "build").returncode == 0  # the new row changes what the corpus builds
     done = _cli(corpus, "check")
     assert done.returncode == 0 and "3 rows in 1 sources" in done.stdout, done.stderr
     listed = _cli(corpus, "list").stdout
@@ -69,14 +70,19 @@ def test_an_oom_row_is_checked_listed_and_counted(tmp_path):
     assert "out-of-memory rows: 1 " in summary and "memory rows: 0 " in summary
 
 
-def test_an_oom_row_is_never_built(tmp_path):
+def test_a_one_gpu_oom_row_is_built_as_an_out_of_memory_outcome(tmp_path):
+    """A plan matches it to an option of exactly that configuration (planner.engine.published_memory): status
+    "oom", no figure, the token kept as printed."""
     corpus = _corpus(tmp_path, OOM_LINE)
-    shipped = (corpus / BUILT).read_bytes()
+    shipped = json.loads((corpus / BUILT).read_bytes())
     done = _cli(corpus, "build")
     assert done.returncode == 0, done.stderr
-    assert f"{OOM_NOT_BUILT} 1" in done.stdout and "wrote 1 result files" in done.stdout
-    assert (corpus / BUILT).read_bytes() == shipped  # the result file holds the one measurement it held before
-    assert len(json.loads(shipped)["measurements"]) == 1
+    assert OOM_NOT_BUILT not in done.stdout and "wrote 1 result files" in done.stdout
+    built = json.loads((corpus / BUILT).read_bytes())["measurements"]
+    assert built[:-1] == shipped["measurements"]
+    oom = built[-1]
+    assert (oom["status"], oom["batch_size"], oom["step_time_s"]) == ("oom", 512, None)
+    assert oom["provenance"]["value_as_published"] == "OOM" and "published" not in oom["provenance"]
     assert _cli(corpus, "check").returncode == 0
 
 
@@ -132,11 +138,16 @@ def test_a_memory_unit_needs_its_memory_meaning_and_is_a_memory_row(tmp_path, un
     done = _cli(corpus, "check")
     assert done.returncode == 2 and "excerpts[0].memory_meaning" in done.stderr, done.stderr
     _edit(corpus / SOURCE, "    notes: null", f"    memory_meaning: {meaning}\n    notes: null")
+    built = _cli(corpus, "build")
+    assert built.returncode == 0 and "memory figure" not in built.stdout, built.stdout
     done = _cli(corpus, "check")
     assert done.returncode == 0, done.stderr
     assert "memory rows: 1 " in _cli(corpus, "list", "--summary").stdout
-    built = _cli(corpus, "build")
-    assert built.returncode == 0 and "memory figure (for the memory model) 1" in built.stdout
+    figure = json.loads((corpus / BUILT).read_bytes())["measurements"][-1]
+    field = {"max_memory_reserved": "peak_reserved_bytes", "device_used": "device_used_bytes"}[meaning]
+    expected = {"bytes_memory": 38868615168.0, "mib_memory": 14949 * 2.0**20}[unit]
+    assert figure[field] == expected and figure["provenance"]["memory_meaning"] == meaning
+    assert figure["provenance"]["published"] == {"value": float(value.strip('"')), "unit": unit}
 
 
 def test_a_mib_memory_value_must_stand_on_its_line(tmp_path):
@@ -167,12 +178,13 @@ def shipped():
     return rows
 
 
-def test_shipped_oom_rows_are_never_built_and_say_their_batch(shipped):
+def test_shipped_oom_rows_are_built_for_one_gpu_and_say_their_batch(shipped):
     ooms = [r for r in shipped if r.unit == "oom"]
     assert len(ooms) >= 9
-    for r in ooms:
-        assert why_not_built(r) == OOM_NOT_BUILT
+    for r in ooms:  # one-GPU outcomes become measurements a plan can match; multi-GPU ones stay with the memory model
+        assert why_not_built(r) == (None if r.gpu_count == 1 else OOM_NOT_BUILT)
         assert r.fields["batch_per_gpu"] and r.fields["per_gpu"] is False and r.value == "OOM"
+    assert sum(why_not_built(r) is None for r in ooms) >= 7
 
 
 def _litgpt(rows, model_id, gpu, unit, batch, method="lora"):
@@ -219,7 +231,7 @@ def test_the_hf_single_gpu_guide_rows_are_nvml_mib_device_used(shipped):
     for line, r in rows.items():
         assert r.unit == "mib_memory" and r.gpu_profile_id == "v100-sxm2-16gb" and r.excerpt is not None
         assert "device_used" in (r.excerpt.notes or "") and r.fields["per_gpu"] is True
-        assert why_not_built(r) == "memory figure (for the memory model)"
+        assert why_not_built(r) == (None if r.fields["batch_per_gpu"] else "batch per GPU not published")
         assert (r.fields["batch_per_gpu"] is None) == (line in (87, 103))
     assert rows[173].fields["batch_per_gpu"] == 4 and rows[173].precision_effective == "fp32"
     assert rows[367].fields["batch_per_gpu"] == 1 and rows[367].fields["global_batch"] == 4

@@ -58,6 +58,12 @@ class MemoryEstimate:
     # False: nothing measured, traced or typed says the model's activations; the parts hold 0 for them, so the
     # total is a floor and `fits` can only say False (the floor alone is too big) or None (unknown).
     activations_known: bool = True
+    # A published run of exactly this configuration on this GPU (planner.engine.published_memory): "ran" or "oom"
+    # decides `fits`; its peak, counter and citation are kept beside the model's figures. None: nothing published.
+    published_outcome: str | None = None
+    published_label: str | None = None
+    published_figure: float | None = None
+    published_meaning: str | None = None
 
     PARTS = ("weights", "grads", "optimizer", "activations", "transients", "workspace", "fragmentation", "context",
              "nccl")
@@ -89,7 +95,10 @@ class MemoryEstimate:
 
     @property
     def fits(self) -> bool | None:
-        """Whether the device total fits the capacity; None when the activations are unknown and the rest fits."""
+        """Whether the device total fits the capacity; None when the activations are unknown and the rest fits. A
+        published run of exactly this configuration on this GPU decides instead: it ran, or it ran out of memory."""
+        if self.published_outcome is not None:
+            return self.published_outcome == "ran"
         if self.total > self.usable:
             return False
         return True if self.activations_known else None

@@ -5,10 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from planner.engine import calibration, convergence, cost, memory, scaling, sequences, steptime
+from planner.engine import (
+    calibration,
+    convergence,
+    cost,
+    memory,
+    published_memory,
+    scaling,
+    sequences,
+    steptime,
+)
 from planner.engine.estimates import (
     ActivationLine,
     ConvergenceEstimate,
@@ -90,6 +99,7 @@ class RooflineTerms:
     bandwidth_gb_per_s: float
     optimizer_s: float
     group: str
+    kernels: float = 0.0  # kernel launches of the micro-step (_kernels): × the per-op launch cost, added unscaled
 
 
 def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
@@ -104,7 +114,7 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
         bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
         optimizer_s=steptime.optimizer_step_s(ctx.trainable, scenario.training.optimizer,
                                               scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s),
-        group=calibration.arch_group(gpu))
+        group=calibration.arch_group(gpu), kernels=(_kernels(ctx, precision) or (0.0, ""))[0])
 
 
 def _fixed_option(scenario: Scenario, gpu: GpuProfile, *, precision: str, micro_batch: int,
@@ -154,7 +164,8 @@ def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) ->
                          f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
                          "epochs or tokens") from None
     lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
-    return _Context(scenario, inputs, model, trainable, conv, idx, lines, today, work)
+    return _Context(scenario, inputs, model, trainable, conv, idx, lines, today, work,
+                    published_memory.index_published_memory(inputs.results, model, scenario.training))
 
 
 @dataclass(frozen=True)
@@ -170,6 +181,8 @@ class _Context:
     lines: Mapping[str, Mapping[str, ActivationLine | None]]  # precision -> GPU id (or '*') -> line
     today: dt.date
     work: sequences.SequenceWork | None = None  # the workload's token fields (packing, padding), when given
+    # Published runs of exactly this configuration, by (GPU id, precision, micro-batch): they decide the verdict.
+    published_memory: Mapping[tuple[str, str, int], published_memory.PublishedMemory] = field(default_factory=dict)
 
 
 def _model_label(scenario: Scenario) -> object:
@@ -259,8 +272,10 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     candidates = (t.micro_batch,) if t.micro_batch else _divisors_desc(per_gpu)
 
     def memory_at(b: int) -> MemoryEstimate:
-        return memory.estimate_memory(ctx.model, t, replace(option, micro_batch=b, grad_accum=per_gpu // b),
-                                      line=line, workspace_gib=scenario.hardware.workspace_gib)
+        est = memory.estimate_memory(ctx.model, t, replace(option, micro_batch=b, grad_accum=per_gpu // b),
+                                     line=line, workspace_gib=scenario.hardware.workspace_gib)
+        published = ctx.published_memory.get((gpu.id, precision, b)) if n == 1 else None
+        return published_memory.decided_by(est, published) if published else est
 
     micro, mem = _largest_fitting(candidates, memory_at)
     option = replace(option, micro_batch=micro, grad_accum=per_gpu // micro)
@@ -416,7 +431,38 @@ def _default_mfu_micro(ctx: _Context, option: OptionPlan, flops: float) -> _Micr
               f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
     if used != precision:
         detail += f"; {precision} is assumed no slower than {used}"
-    return _Micro(t, Source("user" if model.mfu else "analytic", detail), (0.6 * t, 1.6 * t), None, False)
+    launch, launch_detail = _launch(ctx, precision)
+    t += launch
+    return _Micro(t, Source("user" if model.mfu else "analytic", detail + launch_detail), (0.6 * t, 1.6 * t), None,
+                  False)
+
+
+def _kernels(ctx: _Context, precision: str) -> tuple[float, str] | None:
+    """Kernel launches of one micro-step (forward + backward) and where the count comes from: the model's trace,
+    else per layer for a typed transformer shape (steptime.transformer_aten_ops); None when neither exists."""
+    traced = ctx.idx.aten_ops.get(precision)
+    if traced is not None:
+        return traced[0], f"{traced[0]:,.0f} traced aten ops in {traced[2]}"
+    shape = ctx.model.transformer
+    if shape is None:
+        return None
+    # recompute and frozen weights change the op count as they change the FLOPs (same op mix per layer)
+    factor = steptime.compute_factor(ctx.scenario.training.activation_checkpointing,
+                                     _trainable_fraction(ctx.model, ctx.scenario))
+    n = steptime.transformer_aten_ops(shape.layers, precision) * factor
+    return n, f"{n:,.0f} aten ops estimated for {shape.layers} transformer layers (per-layer count of the shipped traces)"
+
+
+def _launch(ctx: _Context, precision: str) -> tuple[float, str]:
+    """(seconds, detail) of the launch term kernels × launch cost (0 when the kernel count is unknown)."""
+    cal = ctx.inputs.calibration
+    per_op = cal.launch_s_per_op if cal is not None and cal.launch_s_per_op is not None else steptime.LAUNCH_S_PER_OP
+    kernels = _kernels(ctx, precision)
+    if kernels is None:
+        return 0.0, "; no launch term (no trace of the model and no transformer shape to count its kernels)"
+    seconds = steptime.launch_s(kernels[0], seconds_per_op=per_op)
+    return seconds, (f"; + {steptime.format_duration(seconds)} launch overhead: {kernels[1]} × "
+                     f"{per_op * 1e6:.3g} µs per op")
 
 
 # Band of a prior (an architecture without published runs in the calibration): the held-out range, widened by half.
@@ -435,7 +481,8 @@ def _calibrated(ctx: _Context, option: OptionPlan, flops: float, activation_byte
         if not peak:
             continue
         t, eff, known = calibration.calibrated_fwd_bwd_s(cal, gpu, used, flops=flops, peak_tflops=peak,
-                                                         activation_bytes=activation_bytes)
+                                                         activation_bytes=activation_bytes,
+                                                         launch_s=_launch(ctx, used)[0])
         if best is None or t < best[0]:
             best = (t, eff, known, used, peak)
     if best is None:
@@ -458,6 +505,7 @@ def _calibrated(ctx: _Context, option: OptionPlan, flops: float, activation_byte
         detail += f"; P is × {DUAL_ISSUE_FP32_FACTOR:g} the dual-issue fp32 peak of this architecture"
     if used != precision:
         detail += f"; {precision} is assumed no slower than {used}"
+    detail += _launch(ctx, used)[1]
     # Held-out errors e = predicted / published - 1 lie in [p10, p90], so the run lies in [t/(1+p90), t/(1+p10)].
     widen = 1.0 if known and not at_bound else PRIOR_BAND_WIDENING
     low = t / (1.0 + max(cal.residual_p90, 0.05) * widen)

@@ -37,6 +37,7 @@ from planner.vocab import (
 SCHEMA_V1 = "trainplan.bench/1"
 SCHEMA = "trainplan.bench/2"  # what every writer writes
 SCHEMAS = (SCHEMA_V1, SCHEMA)
+ATEN_OP_PHASES = ("forward", "backward", "optimizer")  # a traced row's aten_ops (bench/trace_core.py OP_PHASES)
 SOURCES = ("measured", "traced")  # /1
 SOURCES_V2 = PROVENANCE_KINDS  # /2 adds published (cited public figures)
 STATUSES = ("ok", "oom", "error", "skipped")
@@ -191,6 +192,8 @@ class Measurement:
     global_batch: int | None = None
     micro_batch: int | None = None
     batch_unit: str | None = None
+    # traced rows (bench trace): kernel-launching aten ops per phase (forward, backward, optimizer); {} when absent
+    aten_ops: Mapping = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -406,17 +409,18 @@ def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measure
     phases = _number_map(r, "phases_s", PHASES)
     breakdown = _number_map(r, "memory_breakdown_bytes", BREAKDOWN_PARTS)
     unmeasured = _reasons(r)
+    aten_ops = _number_map(r, "aten_ops", ATEN_OP_PHASES)
     loss_finite = m.get("loss_finite")
     if loss_finite is not None and not isinstance(loss_finite, bool):
         raise InputError(source, f"{path}.loss_finite", loss_finite, "true, false or null")
     extra: dict[str, Any] = {}
     if v2:
-        extra = {"noisy": _noisy(r, stats), "provenance": _provenance(r, src, precision, numbers),
+        extra = {"noisy": _noisy(r, stats), "provenance": _provenance(r, src, precision, numbers, status=status),
                  **_configuration(r, src)}
     return Measurement(
         source=src, precision=precision, batch_size=batch, status=status, reason=reason, step_time_s=stats,
         phases_s=_frozen(phases), memory_breakdown_bytes=_frozen(breakdown), mfu_peak_key=m.get("mfu_peak_key"),
-        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), **numbers, **extra,
+        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), aten_ops=_frozen(aten_ops), **numbers, **extra,
     )
 
 
@@ -522,7 +526,7 @@ def _noisy(r: Reader, stats: StepTimeStats | None) -> bool:
     return noisy
 
 
-def _provenance(r: Reader, kind: str, precision: str, numbers: Mapping) -> Provenance | None:
+def _provenance(r: Reader, kind: str, precision: str, numbers: Mapping, *, status: str = "ok") -> Provenance | None:
     p = r.sub("provenance")
     if p is None:
         if kind == "published":
@@ -564,7 +568,7 @@ def _provenance(r: Reader, kind: str, precision: str, numbers: Mapping) -> Prove
         raise p.fail("memory_meaning", None, "which counter the published memory figure is: "
                      + ", ".join(MEMORY_MEANINGS))
     figure = p.sub("published")
-    if figure is None and published:
+    if figure is None and published and status != "oom":  # an out-of-memory outcome publishes a word, not a figure
         raise p.fail("published", None, "the value and unit exactly as published: {value, unit}")
     retrieved = p.date("retrieved", None)
     if published and retrieved is None:

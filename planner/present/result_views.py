@@ -83,7 +83,7 @@ class PublishedRow:
     precision_as_published: str
     batch_per_gpu: int
     seq_len: int | None
-    value: float
+    value: float | None  # None for an out-of-memory outcome (unit "oom": the run ran out of memory)
     unit: str
     micro_step_ms: float | None
     planned: bool  # one GPU, no sharding: plans read it as a step time (multi-GPU rows are scaling data)
@@ -109,7 +109,7 @@ def published_rows(results: Sequence[ResultFile]) -> list[PublishedRow]:
     for r in results:
         for m in r.measurements:
             p = m.provenance
-            if m.source != "published" or p is None or p.published is None:
+            if m.source != "published" or p is None or (p.published is None and m.status != "oom"):
                 continue
             step = m.published_micro_step_s
             par = m.parallelism
@@ -120,7 +120,8 @@ def published_rows(results: Sequence[ResultFile]) -> list[PublishedRow]:
                 gpu_id=str(r.gpu_profile_id or "?"), gpu_name=str(r.environment.get("gpu_name") or "?"),
                 gpu_count=m.gpu_count or 1, parallelism=data, precision=m.precision,
                 precision_as_published=p.precision_as_published or m.precision, batch_per_gpu=m.batch_size,
-                seq_len=m.seq_len, value=p.published.value, unit=p.published.unit,
+                seq_len=m.seq_len, value=p.published.value if p.published else None,
+                unit=p.published.unit if p.published else "oom",
                 micro_step_ms=step * 1e3 if step else None,
                 planned=m.is_one_gpu and step is not None,
                 stack=p.stack or "?", retrieved=p.retrieved.isoformat() if p.retrieved else "?",

@@ -1,0 +1,104 @@
+"""Published memory outcomes that decide a plan's verdict (issue 16): a public run of exactly an option's
+configuration (GPU, model and sequence length, precision, micro-batch, adapter kind and rank, checkpointing, one
+GPU) that ran, or ran out of memory, settles whether the option fits; the model's figure is kept beside it.
+
+The figures come from `bench published build` (results/published): memory rows carry their counter
+(max_memory_allocated, max_memory_reserved or device_used, in the measurement's field for it) and out-of-memory
+rows have status "oom". A run that ran says "fits" whatever the model says; one that ran out of memory says "does
+not fit". Configurations that differ in anything above are never matched: a near miss is the memory model's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from planner.engine.estimates import MemoryEstimate, ResolvedModel
+from planner.engine.measurements import _file_applies, published_label
+from planner.engine.notes import Note
+from planner.vocab import GIB
+
+if TYPE_CHECKING:
+    from planner.inputs.resultfile import Measurement, ResultFile
+    from planner.inputs.scenario import Adapter, TrainingSetup
+
+RAN, OOM = "ran", "oom"
+# Adapter targets as the published stacks name them -> the planner's (vocab.ADAPTER_TARGETS).
+_TARGETS = {"query+value": "qv", "q_proj+v_proj": "qv", "qv": "qv", "attention": "attention",
+            "all_linear": "all_linear", "all-linear": "all_linear"}
+_FIELDS = {"max_memory_allocated": "peak_allocated_bytes", "max_memory_reserved": "peak_reserved_bytes",
+           "device_used": "device_used_bytes"}
+
+
+@dataclass(frozen=True)
+class PublishedMemory:
+    """One published outcome for (GPU, precision, micro-batch): it ran (with its peak under `meaning`) or not."""
+
+    outcome: str                 # RAN | OOM
+    figure_bytes: float | None   # the published peak (RAN with a figure), bytes
+    meaning: str | None          # which counter the figure is (vocab.MEMORY_MEANINGS)
+    label: str                   # where it stands: repo@commit:path#line (retrieved ...; file)
+
+
+def same_adapter(published: object, adapter: Adapter | None) -> bool:
+    """Whether a published run's adapter is the scenario's: both none, or the same kind, rank and targets."""
+    if adapter is None or not isinstance(published, Mapping):
+        return adapter is None and not published
+    targets = _TARGETS.get(str(published.get("targets") or "").lower())
+    return (published.get("kind") == adapter.kind and published.get("rank") == adapter.rank
+            and targets == adapter.targets)
+
+
+def _outcome(m: Measurement, label: str) -> PublishedMemory | None:
+    if m.status == "oom":
+        return PublishedMemory(OOM, None, None, label)
+    meaning = m.provenance.memory_meaning if m.provenance else None
+    figure = getattr(m, _FIELDS[meaning]) if meaning in _FIELDS else None
+    return PublishedMemory(RAN, float(figure), meaning, label) if m.ok and figure else None
+
+
+def index_published_memory(results: Sequence[ResultFile], model: ResolvedModel,
+                           training: TrainingSetup) -> dict[tuple[str, str, int], PublishedMemory]:
+    """(GPU id, precision, micro-batch) -> the published outcome of exactly the scenario's configuration on one GPU.
+
+    Several rows for one key: a run that ran outranks one that did not (a published run proves the fit; e.g. nf4
+    with and without double quantisation), and among runs the largest peak is kept."""
+    out: dict[tuple[str, str, int], PublishedMemory] = {}
+    for rf in results:
+        if rf.device != "cuda" or not rf.gpu_profile_id or _file_applies(rf, model, training) is not None:
+            continue
+        s = rf.settings
+        if bool(s.get("activation_checkpointing", False)) != training.activation_checkpointing \
+                or not same_adapter(s.get("adapter"), training.adapter):
+            continue
+        for m in rf.measurements:
+            if m.source != "published" or not m.is_one_gpu:
+                continue
+            found = _outcome(m, published_label(rf, m))
+            if found is None:
+                continue
+            key = (rf.gpu_profile_id, m.precision, m.micro_batch or m.batch_size)
+            held = out.get(key)
+            if held is None or _rank(found) > _rank(held):
+                out[key] = found
+    return out
+
+
+def _rank(p: PublishedMemory) -> tuple[bool, float]:
+    return p.outcome == RAN, p.figure_bytes or 0.0
+
+
+def decided_by(estimate: MemoryEstimate, published: PublishedMemory) -> MemoryEstimate:
+    """The estimate with the published outcome as its verdict, and a note saying whose figure decided it."""
+    ours = {"max_memory_allocated": estimate.allocated_peak, "max_memory_reserved": estimate.reserved_peak,
+            "device_used": estimate.device_total}.get(published.meaning or "", estimate.device_total)
+    if published.outcome == OOM:
+        note = Note("published_oom", source=published.label, ours=round(estimate.device_total / GIB, 1),
+                    capacity=round(estimate.capacity / GIB, 1))
+    else:
+        note = Note("published_ran", source=published.label, gib=round((published.figure_bytes or 0.0) / GIB, 1),
+                    counter=published.meaning or "?", ours=round(ours / GIB, 1))
+    return replace(estimate, published_outcome=published.outcome, published_label=published.label,
+                   published_figure=published.figure_bytes, published_meaning=published.meaning,
+                   notes=(note, *estimate.notes))
