@@ -9,9 +9,10 @@ import traceback
 from pathlib import Path
 
 from planner.inputs.errors import InputError
+from planner.inputs.shipped import bench_out_dir
 from planner.vocab import OPTIMIZERS, PRECISIONS
 
-DEFAULT_OUT = Path(__file__).resolve().parent.parent / "results"
+DEFAULT_OUT = bench_out_dir()  # the checkout's results/, or $TRAINPLAN_HOME/results when installed
 EXIT_INTERRUPTED = 130
 
 

@@ -25,11 +25,12 @@ from bench.cli_run import parse_model_options
 from bench.runinfo import command_line
 from bench.testing import FAULTS
 from planner.inputs.errors import InputError
+from planner.inputs.shipped import bench_out_dir
 from planner.vocab import OPTIMIZERS, PRECISIONS
 
 BACKENDS = ("auto", "nccl", "gloo")
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "results"
+DEFAULT_OUT = bench_out_dir()  # the checkout's results/, or $TRAINPLAN_HOME/results when installed
 DDP_BUCKET_MB = 25  # torch DistributedDataParallel's default bucket_cap_mb
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130

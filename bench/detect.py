@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from bench.telemetry import device_handle, load_nvml, static_info
+from planner.inputs.shipped import PROFILES_DIR as SHIPPED_PROFILES_DIR
 
 ADD_PROFILE_HINT = (
     "add a profile: gpu_profiles/<id>.yaml with nvml_names: [\"{name}\"] (README, section \"Adding a GPU\"), "
@@ -32,9 +33,8 @@ def profile_dirs(extra: list[str] | None = None) -> list[Path]:
     """The shipped gpu_profiles/ plus $TRAINPLAN_HOME/gpu_profiles, or the folders given with --profiles."""
     if extra:
         return [Path(d) for d in extra]
-    root = Path(__file__).resolve().parent.parent
     home = Path(os.environ.get("TRAINPLAN_HOME") or Path.home() / ".trainplan")
-    return [root / "gpu_profiles", home / "gpu_profiles"]
+    return [SHIPPED_PROFILES_DIR, home / "gpu_profiles"]
 
 
 def load_gpu_profiles(dirs: list[Path]) -> tuple[dict, list[str]]:

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.inputs import loader
+from planner.inputs import loader, shipped
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError, skipped
 from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, PEAK_KEYS, QUOTE_MAX_AGE_DAYS, RENTAL_TIERS
 
 SCHEMA = "trainplan.gpu/1"
-DEFAULT_PROFILES_DIR = Path(__file__).resolve().parents[2] / "gpu_profiles"
+DEFAULT_PROFILES_DIR = shipped.PROFILES_DIR
 
 ORIGINS = ("published", "user")
 VENDORS = ("nvidia", "amd", "intel", "google", "other")

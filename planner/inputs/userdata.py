@@ -7,15 +7,15 @@ from pathlib import Path
 
 import yaml
 
-from planner.inputs import loader
+from planner.inputs import loader, shipped
 from planner.inputs.atomic import atomic_write
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import PriceQuote, parse_price
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SHIPPED_RESULTS_DIR = PROJECT_ROOT / "results"
-SHIPPED_PROFILES_DIR = PROJECT_ROOT / "gpu_profiles"
-SHIPPED_SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
+PROJECT_ROOT = shipped.ROOT  # the checkout, or the installed data (planner.inputs.shipped)
+SHIPPED_RESULTS_DIR = shipped.RESULTS_DIR
+SHIPPED_PROFILES_DIR = shipped.PROFILES_DIR
+SHIPPED_SCENARIOS_DIR = shipped.SCENARIOS_DIR
 DEFAULT_SCENARIO = SHIPPED_SCENARIOS_DIR / "resnet50-imagenet.yaml"
 
 
