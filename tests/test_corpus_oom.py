@@ -187,9 +187,10 @@ def test_shipped_oom_rows_are_built_for_one_gpu_and_say_their_batch(shipped):
     assert sum(why_not_built(r) is None for r in ooms) >= 7
 
 
-def _litgpt(rows, model_id, gpu, unit, batch, method="lora"):
+def _litgpt(rows, model_id, gpu, unit, batch, method="lora", gpu_count=1):
     return [r for r in rows if r.source_slug == "litgpt-finetune-tables" and r.excerpt is not None
             and r.excerpt.model_id == model_id and r.gpu_profile_id == gpu and r.unit == unit
+            and r.gpu_count == gpu_count
             and r.fields["batch_per_gpu"] == batch and (r.fields.get("adapter") or {}).get("method") == method]
 
 
@@ -259,3 +260,18 @@ def test_a_model_shape_may_say_its_loss_head_norm_and_dropout(tmp_path):
     _edit(corpus / SOURCE, "loss: sequence", "loss: classification")
     done = _cli(corpus, "check")
     assert done.returncode == 2 and "model_shape.loss" in done.stderr, done.stderr
+
+
+def test_litgpt_a100_fsdp_lora_ran_on_4_gpus_and_oom_on_2(shipped):
+    """LitGPT's 'Finetuning with LoRA on Multiple GPUs' table (Fabric FSDP, A100 40GB): Llama 2 13B at micro-batch 1
+    ran on 4 GPUs (35.57 GB, rank 0's max_memory_allocated) and ran out of memory on 2; Falcon 40B ran out of memory
+    on 4. Same configuration fields apart from the GPU count (and the global batch, 128 per process)."""
+    (ran,) = _litgpt(shipped, "llama2_13b", "a100-sxm-40gb", "gb_memory", 1, gpu_count=4)
+    (oom,) = _litgpt(shipped, "llama2_13b", "a100-sxm-40gb", "oom", 1, gpu_count=2)
+    (falcon,) = _litgpt(shipped, "falcon_40b", "a100-sxm-40gb", "oom", 1, gpu_count=4)
+    assert (ran.value, ran.fields["line"], oom.fields["line"], falcon.fields["line"]) == ("35.57", 123, 119, 124)
+    for row in (ran, oom, falcon):
+        assert row.fields["parallelism"] == "fsdp" and row.excerpt is not None
+        assert row.excerpt.memory_meaning == "max_memory_allocated"
+    for key in ("precision_effective", "batch_per_gpu", "seq_len", "adapter", "parallelism"):
+        assert ran.fields[key] == oom.fields[key], key

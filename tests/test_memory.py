@@ -698,3 +698,26 @@ def test_fsdp_gathers_a_quantised_bases_root_at_its_own_dtype():
 
     assert gathered(True) - gathered(False) == pytest.approx((4 - 2) * root, rel=1e-6)
     assert gathered(False) > 2 * root  # the root alone at 16 bits, before any block
+
+
+def test_fsdp_with_adapters_in_mixed_units_keeps_the_frozen_bases_gradients():
+    """training.fsdp_frozen_grads (LitGPT/Fabric: LoRA inside each wrapped block, use_orig_params=True): "the gradient
+    memory usage will be ... equivalent to not freezing those parameters" (PyTorch FSDP docs) — sharded, or whole
+    under no_sync; only with FSDP and an adapter."""
+    from planner.engine.memory import fsdp_frozen_grad_params
+
+    model = ResolvedModel("llama2_7b", "decoder", 6_738_415_616, transformer=LLAMA2_7B)
+    lora = Adapter(kind="lora", rank=8, targets="qv")
+    base = TrainingSetup(global_batch=64, precisions=("bf16",), state_layout="pure_bf16", sharding="zero3",
+                         adapter=lora)
+    mixed = replace(base, fsdp_frozen_grads=True)
+    trainable = 4_194_304  # r 8 on q and v: 32 x 2 x 8 x (4096 + 4096)
+    assert fsdp_frozen_grad_params(model.params, trainable, mixed, 2) == model.params - trainable
+    assert fsdp_frozen_grad_params(model.params, trainable, mixed, 1) == 0  # one GPU: no FSDP
+    assert fsdp_frozen_grad_params(model.params, trainable, base, 2) == 0
+    assert fsdp_frozen_grad_params(model.params, trainable, replace(mixed, adapter=None), 2) == 0
+    one_step = option("bf16", 1, 1, 2, 40.0, "8.0")
+    with_frozen, without = estimate_memory(model, mixed, one_step), estimate_memory(model, base, one_step)
+    (note,) = [n for n in with_frozen.notes if n.key == "fsdp_frozen_grads"]
+    assert note.params["grads_gib"] == round(2 * model.params / 2 / GIB, 2)  # the base's bf16 gradients, sharded
+    assert with_frozen.total > without.total and not any(n.key == "fsdp_frozen_grads" for n in without.notes)

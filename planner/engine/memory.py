@@ -522,6 +522,16 @@ def fsdp_accumulated_grad_bytes(trainable: int, *, grad_bytes_per_param: float) 
     return grad_bytes_per_param * trainable
 
 
+def fsdp_frozen_grad_params(params: int, trainable: int, training: TrainingSetup, n_gpus: int) -> int:
+    """Frozen parameters FSDP still keeps gradients for: all of them when an adapter's trainable parameters share
+    FSDP units with the frozen base (training.fsdp_frozen_grads: use_orig_params=True; "the gradient memory usage
+    will be higher than expected (namely, equivalent to not freezing those parameters)", torch.distributed.fsdp
+    docs, FullyShardedDataParallel, note on freezing parameters); 0 otherwise."""
+    if not (training.fsdp_frozen_grads and is_fsdp(training, n_gpus) and training.adapter is not None):
+        return 0
+    return max(0, params - trainable)
+
+
 def is_fsdp(training: TrainingSetup, n_gpus: int) -> bool:
     """Sharded torch-layout training over N > 1 GPUs runs as PyTorch FSDP (zero2 SHARD_GRAD_OP, zero3 FULL_SHARD)."""
     return training.state_layout in FSDP_LAYOUTS and training.sharding in ("zero2", "zero3") and n_gpus > 1
@@ -655,9 +665,14 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
         notes.append(Note("zero3_layer_unknown"))
     no_sync = fsdp and training.fsdp_no_sync and option.grad_accum > 1
     accumulated = None
+    _, grad_per_param, _ = layout_bytes_per_param(layout, precision, training.optimizer)
+    frozen = fsdp_frozen_grad_params(params, trainable, training, n_gpus)
+    if frozen:
+        # FSDP keeps gradients for the frozen parameters its mixed units hold, sharded like the others.
+        states = replace(states, grads=states.grads + grad_per_param * frozen / n_gpus)
+        notes.append(Note("fsdp_frozen_grads", grads_gib=round(grad_per_param * frozen / n_gpus / GIB, 2)))
     if no_sync:
-        _, grad_per_param, _ = layout_bytes_per_param(layout, precision, training.optimizer)
-        accumulated = fsdp_accumulated_grad_bytes(trainable, grad_bytes_per_param=grad_per_param)
+        accumulated = fsdp_accumulated_grad_bytes(trainable + frozen, grad_bytes_per_param=grad_per_param)
         notes.append(Note("fsdp_no_sync_grads", grads_gib=round(accumulated / GIB, 2), k=option.grad_accum))
     gathered = fsdp_transient_bytes(model, training, precision=precision, n_gpus=n_gpus,
                                     grad_accum=option.grad_accum)

@@ -118,6 +118,10 @@ class TrainingSetup:
     # FSDP's no_sync() during gradient accumulation (LitGPT/Fabric no_backward_sync, Accelerate's accumulate):
     # gradients accumulate unsharded until the last micro-batch. False: reduce-scatter every micro-batch (FSDP2).
     fsdp_no_sync: bool = False
+    # FSDP units that mix frozen and trainable parameters (LoRA inside each wrapped block, which needs
+    # use_orig_params=True: LitGPT/Fabric): "the gradient memory usage will be ... equivalent to not freezing those
+    # parameters" (torch.distributed.fsdp docs). False: adapters wrapped apart (PEFT's FSDP policy) or FSDP2.
+    fsdp_frozen_grads: bool = False
     # The global batch the learning rate (and its warm-up) was tuned at: the plan says how to scale them to
     # global_batch. None: a reference run's batch when the workload has them, else no factor.
     lr_reference_batch: int | None = None
@@ -369,6 +373,7 @@ def _training(r: Reader) -> TrainingSetup:
         adapter=adapter,
         set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
         fsdp_no_sync=r.boolean("fsdp_no_sync", td["fsdp_no_sync"]),
+        fsdp_frozen_grads=r.boolean("fsdp_frozen_grads", td["fsdp_frozen_grads"]),
         lr_reference_batch=r.integer("lr_reference_batch", td["lr_reference_batch"], minimum=1, maximum=10**9),
     )
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
