@@ -48,6 +48,8 @@ def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["prices"]:
         return _run_prices(argv[1:])
+    if argv[:1] == ["actuals"]:
+        return _run_actuals(argv[1:])
     return _guarded(_run, build_parser().parse_args(argv))
 
 
@@ -243,4 +245,36 @@ def _prices_import(args: argparse.Namespace) -> int:
         _write_out(args.out, text)
     else:
         sys.stdout.write(text)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- python -m planner actuals list
+
+def _run_actuals(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m planner actuals",
+                                description="Recorded runs (trainplan.actual/1, the app's Runs page): each run's "
+                                            "prediction, what really happened and the error (actual / predicted - 1).")
+    sub = p.add_subparsers(dest="command", required=True)
+    ls = sub.add_parser("list", help="print the recorded runs with the error of each figure")
+    ls.add_argument("--folder", default=None, help="folder of recorded runs (default: $TRAINPLAN_HOME/actuals)")
+    return _guarded(_actuals_list, p.parse_args(argv))
+
+
+def _actuals_list(args: argparse.Namespace) -> int:
+    from planner.engine.actuals import run_errors
+    from planner.inputs.actuals import scan_actuals
+
+    runs, problems = scan_actuals(args.folder)
+    for problem in problems:  # a broken file is named and skipped; the others are listed
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    print(f"{'date':10}  {'option':28}  {'figure':11}  {'predicted':>11}  {'actual':>11}  {'error':>8}  range")
+    for run in runs:
+        for e in run_errors(run):
+            err = "—" if e.error is None else f"{100 * e.error:+.1f}%"
+            inside = {True: "inside", False: "outside", None: "—"}[e.inside]
+            pred = "—" if e.predicted is None else f"{e.predicted:.4g}"
+            print(f"{run.date.isoformat():10}  {run.option.option_id:28}  {e.figure:11}  {pred:>11}  "
+                  f"{e.actual:>11.4g}  {err:>8}  {inside}")
+    if not runs:
+        print("(no recorded runs)")
     return EXIT_OK

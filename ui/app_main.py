@@ -27,6 +27,8 @@ def main() -> None:
         st.Page(PAGES_DIR / "gpus_page.py", title=tr("app.nav.gpus"), icon=":material/memory:", url_path="gpus"),
         st.Page(PAGES_DIR / "report_page.py", title=tr("app.nav.report"), icon=":material/description:",
                 url_path="report"),
+        st.Page(PAGES_DIR / "actuals_page.py", title=tr("app.nav.runs"), icon=":material/fact_check:",
+                url_path="runs"),
     ]
     st.navigation(pages).run()
 
