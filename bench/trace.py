@@ -16,10 +16,11 @@ from typing import TypedDict
 
 from planner.inputs.errors import InputError
 from planner.inputs.resultfile import SCHEMA, parse_result, result_path, write_result_atomic
+from planner.inputs.shipped import bench_out_dir
 from planner.vocab import GIB, PRECISIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "results"
+DEFAULT_OUT = bench_out_dir()  # the checkout's results/, or $TRAINPLAN_HOME/results when installed
 SOURCE = "bench trace"
 
 CUDA_BEHAVIOURS = (
@@ -184,6 +185,8 @@ def _measurement(precision: str, batch: int, trace=None, error: str | None = Non
          "device_used_bytes": None, "memory_breakdown_bytes": dict(trace.breakdown) if trace else {},
          "achieved_tflops": None, "mfu": None, "gpu_util_pct": None, "power_w": None, "energy_j_per_step": None,
          "loss_finite": None, "grad_scaler_skips": None}
+    if trace and trace.aten_ops:
+        m["aten_ops"] = dict(trace.aten_ops)
     reasons = {
         "step_time_s": f"{no_device}, so there is no time to measure",
         "samples_per_s": no_device, "achieved_tflops": no_device, "mfu": no_device, "gpu_util_pct": no_device,
@@ -313,6 +316,9 @@ def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
             "still_differs": list(STILL_DIFFERS) if emulates == "cuda" else
             ["plain CPU semantics (--emulate cpu): a check of the tracer, not a CUDA prediction"],
             "notes": notes,
+            "aten_ops": "measurements[].aten_ops: aten ops dispatched per phase (forward, backward incl. any "
+                        "recompute, optimizer) that launch a kernel: views and bare allocations left out; a foreach "
+                        "op counts once. The planner's launch term multiplies them by a per-op launch cost",
         },
         "command": command_line(args),
         "requested": requested(_split(args.precision, "--precision", str, PRECISIONS),

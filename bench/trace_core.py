@@ -22,9 +22,22 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
 from bench.trace_cuda import CudaAutocast, DeviceGuardMode, DeviceRequestError, cuda_functional, sdpa_flops
+from planner.inputs.resultfile import ATEN_OP_PHASES
 
 CUDA_BLOCK_BYTES = 512  # the CUDA caching allocator rounds every request up to a multiple of 512 B
 _LOCAL_SCALAR = torch.ops.aten._local_scalar_dense.default
+# Ops that launch no kernel: views share storage, the empty family only allocates (the planner's launch term counts
+# the others, one per traced aten op: a foreach op that launches several kernels counts once).
+_NO_KERNEL = {torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
+              torch.ops.aten.empty_like.default, torch.ops.aten.new_empty.default,
+              torch.ops.aten.new_empty_strided.default, torch.ops.aten.lift_fresh.default}
+
+
+def launches_kernel(func) -> bool:
+    """Whether a dispatched op is counted as a kernel: an aten op (prim.device and other metadata queries are not),
+    not a view, not an allocation without a fill."""
+    return (getattr(func, "namespace", "") == "aten" and not getattr(func, "is_view", False)
+            and func not in _NO_KERNEL)
 
 
 class UntraceableModelError(Exception):
@@ -84,6 +97,7 @@ class StorageTracker(TorchDispatchMode):
         self.phase = "setup"
         self.recomputing = False
         self.flops = 0
+        self.ops = dict.fromkeys(ATEN_OP_PHASES, 0)  # traced aten ops that launch a kernel, per phase
         self.current = 0
         self.peak = 0
         self.static = {"weights": 0, "optimizer": 0}
@@ -129,6 +143,8 @@ class StorageTracker(TorchDispatchMode):
         out = func(*args, **kwargs)
         if self.phase == "setup":  # building the fake model and the optimizer state: registered as static
             return out
+        if self.phase in self.ops and launches_kernel(func):
+            self.ops[self.phase] += 1
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor):
                 self._track(t.untyped_storage())
@@ -188,6 +204,7 @@ class StepTrace:
     params: int
     trainable_params: int
     notes: list[str] = field(default_factory=list)
+    aten_ops: dict[str, int] = field(default_factory=dict)  # kernel-launching aten ops per phase (ATEN_OP_PHASES)
 
     @property
     def transients_bytes(self) -> int:
@@ -327,4 +344,5 @@ def run_traced_step(plan: StepPlan) -> StepTrace:
     return StepTrace(
         peak_bytes=tracker.peak, static_bytes=static, weights_bytes=tracker.static["weights"], grads_bytes=grads,
         optimizer_bytes=tracker.static["optimizer"], activations_bytes=activations, flops=tracker.flops,
-        params=sum(p.numel() for p in params), trainable_params=sum(p.numel() for p in trainable), notes=notes)
+        params=sum(p.numel() for p in params), trainable_params=sum(p.numel() for p in trainable), notes=notes,
+        aten_ops=dict(tracker.ops))

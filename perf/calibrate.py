@@ -25,24 +25,14 @@ sys.path.insert(0, str(ROOT / "perf"))
 import calibration_report as report  # noqa: E402
 
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
-from planner.engine.plan import roofline_terms  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
 from planner.inputs.resultfile import percentile, scan_results  # noqa: E402
 
 
 def samples_of(points, inputs: Inputs) -> list[Sample]:
-    out = []
-    for p in points:
-        terms = roofline_terms(report.scenario_for(p), inputs, gpu_id=p.gpu, precision=p.precision,
-                               micro_batch=p.micro_batch)
-        k = max(1, p.global_batch // p.micro_batch)
-        target = p.published_s - terms.optimizer_s / k  # the optimizer runs once per step, added apart
-        if terms.peak_tflops <= 0 or target <= 0:
-            continue
-        out.append(Sample(terms.group, p.precision, terms.flops / (terms.peak_tflops * 1e12),
-                          terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source))
-    return out
+    """The calibration's view of every point (calibration_report.sample_of), those it cannot read left out."""
+    return [s for s in (report.sample_of(p, inputs) for p in points) if s is not None]
 
 
 def fitted_text(fitted_on: str) -> str:

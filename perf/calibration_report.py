@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from planner.engine import steptime  # noqa: E402
 from planner.engine.calibration import Sample, calibrated_fwd_bwd_s, calibration_of  # noqa: E402
 from planner.engine.plan import roofline_terms, step_estimate  # noqa: E402
 from planner.inputs.calibration import StepCalibration  # noqa: E402
@@ -146,7 +147,7 @@ def sample_of(p: Point, inputs: Inputs) -> Sample | None:
     if terms.peak_tflops <= 0 or target <= 0:
         return None
     return Sample(terms.group, p.precision, terms.flops / (terms.peak_tflops * 1e12),
-                  terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source)
+                  terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source, kernels=terms.kernels)
 
 
 def run(results: Sequence[ResultFile], inputs: Inputs) -> tuple[list[Point], dict[str, list[Prediction]]]:
@@ -305,7 +306,8 @@ def llm_check(results: Sequence[ResultFile], inputs: Inputs) -> list[str]:
                 continue
             predicted, _, _ = calibrated_fwd_bwd_s(cal, gpu, m.precision, flops=terms.flops,
                                                    peak_tflops=terms.peak_tflops,
-                                                   activation_bytes=terms.activation_bytes)
+                                                   activation_bytes=terms.activation_bytes,
+                                                   launch_s=steptime.launch_s(terms.kernels))
             old = terms.flops / (terms.peak_tflops * 1e12 * 0.30)
             rows.append((point.source, predicted / t - 1.0, old / t - 1.0))
     if not rows:

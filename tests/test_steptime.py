@@ -308,3 +308,122 @@ def test_format_duration():
     assert st.format_duration(0.041) == "41 ms"
     assert st.format_duration(0.00123) == "1.23 ms"
     assert st.format_duration(2.5) == "2.5 s"
+
+
+# ---------------------------------------------------------------- launch floor, micro-batch monotonicity (issue 15)
+
+def test_launch_time_is_kernels_times_the_cited_per_op_cost():
+    # 46 traced bf16 aten ops (small_cnn forward + backward, results/traced/) × 5 µs = 0.23 ms
+    assert st.launch_s(46) == pytest.approx(46 * 5e-6)
+    assert st.LAUNCH_S_PER_OP == 5e-6
+    with pytest.raises(ValueError):
+        st.launch_s(-1)
+
+
+def test_transformer_op_count_per_layer_reproduces_the_traces_it_was_read_from():
+    # fixed + per layer × layers: the mean of the GPT-2 and BERT pairs, so each trace is within its half-difference
+    for layers, traced in ((12, 393), (24, 765), (12, 518), (24, 998)):  # fp32 GPT-2, GPT-2 medium, BERT b/l
+        assert st.transformer_aten_ops(layers, "fp32") == pytest.approx(traced, rel=0.2)
+    assert st.transformer_aten_ops(12, "bf16") > st.transformer_aten_ops(12, "fp32")  # autocast's casts
+
+
+def _monotone_in_batch(times_by_batch: dict[int, float]) -> None:
+    """Step time never falls as the micro-batch grows, and time per sample never rises."""
+    batches = sorted(times_by_batch)
+    for a, b in zip(batches, batches[1:], strict=False):
+        ta, tb = times_by_batch[a], times_by_batch[b]
+        assert tb >= ta * (1 - 1e-12), (a, ta, b, tb)
+        assert tb / b <= ta / a * (1 + 1e-12), (a, ta, b, tb)
+
+
+BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def test_interpolated_and_extrapolated_times_are_monotone_in_the_micro_batch():
+    # noisy measured points (not on one line): every batch that is not itself measured reads the fit
+    series = st.time_series(points((32, 0.030), (64, 0.049), (128, 0.101), (256, 0.190)))
+    measured = {32, 64, 128, 256}
+    _monotone_in_batch({b: st.measured_micro_step(series, b)[0] for b in BATCHES if b not in measured})
+    one = st.time_series(points((64, 0.05)))  # one batch: proportional
+    _monotone_in_batch({b: st.measured_micro_step(one, b)[0] for b in BATCHES})
+
+
+def test_transferred_times_are_monotone_in_the_micro_batch():
+    series = st.time_series(points((32, 0.030), (64, 0.049), (128, 0.101), (256, 0.190)))
+    times = {}
+    for b in BATCHES:
+        t_a = st.measured_micro_step(series, b)[0]
+        times[b] = st.transfer_micro_step(t_a, t0_s=min(series.line[0], t_a),
+                                          flops_per_step=RN50_FLOPS_PER_SAMPLE * b, **A100_TO_H100)[0]
+    _monotone_in_batch(times)
+
+
+# Plan-level: the shipped inputs (published corpus + the zoo's traces), one GPU, global batch = micro-batch.
+
+@pytest.fixture(scope="module")
+def corpus():
+    from pathlib import Path
+
+    from planner.inputs.folders import load_inputs
+    root = Path(__file__).resolve().parent.parent
+    return load_inputs([root / "results" / "published", root / "results" / "traced"], include_user_data=False)
+
+
+def _step(corpus, model: str, gpu: str, batch: int, *, precision: str = "bf16", optimizer: str = "adamw",
+          results=None):
+    import dataclasses
+
+    from planner.engine.plan import step_estimate
+    from planner.inputs.scenario import parse_scenario
+    scenario = parse_scenario({
+        "schema": "trainplan.scenario/1", "name": "monotone", "model": {"name": model},
+        "training": {"global_batch": batch, "micro_batch": batch, "precisions": [precision], "optimizer": optimizer},
+        "workload": {"dataset_samples": 1000, "epochs": 1}, "hardware": {"gpus": [gpu], "gpu_counts": [1]}}, "t")
+    inputs = corpus if results is None else dataclasses.replace(corpus, results=results)
+    return step_estimate(scenario, inputs, gpu_id=gpu, precision=precision, micro_batch=batch)
+
+
+def test_a_tiny_model_has_a_per_step_floor_of_its_kernel_launches(corpus):
+    # small_cnn (CIFAR-sized, 0.5 M parameters) at 32 per GPU on an H100: the roofline alone says microseconds; the
+    # host cannot launch its traced kernels faster than ops × 5 µs. bf16 takes the best of bf16/tf32/fp32, so the
+    # floor is the smallest traced count (fp32: 27 forward+backward ops, results/traced/small-cnn-*.json).
+    step = _step(corpus, "small_cnn", "h100-sxm-80gb", 32, optimizer="sgd_momentum")
+    assert step.source.kind == "analytic"
+    assert step.micro_step_time_s >= 27 * st.LAUNCH_S_PER_OP
+    assert "traced aten ops" in step.source.detail
+    # 200 epochs of CIFAR-10 (50,000 images) at 32: tens of seconds at least, not the 2.5 s the roofline alone gave
+    assert 200 * 50_000 / 32 * step.step_time_s > 40
+
+
+def test_resnet50_at_32_per_gpu_is_bound_by_its_launches_without_measurements(corpus):
+    traced_only = tuple(r for r in corpus.results if r.is_traced)
+    step = _step(corpus, "resnet50", "h100-sxm-80gb", 32, optimizer="sgd_momentum", results=traced_only)
+    assert step.source.kind == "analytic"
+    assert step.micro_step_time_s >= 408 * st.LAUNCH_S_PER_OP  # fp32's traced count, the smallest (≈ 2 ms)
+
+
+@pytest.mark.parametrize(("model", "gpu", "optimizer", "kind"), [
+    ("small_cnn", "h100-sxm-80gb", "sgd_momentum", "analytic"),  # launch floor, then the roofline
+    ("gpt2", "a100-sxm-80gb", "adamw", "analytic"),  # traced op count, activation traffic
+    ("resnet50", "l4-24gb", "sgd_momentum", "transferred"),  # several published GPUs combined
+    ("bert_large_squad", "l4-24gb", "adamw", "transferred"),  # ops per layer from the typed shape
+])
+def test_plan_step_time_is_monotone_in_the_micro_batch(corpus, model, gpu, optimizer, kind):
+    steps = {b: _step(corpus, model, gpu, b, optimizer=optimizer) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
+    assert {s.source.kind for s in steps.values()} == {kind}
+    _monotone_in_batch({b: s.step_time_s for b, s in steps.items()})
+
+
+def test_a_transfer_combines_every_published_gpu_weighted_by_distance(corpus):
+    from planner.engine.plan import combined_seconds, transfer_weight
+
+    step = _step(corpus, "resnet50", "l4-24gb", 256, optimizer="sgd_momentum")
+    detail = step.source.detail
+    assert step.source.kind == "transferred" and "weighted geometric mean of" in detail
+    assert "NVIDIA A100" in detail and "NVIDIA H100" in detail and "weight" in detail
+    # the nearer GPU weighs more; a source within the target's architecture group twice as much
+    near = transfer_weight(peak_ratio=1.2, bandwidth_ratio=1.1, same_group=False)
+    far = transfer_weight(peak_ratio=8.0, bandwidth_ratio=10.0, same_group=False)
+    assert near > far and transfer_weight(peak_ratio=1.2, bandwidth_ratio=1.1, same_group=True) == 2 * near
+    assert combined_seconds([1.0, 4.0], [1.0, 1.0]) == pytest.approx(2.0)  # geometric, not arithmetic
+    assert combined_seconds([1.0, 4.0], [3.0, 1.0]) == pytest.approx(4.0 ** 0.25)

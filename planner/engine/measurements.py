@@ -45,6 +45,9 @@ class MeasurementIndex:
     # Published figures (results/published/) by (gpu id, precision): one series per file (one source's
     # consistent set), used only where no bench run measured that GPU and precision.
     published: dict[tuple[str, str], tuple[TimeSeries, ...]] = field(default_factory=dict)
+    # Kernel-launching aten ops of one training step, by precision, from the newest applicable trace (bench trace):
+    # (forward + backward, optimizer) and the trace's label. The analytic step time's launch term reads them.
+    aten_ops: dict[str, tuple[float, float, str]] = field(default_factory=dict)
 
     def gpus_with_times(self, precision: str) -> list[str]:
         return sorted({g for (g, p), pts in self.times.items() if p == precision and pts}
@@ -65,15 +68,6 @@ class MeasurementIndex:
             return None
         return min(files, key=lambda s: (min(abs(math.log(b / micro_batch)) for b in s.batches), -len(s.points),
                                          s.labels))
-
-    def transfer_rank(self, gpu_id: str, precision: str, micro_batch: int) -> tuple[bool, float, int]:
-        """Sort key for the GPU to transfer a time from: a bench run before a published figure, then the series
-        whose batches come closest to `micro_batch` (an exact batch first), then the one with more points."""
-        s = self.series_at(gpu_id, precision, micro_batch)
-        if s is None or not s.points:
-            return (True, math.inf, 0)
-        return (self.is_published(gpu_id, precision), min(abs(math.log(b / micro_batch)) for b in s.batches),
-                -len(s.points))
 
 
 def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> str | None:
@@ -123,15 +117,41 @@ def _published_time(rf: ResultFile, m: Measurement) -> TimePoint | None:
     return TimePoint(m.batch_size, t, published_label(rf, m), None, "published") if t else None
 
 
+def _trace_key(rf: ResultFile) -> tuple[str, ...]:
+    """Traces of one model that answer the same scenarios: a newer one supersedes an older one."""
+    s = rf.settings
+    return (canonical_id(rf.model_name)[0], str(s.get("attention") or "sdpa"),
+            str(bool(s.get("activation_checkpointing", False))), str(s.get("optimizer") or "adamw"),
+            str(s.get("optimizer_impl") or "foreach"), str(s.get("frozen_fraction") or 0.0), str(s.get("adapter")))
+
+
+def _newest_traces(results: Sequence[ResultFile]) -> dict[tuple[str, ...], str]:
+    """The newest trace's path per _trace_key (ties: the later path)."""
+    newest: dict[tuple[str, ...], ResultFile] = {}
+    for rf in sorted((r for r in results if r.is_traced), key=lambda r: (r.created_utc, r.path)):
+        newest[_trace_key(rf)] = rf
+    return {k: rf.path for k, rf in newest.items()}
+
+
+def _read_aten_ops(idx: MeasurementIndex, rf: ResultFile, m: Measurement) -> None:
+    ops = m.aten_ops
+    if m.source == "traced" and ops.get("forward") and ops.get("backward") and m.precision not in idx.aten_ops:
+        idx.aten_ops[m.precision] = (float(ops["forward"]) + float(ops["backward"]),
+                                     float(ops.get("optimizer") or 0.0), rf.label)
+
+
 def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                        training: TrainingSetup) -> MeasurementIndex:
     idx = MeasurementIndex()
+    newest_trace = _newest_traces(results)
     # Published points by (gpu, precision), then by file (a series never mixes two sources).
     published: dict[tuple[str, str], dict[str, list[TimePoint]]] = defaultdict(lambda: defaultdict(list))
     for rf in sorted(results, key=lambda r: r.created_utc):
         if canonical_id(rf.model_name)[0] != model.name:  # a file under an old id ('llama') is the same model
             continue
         why_not = _file_applies(rf, model, training)
+        if not why_not and rf.is_traced and newest_trace.get(_trace_key(rf), rf.path) != rf.path:
+            why_not = f"superseded by the newer trace {Path(newest_trace[_trace_key(rf)]).name}"
         if why_not:
             idx.skipped.append(f"{rf.label}: not used ({why_not})")
             continue
@@ -156,6 +176,8 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         for m in rf.measurements:
             if not m.ok:
                 continue
+            if times_apply and (model.transformer is None or file_eager == (model.attention == "eager")):
+                _read_aten_ops(idx, rf, m)  # ops of the scenario's own checkpointing and attention
             if m.source == "published" and gpu and times_apply:
                 point = _published_time(rf, m)
                 if point:

@@ -432,7 +432,7 @@ def _default_mfu_micro(ctx: _Context, option: OptionPlan, flops: float) -> _Micr
     if used != precision:
         detail += f"; {precision} is assumed no slower than {used}"
     launch, launch_detail = _launch(ctx, precision)
-    t += launch
+    t = calibration.launch_bound_s(t, launch)
     return _Micro(t, Source("user" if model.mfu else "analytic", detail + launch_detail), (0.6 * t, 1.6 * t), None,
                   False)
 
@@ -454,15 +454,15 @@ def _kernels(ctx: _Context, precision: str) -> tuple[float, str] | None:
 
 
 def _launch(ctx: _Context, precision: str) -> tuple[float, str]:
-    """(seconds, detail) of the launch term kernels × launch cost (0 when the kernel count is unknown)."""
+    """(seconds, detail) of the launch floor kernels × launch cost (0 when the kernel count is unknown)."""
     cal = ctx.inputs.calibration
     per_op = cal.launch_s_per_op if cal is not None and cal.launch_s_per_op is not None else steptime.LAUNCH_S_PER_OP
     kernels = _kernels(ctx, precision)
     if kernels is None:
         return 0.0, "; no launch term (no trace of the model and no transformer shape to count its kernels)"
     seconds = steptime.launch_s(kernels[0], seconds_per_op=per_op)
-    return seconds, (f"; + {steptime.format_duration(seconds)} launch overhead: {kernels[1]} × "
-                     f"{per_op * 1e6:.3g} µs per op")
+    return seconds, (f"; never below {steptime.format_duration(seconds)}, the host's kernel launches: {kernels[1]} "
+                     f"× {per_op * 1e6:.3g} µs per op")
 
 
 # Band of a prior (an architecture without published runs in the calibration): the held-out range, widened by half.
@@ -585,42 +585,96 @@ def _sibling_reason(gpu: GpuProfile, precision: str, used: str) -> str:
             f"({gpu.peak_tflops_for(precision):g} TFLOP/s)")
 
 
+@dataclass(frozen=True)
+class _Transfer:
+    """One source GPU's transferred micro-step (steptime.transfer_micro_step) and what it rests on."""
+
+    seconds: float
+    ratio_band: tuple[float, float]
+    weight: float
+    detail: str
+    optimizer_s: float | None
+    used: tuple[TimePoint, ...]
+
+
+def _transfer_from(ctx: _Context, option: OptionPlan, other: GpuProfile, precision: str, flops: float,
+                   peak_b: float) -> _Transfer | None:
+    gpu, idx = option.gpu, ctx.idx
+    peak_a = _transfer_peak(other, precision)
+    pts = idx.series_at(other.id, precision, option.micro_batch)
+    src = steptime.measured_micro_step(pts, option.micro_batch) if pts is not None and peak_a else None
+    if pts is None or not peak_a or not src:
+        return None
+    t_a, src_source, _band = src
+    t0 = pts.line[0] if pts.line is not None else 0.0
+    t_b, band = steptime.transfer_micro_step(
+        t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
+        bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
+    opt_a = pts.optimizer_s
+    opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
+    weight = transfer_weight(peak_ratio=peak_a / peak_b,
+                             bandwidth_ratio=other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s,
+                             same_group=calibration.arch_group(other) == calibration.arch_group(gpu))
+    return _Transfer(t_b, band, weight, f"{other.name} ({src_source.kind}: {src_source.detail})", opt_b,
+                     steptime.points_used(pts, option.micro_batch))
+
+
+def transfer_weight(*, peak_ratio: float, bandwidth_ratio: float, same_group: bool) -> float:
+    """A source GPU's weight in the combined transfer: the closer its peak and bandwidth to the target's, the more
+    (1 / (1 + |ln peak ratio| + |ln bandwidth ratio|)), twice as much within the target's architecture group.
+    Independent of the micro-batch, so the combination keeps each source's monotonicity in it."""
+    distance = abs(math.log(peak_ratio)) + abs(math.log(bandwidth_ratio))
+    return (2.0 if same_group else 1.0) / (1.0 + distance)
+
+
+def combined_seconds(values: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted geometric mean: errors of a transfer are ratios, so sources combine in log space."""
+    total = sum(weights)
+    return math.exp(sum(w * math.log(v) for v, w in zip(values, weights, strict=True)) / total)
+
+
 def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str | None = None) -> _Micro | None:
-    """Transfer a measured (else published) time from another GPU (ESTIMATION.md §2), at `precision` (default the
-    option's; its same-speed sibling when the option's has no points anywhere)."""
+    """Transfer measured (else published) times from other GPUs (ESTIMATION.md §2), at `precision` (default the
+    option's; its same-speed sibling when the option's has no points anywhere): every GPU with points of the best
+    kind (bench runs before published figures) gives a transferred time, combined by combined_seconds with
+    transfer_weight; the detail names each source GPU and its weight."""
     gpu, idx = option.gpu, ctx.idx
     precision = precision or option.precision
     peak_b = _transfer_peak(gpu, precision)
     if not flops or not peak_b:
         return None
-    for other_id in sorted(idx.gpus_with_times(precision),
-                           key=lambda g: (*idx.transfer_rank(g, precision, option.micro_batch), g)):
+    published_only = all(idx.is_published(g, precision) for g in idx.gpus_with_times(precision) if g != gpu.id)
+    sources: list[_Transfer] = []
+    for other_id in sorted(idx.gpus_with_times(precision)):
         other = ctx.inputs.profiles.get(other_id)
-        peak_a = _transfer_peak(other, precision) if other is not None else None
-        if other is None or other.id == gpu.id or not peak_a:
+        if other is None or other.id == gpu.id or (idx.is_published(other_id, precision) and not published_only):
             continue
-        pts = idx.series_at(other_id, precision, option.micro_batch)
-        if pts is None:
-            continue
-        src = steptime.measured_micro_step(pts, option.micro_batch)
-        if not src:
-            continue
-        t_a, src_source, _band = src
-        t0 = pts.line[0] if pts.line is not None else 0.0
-        t_b, band = steptime.transfer_micro_step(
-            t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
-            bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
-        ratio_band = band
-        band = _transfer_band(ctx, t_b, band)
-        opt_a = pts.optimizer_s
-        opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
-        detail = f"from {other.name} ({src_source.kind}: {src_source.detail})"
-        if precision != option.precision:
-            detail = f"{_sibling_reason(gpu, option.precision, precision)}; {detail}"
-        meaning = "p10-p90" if band != ratio_band else "assumed"
-        return _Micro(t_b, Source("transferred", detail), band, opt_b, True,
-                      steptime.points_used(pts, option.micro_batch), band_meaning=meaning, precision_used=precision)
-    return None
+        got = _transfer_from(ctx, option, other, precision, flops, peak_b)
+        if got is not None:
+            sources.append(got)
+    if not sources:
+        return None
+    weights = [s.weight for s in sources]
+    t_b = combined_seconds([s.seconds for s in sources], weights)
+    ratio_band = (combined_seconds([s.ratio_band[0] for s in sources], weights),
+                  combined_seconds([s.ratio_band[1] for s in sources], weights))
+    launch = _launch(ctx, precision)[0]  # a run of short kernels is bound by the host's launches on any GPU
+    t_b = calibration.launch_bound_s(t_b, launch)
+    ratio_band = (min(calibration.launch_bound_s(ratio_band[0], launch), t_b),
+                  max(calibration.launch_bound_s(ratio_band[1], launch), t_b))
+    band = _transfer_band(ctx, t_b, ratio_band)
+    opts = [s.optimizer_s for s in sources if s.optimizer_s]
+    share = sum(weights)
+    detail = "from " + "; ".join(f"{s.detail}, weight {s.weight / share:.2f}" for s in sources) if len(sources) > 1 \
+        else f"from {sources[0].detail}"
+    if len(sources) > 1:
+        detail = f"weighted geometric mean of {len(sources)} GPUs' transfers ({detail})"
+    if precision != option.precision:
+        detail = f"{_sibling_reason(gpu, option.precision, precision)}; {detail}"
+    meaning = "p10-p90" if band != ratio_band else "assumed"
+    used = tuple(p for s in sources for p in s.used)
+    return _Micro(t_b, Source("transferred", detail), band, combined_seconds(opts, [1.0] * len(opts)) if opts else None,
+                  True, used, band_meaning=meaning, precision_used=precision)
 
 
 def _step(ctx: _Context, option: OptionPlan, activation_bytes: float | None = None, *,

@@ -76,6 +76,38 @@ def dequant_s(quantized_params: int, bandwidth_gb_s: float) -> float:
     return DEQUANT_PASSES * quantized_params * QLORA_DEQUANT_BYTES_PER_PARAM_PASS / (bandwidth_gb_s * 1e9)
 
 
+# Host-side cost of one eager PyTorch op that launches a kernel (Python, the ATen dispatcher, cudaLaunchKernel). Cited:
+# "~5–25 µs of CPU-side work per op" (jiahuanglin.xyz, "From PyTorch op to kernel launch", lesson 18 of GPU kernel
+# serving, its dispatch-chain table), "This process takes about 4-6 μs" per kernel submission (susun-blog.com,
+# "pegainfer (3): From Launch Overhead to CUDA Graph", RTX 5070 Ti, CUDA 13.0). The low end of the first range, as a
+# floor: a step of short kernels cannot run faster than the host launches them. "Kernels" are the traced aten ops
+# that launch one (bench/trace_core.py launches_kernel: views and bare allocations left out, a foreach op once).
+LAUNCH_S_PER_OP = 5e-6
+
+# Kernel-launching aten ops of one forward + backward of a transformer with typed shapes: fixed + per_layer × layers,
+# read off the shipped traces (results/traced/*-20261202T*.json, bench trace, torch 2.13, SDPA attention). Each pair
+# of depths gives the per-layer count by difference and the fixed part (embeddings, final norm, head, loss) by
+# intercept; the two pairs are averaged (16-bit autocast adds its casts):
+#   fp32/tf32: GPT-2 393 (12 layers) / GPT-2 medium 765 (24) -> 31 per layer + 21; BERT-base 518 / BERT-large 998
+#   -> 40 + 38; mean 35.5 + 29.5.
+#   bf16:      GPT-2 663 / 1,299 -> 53 + 27; BERT 940 / 1,828 -> 74 + 52; mean 63.5 + 39.5.
+TRANSFORMER_OPS = {"fp32": (29.5, 35.5), "16-bit": (39.5, 63.5)}
+
+
+def transformer_aten_ops(layers: int, precision: str) -> float:
+    """Traced-equivalent aten ops of one forward+backward of a `layers`-layer transformer (TRANSFORMER_OPS)."""
+    fixed, per_layer = TRANSFORMER_OPS["fp32" if precision in ("fp32", "tf32") else "16-bit"]
+    return fixed + per_layer * layers
+
+
+def launch_s(kernels: float, *, seconds_per_op: float = LAUNCH_S_PER_OP) -> float:
+    """Seconds the host takes to launch one micro-step's kernels: kernels × the per-op launch cost (ESTIMATION.md §2);
+    the analytic micro-step is never shorter (calibration.launch_bound_s)."""
+    if kernels < 0 or seconds_per_op < 0:
+        raise ValueError(f"need kernels >= 0 and seconds_per_op >= 0 (got {kernels}, {seconds_per_op})")
+    return kernels * seconds_per_op
+
+
 # Default model-FLOPs utilisation for analytic step times, by family and precision (shown as an assumption).
 # Derived from published throughputs with F = model FLOPs (2 per multiply-add):
 # - cnn: NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5 README (1 GPU, 2.46e10 FLOPs/sample):

@@ -42,6 +42,9 @@ class StepCalibration:
     # Held-out errors of the transfer path (leave one GPU out): the range a transferred time is given.
     transfer_residual_p10: float | None = None
     transfer_residual_p90: float | None = None
+    # The launch term's cost per kernel-launching op the fit used (planner/engine/steptime.py LAUNCH_S_PER_OP, a cited
+    # figure, not fitted); None in a file written before the launch term (the engine's constant then applies).
+    launch_s_per_op: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "fitted_on": self.fitted_on, "n_points": self.n_points,
@@ -50,6 +53,7 @@ class StepCalibration:
                 "compute_efficiency": {k: round(v, 4) for k, v in sorted(self.compute_efficiency.items())},
                 "precision_factor": {k: round(v, 4) for k, v in sorted(self.precision_factor.items())},
                 "activation_traffic": round(self.activation_traffic, 3),
+                **({} if self.launch_s_per_op is None else {"launch_s_per_op": self.launch_s_per_op}),
                 "prior_efficiency": round(self.prior_efficiency, 4),
                 "heldout_residual_p10": round(self.residual_p10, 4),
                 "heldout_residual_p90": round(self.residual_p90, 4),
@@ -86,6 +90,7 @@ def parse_calibration(data: object, source: str) -> StepCalibration:
         if counts else MappingProxyType({}),
         transfer_residual_p10=r.number("transfer_residual_p10", None, minimum=-1.0, maximum=10.0),
         transfer_residual_p90=r.number("transfer_residual_p90", None, minimum=-1.0, maximum=10.0),
+        launch_s_per_op=r.number("launch_s_per_op", None, minimum=0.0, maximum=1e-3),
     )
 
 
