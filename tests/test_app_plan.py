@@ -239,7 +239,6 @@ WIDGET_CHANGES = [
     ("number_input", "model_params", 30000000, ("model", "params"), 30000000),
     ("number_input", "model_flops", 3.0e10, ("model", "flops_per_sample"), 3.0e10),
     ("text_input", "scenario_name", "My run", ("name",), "My run"),
-    ("selectbox", "ui_locale", "en-GB", ("locale",), "en-GB"),
     ("date_input", "exchange_rate_as_of", dt.date(2026, 11, 1), ("pricing", "exchange_rate_as_of"), "2026-11-01"),
     ("number_input", "b_crit", 4096.0, ("workload", "b_crit"), 4096.0),
     ("multiselect", "gpu_counts", [1, 2, 8], ("hardware", "gpu_counts"), [1, 2, 8]),
@@ -443,7 +442,8 @@ def test_good_upload_replaces_the_scenario():
     at.file_uploader(key="upload").set_value(("bert.yaml", text, "application/x-yaml")).run()
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="model_name").value == "bert_base_seqcls"
-    assert at.selectbox(key="ui_locale").value == "es-MX"
+    # The file's locale (es-MX) is its report's language; the UI stays in the language the user chose.
+    assert at.selectbox(key="ui_locale").value == "en" and at.radio(key="ui_lang").value == "en"
     assert at.title[0].value.startswith("BERT")
     d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
     assert d == scenario_to_dict(load_scenario_file(ROOT / "scenarios" / "bert-base-finetune.yaml"))
@@ -462,7 +462,31 @@ def test_language_switch_changes_labels_to_spanish():
     at.selectbox(key="ui_locale").set_value("es-AR").run()
     assert "," in metric(at, "Tiempo de entrenamiento")  # 20,4 h: decimal comma in es-AR
     d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
-    assert d["locale"] == "es-AR"
+    assert d["locale"] == "en"  # the UI's language is the user's; the scenario's locale is its report's
+
+
+def test_a_spanish_scenario_keeps_the_ui_language_and_sets_the_reports():
+    at = fresh()
+    text = (ROOT / "scenarios" / "llama7b-qlora-24gb.yaml").read_bytes()  # locale: es-AR
+    at.file_uploader(key="upload").set_value(("qlora.yaml", text, "application/x-yaml")).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.number_input(key="global_batch").label == "Global batch size (samples)"
+    assert "Fits in GPU memory?" in [m.label for m in at.metric]
+    at.switch_page("ui/report_page.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Report"  # the page speaks English ...
+    assert at.selectbox(key="report_locale").value == "es-AR"  # ... and offers the report in the file's locale
+    assert 'lang="es"' in at.get("html")[0].proto.body
+    at.switch_page("ui/plan_page.py").run()
+    assert at.radio(key="ui_lang").value == "en"  # the page switch did not bring the file's language either
+
+
+def test_a_link_keeps_the_ui_language():
+    scenario = load_scenario_file(ROOT / "scenarios" / "bert-base-finetune.yaml")  # locale: es-MX
+    at = fresh({url_codec.URL_PARAM: url_codec.encode_scenario(scenario)})
+    assert at.title[0].value.startswith("BERT")
+    assert at.selectbox(key="ui_locale").value == "en"
+    assert "Cost" in [m.label for m in at.metric]
 
 
 def test_example_picker_loads_a_shipped_scenario():
@@ -513,6 +537,8 @@ def test_packing_widgets_reach_the_scenario_and_the_plan():
     """The Alpaca scenario's tokens per example and packing load into the sidebar; unpacking it pads every example to
     the full sequence and the plan says how much of the compute is padding (issue 18)."""
     at = fresh()
+    at.radio(key="ui_lang").set_value("es").run()
+    at.selectbox(key="ui_locale").set_value("es-AR").run()  # the user reads Spanish (a file no longer sets it)
     text = (ROOT / "scenarios" / "llama7b-qlora-24gb.yaml").read_bytes()
     at.file_uploader(key="upload").set_value(("qlora.yaml", text, "application/x-yaml")).run()
     assert not at.error, [e.value for e in at.error]
@@ -529,4 +555,4 @@ def test_packing_widgets_reach_the_scenario_and_the_plan():
     assert d["workload"]["padded_tokens_per_sample"] == 512
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
-    assert "se rellenan hasta 512 tokens por micro-lote (73% de relleno)" in shown  # the scenario is es-AR
+    assert "se rellenan hasta 512 tokens por micro-lote (73% de relleno)" in shown

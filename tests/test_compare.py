@@ -116,7 +116,8 @@ def test_summary_when_nothing_fits(inputs):
 
 # ---------------------------------------------------------------- the frontier
 
-def test_frontier_is_exactly_the_non_dominated_options_across_scenarios(inputs):
+def test_each_scenario_has_its_own_frontier_of_non_dominated_options(inputs):
+    """One frontier per scenario (issue 19): an option is on it when no option of the SAME scenario beats it."""
     base = load_scenario_file(DEFAULT_SCENARIO)
     a = _item("A", _narrow(base, ["h100-sxm-80gb", "a100-sxm-80gb", "l4-24gb"], precisions=("bf16", "fp32")), inputs)
     b = _item("B", _narrow(base, ["rtx4090-24gb", "l40s-48gb"], name="B"), inputs)
@@ -124,15 +125,47 @@ def test_frontier_is_exactly_the_non_dominated_options_across_scenarios(inputs):
     pool = [(it.label, o) for it in (a, b) for o in costed(it.plan.options)]
     assert len(points) == len(pool)
     brute = {(label, o.id) for label, o in pool
-             if not any(compare.dominated(o, other) for _, other in pool if other is not o)}
+             if not any(compare.dominated(o, other) for lab, other in pool if other is not o and lab == label)}
     assert {(p.label, p.option.id) for p in points if p.on_frontier} == brute
     front = compare.frontier(points)
-    assert [p.option.cost.hours for p in front] == sorted(p.option.cost.hours for p in front)
-    # along the frontier, faster always costs more (exact ties aside)
-    for x, y in zip(front, front[1:], strict=False):
-        assert (x.option.cost.hours, x.option.cost.usd) == (y.option.cost.hours, y.option.cost.usd) or (
-            x.option.cost.usd > y.option.cost.usd)
+    assert {p.label for p in front} == {"A", "B"}  # a cheaper scenario does not hide the other's frontier
+    for label in ("A", "B"):
+        mine = [p for p in front if p.label == label]
+        assert [p.option.cost.hours for p in mine] == sorted(p.option.cost.hours for p in mine)
+        # along a frontier, faster always costs more (exact ties aside)
+        for x, y in zip(mine, mine[1:], strict=False):
+            assert (x.option.cost.hours, x.option.cost.usd) == (y.option.cost.hours, y.option.cost.usd) or (
+                x.option.cost.usd > y.option.cost.usd)
+    assert [p.label for p in front] == sorted(p.label for p in front)  # scenario by scenario
     assert sum(p.recommended for p in points) == 2
+
+
+def test_scenarios_of_different_models_each_draw_a_frontier_line(inputs):
+    resnet = _item("ResNet", _narrow(load_scenario_file(DEFAULT_SCENARIO), ["h100-sxm-80gb", "l4-24gb"]), inputs)
+    gpt = _item("GPT", _narrow(load_scenario_file(SHIPPED_SCENARIOS_DIR / "gpt2-124m-10b-tokens.yaml"),
+                               ["h100-sxm-80gb", "l4-24gb"], name="GPT"), inputs)
+    points = compare.cost_time_points([resnet, gpt])
+    assert {p.label for p in points if p.on_frontier} == {"ResNet", "GPT"}
+    spec = compare.cost_time_chart(points, "en").to_dict()
+    lines = [layer for layer in spec["layer"] if (layer.get("mark") or {}).get("type") == "line"]
+    assert lines and lines[0]["encoding"]["detail"]["field"] == "scenario"
+
+
+def test_chart_tooltips_carry_units_and_the_readers_number_format(inputs):
+    """Tooltips show '1.234,5 h' and 'US$1.234,56' in es-AR, never a raw 1234.5678 (issue 19)."""
+    item = _item("A", _narrow(load_scenario_file(DEFAULT_SCENARIO), ["h100-sxm-80gb", "l4-24gb"]), inputs)
+    points = compare.cost_time_points([item])
+    spec = compare.cost_time_chart(points, "es-AR").to_dict()
+    tips = [tip["field"] for layer in spec["layer"] for tip in layer.get("encoding", {}).get("tooltip", [])]
+    assert "hours_text" in tips and "usd_text" in tips and "hours" not in tips and "usd" not in tips
+    for v in _values(spec):
+        assert v["hours_text"].endswith(" h") and "US$" in v["usd_text"]
+    slow = max(_values(spec), key=lambda v: v["hours"])
+    assert "," in slow["hours_text"] or slow["hours"] >= 100
+    rows = compare.scaling_rows([item], "l4-24gb", "bf16")
+    scaling = compare.scaling_chart(rows, "es-AR").to_dict()
+    data = _values(scaling)
+    assert data and all(d["efficiency_text"].endswith("%") and "US$" in d["usd_text"] for d in data)
 
 
 def test_cost_time_chart_draws_every_point_and_the_frontier(inputs):

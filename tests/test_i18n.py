@@ -108,7 +108,9 @@ def test_keys_the_app_names_exist():
         "common.region_group": REGION_GROUPS, "common.topology": TOPOLOGIES,
         "app.sidebar.confidence": DEADLINE_CONFIDENCES,
     }
-    prefixes -= {"app.col", "app.col_help"}  # columns: every one is rendered by the AppTest tests, in both languages
+    # columns: every one is rendered by the AppTest tests, in both languages; app.sidebar.<field>: plan_page's
+    # field_label names a clamped field by its sidebar label and falls back to the field's key (tr_or)
+    prefixes -= {"app.col", "app.col_help", "app.sidebar"}
     assert prefixes <= set(choices), f"choice prefixes without a value list here: {prefixes - set(choices)}"
     named -= prefixes
     named |= {f"{prefix}.{value}" for prefix, values in choices.items() for value in values}

@@ -36,6 +36,7 @@ def _unescape_markdown(text: str) -> str:
 def _app_text(scenario) -> str:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
     at.query_params["s"] = url_codec.encode_scenario(scenario)
+    at.session_state["_locale"] = scenario.locale  # the user's UI language: a link no longer sets it
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     parts = [m.value for m in at.markdown] + [s.value for s in at.subheader] + [e.value for e in at.error]

@@ -14,7 +14,7 @@ from planner.inputs.userdata import user_results_dir
 from planner.inputs.zoo_catalog import load_catalog
 from planner.present import fmt, result_views
 from ui import bench_runner, page_data
-from ui.i18n_ui import begin_run, choice_label, locale, tr
+from ui.i18n_ui import begin_run, choice_label, locale, localized, tr
 from ui.markup import md, trm
 
 RUN_KEY = "_bench_run"
@@ -71,17 +71,18 @@ def _published() -> None:
               "gpu_count": lambda r: r.gpu_count, "precision": lambda r: r.precision,
               "batch": lambda r: r.batch_per_gpu, "value": lambda r: r.value, "unit": lambda r: r.unit,
               "step_ms": lambda r: r.micro_step_ms, "planned": lambda r: r.planned,
-              "citation": lambda r: r.url or r.citation, "parallelism": lambda r: r.parallelism,
+              "citation": lambda r: r.url or r.citation,
+              "parallelism": lambda r: tr("pages.bench.published.parallelism_none") if r.parallelism == "none"
+              else r.parallelism,
               "seq_len": lambda r: r.seq_len, "precision_as_published": lambda r: r.precision_as_published,
               "published_model": lambda r: r.published_model, "stack": lambda r: r.stack,
               "retrieved": lambda r: r.retrieved}
     frame = pd.DataFrame([{col[c]: values[c](r) for c in PUBLISHED_COLUMNS} for r in shown])
-    config = {col["step_ms"]: st.column_config.NumberColumn(format="%.2f"),
-              col["value"]: st.column_config.NumberColumn(format="%g"),
-              col["planned"]: st.column_config.CheckboxColumn(),
+    config = {col["planned"]: st.column_config.CheckboxColumn(),
               # the link shows the cited file and line; the full URL pins the commit
               col["citation"]: st.column_config.LinkColumn(display_text=r"/blob/[0-9a-f]+/(.*)$")}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="pub_table")
+    st.dataframe(localized(frame, {col["step_ms"]: 2, col["value"]: "g"}), hide_index=True, width="stretch",
+                 column_config=config, key="pub_table")
     st.caption(tr("pages.bench.published.not_built"))
     st.caption(tr("pages.bench.published.add_source"))
 
@@ -146,11 +147,11 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
     if r.is_traced:  # a trace has memory and FLOPs, no timing or telemetry: leave those columns out
         cols = ("precision", "batch", "status", "peak_gib", "reason")
     frame = pd.DataFrame([{tr(f"pages.bench.col.{c}"): row[c] for c in cols} for row in rows])
-    config = {tr(f"pages.bench.col.{c}"): st.column_config.NumberColumn(format=f) for c, f in (
-        ("step_ms", "%.2f"), ("p10_ms", "%.2f"), ("p90_ms", "%.2f"), ("samples_per_s", "%.1f"), ("peak_gib", "%.2f"),
-        ("reserved_gib", "%.2f"), ("tflops", "%.2f"), ("mfu_pct", "%.1f"), ("gpu_util_pct", "%.0f"),
-        ("power_w", "%.0f"), ("energy_j", "%.2f"))}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="bench_measurements")
+    digits = {tr(f"pages.bench.col.{c}"): d for c, d in (
+        ("step_ms", 2), ("p10_ms", 2), ("p90_ms", 2), ("samples_per_s", 1), ("peak_gib", 2),
+        ("reserved_gib", 2), ("tflops", 2), ("mfu_pct", 1), ("gpu_util_pct", 0),
+        ("power_w", 0), ("energy_j", 2))}
+    st.dataframe(localized(frame, digits), hide_index=True, width="stretch", key="bench_measurements")
     # Throughput and peak memory say loudly when missing; MFU and energy are often unmeasured (CPU) and say it quietly.
     for pair, say_missing in ((("samples_per_s", "peak_gib"), st.info), (("mfu_pct", "energy_j"), st.caption)):
         for col, field in zip(st.columns(2), pair, strict=True):

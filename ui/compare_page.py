@@ -14,7 +14,7 @@ from planner.present import compare, fmt
 from planner.present.charts import option_label
 from planner.present.viewmodel import plan_view
 from ui import page_data
-from ui.i18n_ui import begin_run, locale, tr
+from ui.i18n_ui import begin_run, locale, localized, tr
 from ui.markup import md, trm
 
 CURRENT = "__current__"
@@ -176,7 +176,9 @@ def _scaling_section(items) -> None:
     if any(r.hours is not None for r in rows):
         st.altair_chart(compare.scaling_chart(rows, loc, [it.label for it in items]), width="stretch")
     st.caption(tr("pages.compare.scaling_caption"))
-    st.dataframe(scaling_frame(rows), hide_index=True, width="stretch", key="cmp_scaling_table")
+    st.dataframe(localized(scaling_frame(rows), {tr(f"pages.compare.col.{c}"): d for c, d in (
+        ("hours", 2), ("cost_usd", 2), ("gpu_hours", 1), ("speedup", 2), ("efficiency", 1), ("comm_efficiency", 1))}),
+        hide_index=True, width="stretch", key="cmp_scaling_table")
 
 
 def _on_delete() -> None:
@@ -235,8 +237,10 @@ def main() -> None:
         st.info(tr("pages.compare.no_costed"))
     else:
         st.altair_chart(compare.cost_time_chart(points, locale(), [it.label for it in items]), width="stretch")
-        st.caption(tr("pages.compare.frontier_caption", n=len(compare.frontier(points)), total=len(points)))
-        st.dataframe(frontier_frame(points), hide_index=True, width="stretch", key="cmp_frontier")
+        st.caption(tr("compare_frontier.caption", n=len(compare.frontier(points)), total=len(points)))
+        st.dataframe(localized(frontier_frame(points), {tr("pages.compare.col.hours"): 2,
+                                                         tr("pages.compare.col.cost_usd"): 2}),
+                     hide_index=True, width="stretch", key="cmp_frontier")
     _scaling_section(items)
 
 

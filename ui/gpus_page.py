@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pandas as pd
 import streamlit as st
@@ -19,9 +20,10 @@ from planner.inputs.userdata import (
 )
 from planner.present import fmt, gpu_table, result_views
 from planner.present.charts import option_label
+from planner.present.notes import number_text
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
-from ui.i18n_ui import begin_run, choice_label, locale, tr
+from ui.i18n_ui import begin_run, choice_label, locale, localized, tr
 from ui.markup import md, trm
 
 BILLING = (3600, 60, 1)
@@ -60,7 +62,9 @@ def profiles_frame(rows: list[gpu_table.ProfileRow]) -> pd.DataFrame:
         row[tr("pages.gpus.col.memory_source")] = tr(f"pages.gpus.memory_source.{r.memory_gib_source}")
         row[tr("pages.gpus.col.estimated")] = ", ".join(r.estimated)
         row[tr("pages.gpus.col.tdp")] = r.tdp_w
-        row[tr("pages.gpus.col.interconnect")] = r.interconnect or "—"
+        # "nvlink3_bridge 112.5 GB/s": the bandwidth in the locale's format
+        row[tr("pages.gpus.col.interconnect")] = re.sub(r"[\d.]+(?= GB/s)", lambda m: number_text(m.group(0), locale()),
+                                                        r.interconnect) if r.interconnect else "—"
         out.append(row)
     return pd.DataFrame(out)
 
@@ -73,10 +77,14 @@ def _table(inputs, today: dt.date) -> list[gpu_table.ProfileRow]:
                                   points=result_views.point_counts(inputs.results))
     config = {tr("pages.gpus.col.yours"): st.column_config.CheckboxColumn(),
               tr("pages.gpus.col.stale"): st.column_config.CheckboxColumn(help=tr("pages.gpus.stale_help")),
-              tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f"),
-              tr("pages.gpus.col.latam_price"): st.column_config.NumberColumn(format="$%.2f"),
-              tr("pages.gpus.col.memory_gib"): st.column_config.NumberColumn(format="%.1f")}
-    st.dataframe(profiles_frame(rows), hide_index=True, width="stretch", column_config=config, key="gpus_table",
+              tr("pages.gpus.col.price"): st.column_config.NumberColumn(),
+              tr("pages.gpus.col.latam_price"): st.column_config.NumberColumn(),
+              tr("pages.gpus.col.memory_gib"): st.column_config.NumberColumn()}
+    frame = profiles_frame(rows)
+    shown: dict[str, int | str] = {tr("pages.gpus.col.price"): "usd2", tr("pages.gpus.col.latam_price"): "usd2",
+             tr("pages.gpus.col.memory_gib"): 1,
+             **{c: "g" for c in frame.columns if frame[c].dtype.kind == "f" and c not in config}}
+    st.dataframe(localized(frame, shown), hide_index=True, width="stretch", column_config=config, key="gpus_table",
                  height=38 + 35 * min(len(rows), 16))
     n_stale = sum(1 for r in rows if r.stale)
     n_none = sum(1 for r in rows if r.usd_per_gpu_hour is None)
@@ -140,16 +148,15 @@ def _refresh_section() -> None:
                    changed=len(diff.changed), unchanged=diff.unchanged, pct=pct))
     if result.unmapped:
         st.caption(tr("pages.gpus.refresh.unmapped", n=sum(result.unmapped.values())))
-    price = st.column_config.NumberColumn(format="$%.4f")
-    config = {tr("pages.gpus.refresh.col.old"): price, tr("pages.gpus.refresh.col.new"): price}
+    prices = {tr("pages.gpus.refresh.col.old"): "usd4", tr("pages.gpus.refresh.col.new"): "usd4"}
     tables = (("refresh_changed", tr("pages.gpus.refresh.changed", n=len(diff.changed), pct=pct), diff.changed, True, True),
               ("refresh_added", tr("pages.gpus.refresh.added", n=len(diff.added)), diff.added, False, True),
               ("refresh_removed", tr("pages.gpus.refresh.removed", n=len(diff.removed)), diff.removed, True, False))
     for key, title, entries, old, new in tables:
         if entries:
             st.markdown(f"**{md(title)}**")
-            st.dataframe(changes_frame(entries, old, new), hide_index=True, width="stretch", key=key,
-                         column_config=config, height=38 + 35 * min(len(entries), 10))
+            st.dataframe(localized(changes_frame(entries, old, new), prices), hide_index=True, width="stretch",
+                         key=key, height=38 + 35 * min(len(entries), 10))
 
 
 # ---------------------------------------------------------------- price overrides
@@ -194,7 +201,7 @@ def _overrides(inputs, current, today: dt.date) -> None:
     gpu = inputs.profiles[ss["price_gpu"]]
     quotes = gpu_table.quotes_of(gpu, inputs.price_overrides.get(gpu.id, []), today)
     if quotes:
-        st.dataframe(pd.DataFrame([{
+        st.dataframe(localized(pd.DataFrame([{
             tr("pages.gpus.col.provider"): f"{q['provider']} · {q['instance']}", tr("pages.gpus.col.tier"):
             tr(f"common.tier.{q['tier']}"), tr("pages.gpus.col.price"): q["usd_per_gpu_hour"],
             tr("pages.gpus.col.gpus_per_instance"): q["gpus_per_instance"], tr("pages.gpus.col.region"): q["region"] or "—",
@@ -203,9 +210,8 @@ def _overrides(inputs, current, today: dt.date) -> None:
             tr("pages.gpus.col.origin"): tr(f"common.origin.{q['origin']}"),
             tr("pages.gpus.col.collected"): (tr("pages.gpus.quote.collected_catalog", day=fmt.date(q["retrieved"], loc))
                                              if q["retrieved"] else tr("pages.gpus.quote.collected_hand")),
-            tr("pages.gpus.col.source"): q["source"]} for q in quotes]),
-            hide_index=True, width="stretch", key="price_quotes",
-            column_config={tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.2f")})
+            tr("pages.gpus.col.source"): q["source"]} for q in quotes]), {tr("pages.gpus.col.price"): "usd2"}),
+            hide_index=True, width="stretch", key="price_quotes")
     else:
         st.info(tr("pages.gpus.no_quotes", name=gpu.name))
     if gpu.purchase is not None:  # what on-prem plans amortise (planner.engine.cost.on_prem_purchase)
@@ -288,8 +294,9 @@ def _effect(plan, current, gpu) -> None:
                      tr("pages.gpus.col.price_origin_key"): c.price.origin if c and c.price else None,
                      tr("pages.gpus.col.option_id"): o.id})
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="price_effect",
-                     column_config={tr("pages.gpus.col.price"): st.column_config.NumberColumn(format="$%.3f")})
+        st.dataframe(localized(pd.DataFrame(rows), {tr("pages.gpus.col.price"): "usd3", tr("pages.gpus.col.hours"): 2,
+                                                    tr("pages.gpus.col.cost_usd"): "usd2"}),
+                     hide_index=True, width="stretch", key="price_effect")
     primary = plan.option(plan.recommendation.primary)
     if primary is not None and primary.cost is not None and primary.cost.price is not None:
         p = primary.cost.price

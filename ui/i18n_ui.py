@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable, Mapping
 
 import streamlit as st
 
 from planner.engine.notes import Note
+from planner.present import fmt
 from planner.present.i18n import language_of, t
 from planner.present.notes import render_note
 from ui.state import LOCALE_KEY
@@ -76,3 +79,32 @@ def choice_label(prefix: str | None, special: dict | None = None):
             return str(value)
 
     return label
+
+
+def _cell(show: Callable[[float], str]) -> Callable[[object], str]:
+    def cell(x: object) -> str:
+        if x is None or (isinstance(x, float) and not math.isfinite(x)):
+            return "—"
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            return str(x)
+        return show(float(x))
+
+    return cell
+
+
+def _shown(how: int | str, loc: str) -> Callable[[float], str]:
+    if isinstance(how, int):
+        return lambda x: fmt.number(x, loc, how)
+    if how == "g":
+        return lambda x: fmt.optional_decimals(x, loc, 4)
+    digits = int(how[3:])
+    return lambda x: fmt.money(x, "USD", loc, digits)
+
+
+def localized(frame, formats: Mapping[str, int | str]):
+    """`frame` shown with its numbers in the session's locale (es-AR 1.234,5); the cells stay numbers, so columns
+    sort as numbers. formats: column -> decimals, "g" (up to 4 decimals) or "usd<decimals>" (money per CLDR).
+    Streamlit's own number formats (printf "%.2f") would print en-US whatever the locale."""
+    loc = locale()
+    shown = {column: _cell(_shown(how, loc)) for column, how in formats.items() if column in frame.columns}
+    return frame.style.format(shown, na_rep="—")

@@ -6,8 +6,9 @@ import re
 
 from planner.engine.estimates import Source
 from planner.present import fmt
+from planner.present.notes import render_source
 from planner.vocab import GIB
-from ui.i18n_ui import locale, tr, tr_or
+from ui.i18n_ui import locale, tr
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$])")
 
@@ -27,8 +28,7 @@ def gib(x_bytes: float | None, digits: int = 1) -> str:
 
 
 def source_text(source: Source | None) -> str:
-    """'measured (file, date)' in the session's language; the detail stays as the planner wrote it."""
+    """'measured: file, date' in the session's language (the detail too: planner.present.notes.source_detail)."""
     if source is None:
         return "—"
-    kind = tr_or(f"common.source.{source.kind}", source.kind) if source.kind else ""
-    return f"{kind}: {source.detail}" if source.detail else kind
+    return render_source(source, locale())

@@ -19,13 +19,14 @@ def closest_to_fitting(plan: Plan) -> PlanOption | None:
     return min(with_mem, key=lambda o: memory_of(o).total / memory_of(o).usable, default=None)
 
 
-def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
-    """Metrics of the recommended option and the runner-up in words; returns the option the page explains."""
+def headline(plan: Plan, scenario: Scenario) -> tuple[PlanOption | None, tuple[str, ...]]:
+    """Metrics of the recommended option, what to check before deciding, and the runner-up in words; returns the
+    option the page explains and the sentences it showed in the warnings box."""
     loc = locale()
     r = plan.recommendation
     primary = plan.option(r.primary)
     if primary is None:
-        return _no_recommendation(plan)
+        return _no_recommendation(plan), ()
     c, m = cost_of(primary), memory_of(primary)  # the primary is costed: it fits, has a cost and a price
     view = plan_view(plan, scenario, loc)
     st.subheader(md(view.headline))
@@ -49,9 +50,16 @@ def headline(plan: Plan, scenario: Scenario) -> PlanOption | None:
                    delta=tr("app.metric.gpu_hours_delta", n=c.n_gpus_billed,
                             price=fmt.money(c.price.usd_per_gpu_hour, "USD", loc, 2) if c.price else "—"),
                    delta_color="off", delta_arrow="off", help=tr("app.metric.gpu_hours_help"))
+    attention_box(view.warnings)
     for sentence in view.decision:  # the report's words: why this one, deadline, budget, runner-up
         st.markdown(md(sentence))
-    return primary
+    return primary, view.warnings
+
+
+def attention_box(sentences: tuple[str, ...]) -> None:
+    """The report's page-1 warnings (PlanView.warnings), where the decision is made."""
+    if sentences:
+        st.warning(f"**{tr('attention.title')}**\n\n" + "\n".join(f"- {md(s)}" for s in sentences), icon="⚠️")
 
 
 def _no_recommendation(plan: Plan) -> PlanOption | None:

@@ -10,14 +10,18 @@ from ui.i18n_ui import note, tr
 from ui.markup import md, trm
 
 
-def render_notes(plan: Plan, focus: PlanOption | None) -> None:
+def render_notes(plan: Plan, focus: PlanOption | None, attention: tuple[str, ...] = ()) -> None:
+    """Plan warnings and the explained option's notes; `attention` = the headline's warnings (never 'nothing to
+    warn about' while those stand)."""
     st.subheader(tr("app.notes.title"))
+    if attention:
+        st.markdown(tr("plan_page.warnings.see_above"))
     for w in plan.warnings:
         st.warning(md(note(w)))
     if focus is not None and focus.notes:
         st.markdown(trm("app.notes.for_option", option=option_label(focus)))
         st.markdown("\n".join(f"- {md(note(n))}" for n in focus.notes))
-    elif not plan.warnings:
+    elif not plan.warnings and not attention:
         st.markdown(tr("app.notes.none"))
     grouped: dict[str, list[str]] = {}
     for o in plan.options:

@@ -30,7 +30,7 @@ from ui import (
     state,
     url_codec,
 )
-from ui.i18n_ui import begin_run, tr
+from ui.i18n_ui import begin_run, locale, tr, tr_or
 from ui.markup import md
 
 log = logging.getLogger("trainplan.app")
@@ -46,6 +46,12 @@ def choices(fingerprint: str) -> tuple[list[str], list[str], dict[str, str]]:
     models += sorted({r.model_name for r in inputs.results if r.model_name and r.model_name not in models})
     providers = sorted({q.provider for p in inputs.profiles.values() for q in p.prices})
     return models, providers, scenario_files.example_names(SHIPPED_SCENARIOS_DIR)
+
+
+@st.cache_data(show_spinner=False)
+def gallery_items(fingerprint: str) -> list[scenario_files.Example]:
+    """The gallery's one-click starts: the shipped example scenarios and the presets (scenarios/presets/)."""
+    return scenario_files.gallery(SHIPPED_SCENARIOS_DIR)
 
 
 # ---------------------------------------------------------------- the page
@@ -92,12 +98,8 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
     """The main area; returns the scenario it planned (None when it could not plan)."""
     st.title(md(ss["scenario_name"] or tr("app.main.untitled")))
     st.caption(tr("app.main.tagline"))
-    if ss.get("_url_error"):
-        st.error(tr("app.error.link", message=md(ss.pop("_url_error"))))
-    if ss.get("_upload_error"):
-        st.error(tr("app.error.upload", message=md(ss.pop("_upload_error"))))
-    elif ss.get("_upload_ok"):
-        st.success(tr("app.main.uploaded", name=md(ss.pop("_upload_ok"))))
+    _file_messages(ss)
+    _gallery(known)
 
     try:
         scenario = state.scenario_from_session(ss, known)
@@ -122,12 +124,78 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
 
     ss["_focus_gpus"] = [o.gpu_id for o in (plan.option(plan.recommendation.primary),
                                              plan.option(plan.recommendation.runner_up)) if o is not None]
-    focus = plan_headline.headline(plan, scenario)
+    focus, attention = plan_headline.headline(plan, scenario)
     plan_memory.render_memory(plan, focus)
-    plan_table.render_table(plan)
-    plan_notes.render_notes(plan, focus)
+    plan_table.render_table(plan, scenario)
+    plan_notes.render_notes(plan, focus, attention)
     plan_why.render_why(plan, focus, scenario)
     return scenario
+
+
+# Widget keys whose sidebar label has another name (the rest: app.sidebar.<key>).
+LABEL_KEYS = {"model_params": "params", "model_flops": "flops", "model_mfu": "mfu", "model_input_cpu": "input_cpu",
+              "early_stop_fraction": "early_stop", "cpu_workers_per_gpu": "cpu_workers",
+              "inter_node_gb_per_s": "inter_node", "workspace_gib": "workspace", "mean_tokens_per_sample": "mean_tokens",
+              "padded_tokens_per_sample": "padded_tokens", "deadline_hours": "deadline", "budget_usd": "budget",
+              "exchange_rate_as_of": "exchange_rate_as_of"}
+
+
+def field_label(key: str) -> str:
+    return tr_or(f"app.sidebar.{LABEL_KEYS.get(key, key)}", key)
+
+
+def _file_messages(ss) -> None:
+    """Link and upload problems in one error box at the top of the page; values a widget had to clamp, named."""
+    errors = []
+    if ss.get("_url_error"):
+        errors.append(tr("app.error.link", message=md(ss.pop("_url_error"))))
+    if ss.get("_upload_error"):
+        errors.append(tr("app.error.upload", message=md(ss.pop("_upload_error"))))
+    if errors:
+        st.error(f"**{tr('plan_page.error.title')}**\n\n" + "\n\n".join(errors), icon="🚫")
+    elif ss.get("_upload_ok"):
+        st.success(tr("app.main.uploaded", name=md(ss.pop("_upload_ok"))))
+    if ss.get("_gallery_ok"):
+        st.success(tr("plan_page.gallery.loaded", name=md(ss.pop("_gallery_ok"))))
+    clamped = ss.pop(state.CLAMPED_KEY, None)
+    if clamped:
+        loc = locale()
+        items = [tr("plan_page.clamped.item", field=md(f"{field_label(k)} ({k})"), given=_value(given, loc),
+                    shown=_value(shown, loc)) for k, given, shown in clamped]
+        st.warning(tr("plan_page.clamped.intro") + "\n" + "\n".join(f"- {item}" for item in items))
+
+
+def _value(x: object, loc: str) -> str:
+    """A value as typed, in the reader's number format (0.005, 0,005; 12,345)."""
+    from babel.numbers import format_decimal
+
+    from planner.present import fmt
+
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return md(x)
+    return md(format_decimal(x, format="#,##0.######", locale=fmt.babel_locale(loc)))
+
+
+def _on_gallery(known: list[str]) -> None:
+    ss = st.session_state
+    path = ss.get("gallery")
+    ss["gallery"] = None  # a one-click start, not a lasting choice
+    if not path:
+        return
+    scenario = scenario_files.load_example(path, known)
+    state.apply_scenario(ss, scenario)
+    ss["_gallery_ok"] = scenario.name
+
+
+def _gallery(known: list[str]) -> None:
+    """One-click starts at the top of the page: the shipped scenarios and the LLM, vision and BERT presets."""
+    items = gallery_items(page_data.inputs_fingerprint())
+    if not items:
+        return
+    names = {e.path: e.name for e in items}
+    st.pills(tr("plan_page.gallery.title"), [e.path for e in items], key="gallery", selection_mode="single",
+             format_func=lambda p: names.get(p, p), on_change=_on_gallery, args=(known,),
+             help=tr("plan_page.gallery.caption"))
 
 
 main()

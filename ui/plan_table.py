@@ -1,34 +1,79 @@
-"""The Plan page's options table: one row per option, numbers kept numeric, a source for every figure."""
+"""The Plan page's options table: the decision first (GPU, count, precision, fits, hours and cost with their range,
+GPU-hours, short source labels), the details after; filters; the recommended and runner-up rows pinned on top."""
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
 
-from planner.engine.estimates import CostEstimate, Plan, PlanOption, cost_of
-from planner.engine.recommend import costed
+from planner.engine.estimates import CostEstimate, Plan, PlanOption, Source, cost_of
+from planner.engine.recommend import costed, deadline_hours
+from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.vocab import GIB
 from ui.i18n_ui import locale, note, tr, tr_or
-from ui.markup import source_text
+from ui.markup import md, source_text
 
-COLUMNS = ("role", "gpu", "n_gpus", "topology", "precision", "fits", "micro_batch", "grad_accum", "memory_gib", "capacity_gib",
-           "headroom_pct", "memory_source", "step_s", "samples_per_s", "step_source", "steps", "steps_source", "hours",
-           "hours_low", "hours_high", "gpu_hours", "cost_usd", "cost_local", "price", "price_source", "energy_kwh",
-           "notes", "option")
+# What a decision needs, left to right; then the details (shown with "Show details").
+DECISION = ("role", "gpu", "n_gpus", "precision", "fits", "hours", "hours_range", "cost", "cost_range", "gpu_hours",
+            "sources")
+DETAILS = ("topology", "micro_batch", "grad_accum", "memory_gib", "capacity_gib", "headroom_pct", "step_s",
+           "samples_per_s", "steps", "hours_low", "hours_high", "cost_usd", "price", "energy_kwh", "memory_source",
+           "step_source", "steps_source", "price_source", "notes", "option")
+COLUMNS = DECISION + DETAILS
 
 _T = TypeVar("_T")
 
 
-def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
-    """One row per option, numbers kept numeric (so columns sort), units in the headers, a source per figure."""
+@functools.cache
+def _family_of(gpu_id: str) -> str:
+    """'h100-sxm-80gb' -> 'H100', 'rtx4090-24gb' -> 'RTX4090': the filter's GPU family."""
+    return gpu_id.split("-")[0].upper()
+
+
+def gpu_families(plan: Plan) -> list[str]:
+    return sorted({_family_of(o.gpu_id) for o in plan.options})
+
+
+def _currency_of(plan: Plan) -> str:
+    return next((cost_of(o).currency for o in costed(plan.options)), "USD")
+
+
+def picks(plan: Plan) -> tuple[str, ...]:
     r = plan.recommendation
-    currency = next((cost_of(o).currency for o in costed(plan.options)), "USD")
+    return tuple(i for i in (r.primary, r.runner_up) if i)
+
+
+def keep(o: PlanOption, scenario: Scenario | None, *, fits_only: bool = False, within_deadline: bool = False,
+         within_budget: bool = False, families: Sequence[str] = ()) -> bool:
+    """Whether a filtered table shows `o` (the picks are shown whatever the filters: options_frame)."""
+    if fits_only and not o.fits:
+        return False
+    if families and _family_of(o.gpu_id) not in families:
+        return False
+    c = o.cost
+    if scenario is not None and within_deadline and scenario.constraints.deadline_hours is not None:
+        if c is None or deadline_hours(o, scenario.constraints.deadline_confidence) > scenario.constraints.deadline_hours:
+            return False
+    if scenario is not None and within_budget and scenario.constraints.budget_usd is not None:
+        if c is None or c.price is None or c.usd > scenario.constraints.budget_usd:
+            return False
+    return True
+
+
+def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None = None, *,
+                  within_deadline: bool = False, within_budget: bool = False,
+                  families: Sequence[str] = ()) -> pd.DataFrame:
+    """One row per option, numbers kept numeric (so columns sort), units in the headers, a source per figure;
+    the picks first and always shown, then what can run from cheapest."""
+    r = plan.recommendation
+    loc = locale()
+    currency = _currency_of(plan)
     roles = {r.primary: tr("app.role.recommended"), r.runner_up: tr("app.role.runner_up")}
     texts: dict[object, str] = {}  # many options share a source or a note: translate each once
 
@@ -44,15 +89,27 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
         priced = c is not None and c.price is not None
         return (pick, {True: 0, None: 1, False: 2}[o.fits], not priced, c.usd if c is not None and priced else 0.0, c.hours if c else 0.0)
 
+    pinned = set(picks(plan))
     data: dict[str, list] = {c: [] for c in COLUMNS}
     for o in sorted(plan.options, key=rank):
-        if fits_only and not o.fits:
+        if o.id not in pinned and not keep(o, scenario, fits_only=fits_only, within_deadline=within_deadline,
+                                           within_budget=within_budget, families=families):
             continue
         m, s, c, conv = o.memory, o.step, o.cost, o.convergence
+        local = c.amount_in_currency if c else None
         values = {
-            "role": roles.get(o.id, ""), "gpu": o.gpu_name, "n_gpus": o.n_gpus,
-            "topology": tr(f"common.topology.{o.topology}") if o.topology else "—", "precision": o.precision,
-            "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
+            "role": roles.get(o.id, ""), "gpu": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
+            "fits": o.fits,
+            "hours": _round(c.hours, 2) if c else None,
+            "hours_range": (f"{fmt.number(c.hours_range[0], loc, 1)} – {fmt.number(c.hours_range[1], loc, 1)}"
+                            if c else "—"),
+            "cost": _round(local if currency != "USD" else (c.usd if c else None), 2),
+            "cost_range": (f"{fmt.money(c.amount_range_in_currency[0], c.currency, loc)} – "
+                           f"{fmt.money(c.amount_range_in_currency[1], c.currency, loc)}") if c and c.price else "—",
+            "gpu_hours": _round(c.gpu_hours, 1) if c else None,
+            "sources": " / ".join(short_source(x.source if x else None) for x in (s, m, conv)),
+            "topology": tr(f"common.topology.{o.topology}") if o.topology else "—",
+            "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
             "memory_gib": _round(m.total / GIB, 2) if m else None,
             "capacity_gib": _round(m.capacity / GIB, 1) if m else None,
             "headroom_pct": _round(100 * m.headroom, 1) if m else None,
@@ -62,12 +119,9 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
             "step_source": once(s.source, source_text, s.source) if s else "—",
             "steps": _round(conv.steps, 0) if conv else None,
             "steps_source": once(conv.source, source_text, conv.source) if conv else "—",
-            "hours": _round(c.hours, 2) if c else None,
             "hours_low": _round(c.hours_range[0], 2) if c else None,
             "hours_high": _round(c.hours_range[1], 2) if c else None,
-            "gpu_hours": _round(c.gpu_hours, 1) if c else None,
             "cost_usd": _round(c.usd, 2) if c else None,
-            "cost_local": _round(c.amount_in_currency, 0) if c else None,
             "price": _round(c.price.usd_per_gpu_hour, 3) if c and c.price else None,
             "price_source": once(c.price, price_text, c) if c else "—",
             "energy_kwh": _round(c.energy_kwh, 1) if c and c.energy_kwh is not None else None,
@@ -77,10 +131,27 @@ def options_frame(plan: Plan, fits_only: bool = False) -> pd.DataFrame:
         for k, v in values.items():
             data[k].append(v)
     if currency == "USD":
-        del data["cost_local"]
-    headers = {k: (tr("app.col.cost_local", currency=currency) if k == "cost_local" else tr(f"app.col.{k}"))
-               for k in data}
-    return pd.DataFrame({headers[k]: v for k, v in data.items()})
+        del data["cost_usd"]  # the decision's cost column is already in USD
+    return pd.DataFrame({header(k, currency): v for k, v in data.items()})
+
+
+def header(key: str, currency: str) -> str:
+    if key == "cost":
+        return tr("app.col.cost_local", currency=currency)
+    if key == "hours_range":
+        return tr("plan_page.table.hours_range")
+    if key == "cost_range":
+        return tr("plan_page.table.cost_range", currency=currency)
+    if key == "sources":
+        return tr("plan_page.table.sources")
+    return tr(f"app.col.{key}")
+
+
+def short_source(source: Source | None) -> str:
+    """A source kind in a word or two ('formula', 'meas.'); the full text is in the details and the why panels."""
+    if source is None or not source.kind:
+        return "—"
+    return tr_or(f"plan_page.table.source_short.{source.kind}", source.kind)
 
 
 def price_text(c: CostEstimate | None) -> str:
@@ -117,25 +188,70 @@ def number_formatter(digits: int):
     return cell
 
 
-def render_table(plan: Plan) -> pd.DataFrame:
+def _filters(plan: Plan, scenario: Scenario | None) -> dict:
+    """The table's filters (keyed widgets); a constraint the scenario does not set has no filter to tick."""
+    c = scenario.constraints if scenario is not None else None
+    cols = st.columns([1, 1.4, 1.4, 2.2], vertical_alignment="bottom")
+    fits_only = cols[0].checkbox(tr("plan_page.table.fits_only"), key="table_fits_only",
+                                 help=tr("app.table.fits_only"))
+    within_deadline = cols[1].checkbox(tr("plan_page.table.within_deadline"), key="table_within_deadline",
+                                       disabled=c is None or c.deadline_hours is None)
+    within_budget = cols[2].checkbox(tr("plan_page.table.within_budget"), key="table_within_budget",
+                                     disabled=c is None or c.budget_usd is None)
+    families = cols[3].multiselect(tr("plan_page.table.family"), gpu_families(plan), key="table_families",
+                                   placeholder=tr("plan_page.table.family_all"))
+    details = st.toggle(tr("plan_page.table.details"), key="table_details")
+    return {"fits_only": fits_only, "within_deadline": within_deadline, "within_budget": within_budget,
+            "families": [f for f in families if f in gpu_families(plan)], "details": details}
+
+
+def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
     st.subheader(tr("app.table.title"))
-    fits_only = st.checkbox(tr("app.table.fits_only"), key="table_fits_only")
-    df = options_frame(plan, fits_only)
-    st.caption(tr("app.table.caption", n=len(df), total=len(plan.options)))
-    config = {tr("app.col.fits"): st.column_config.CheckboxColumn(tr("app.col.fits")),
-              tr("app.col.role"): st.column_config.TextColumn(width="medium", pinned=True),
-              tr("app.col.gpu"): st.column_config.TextColumn(pinned=True),
-              tr("app.col.topology"): st.column_config.TextColumn(help=tr("app.col_help.topology"))}
-    formats = {}
+    chosen = _filters(plan, scenario)
+    details = chosen.pop("details")
+    df = options_frame(plan, chosen["fits_only"], scenario, within_deadline=chosen["within_deadline"],
+                       within_budget=chosen["within_budget"], families=chosen["families"])
+    st.caption(tr("app.table.caption", n=len(df), total=len(plan.options)) + " " + tr("plan_page.table.pinned"))
+    currency = _currency_of(plan)
+    # Pixel widths that keep the decision columns in view at 1,400 px without sideways scrolling.
+    config = {tr("app.col.fits"): st.column_config.CheckboxColumn(tr("app.col.fits"), width=40),
+              tr("app.col.role"): st.column_config.TextColumn(width=92, pinned=True),
+              tr("app.col.gpu"): st.column_config.TextColumn(width=175, pinned=True),
+              tr("app.col.n_gpus"): st.column_config.NumberColumn(width=50),
+              tr("app.col.precision"): st.column_config.TextColumn(width=62),
+              tr("app.col.topology"): st.column_config.TextColumn(help=tr("app.col_help.topology")),
+              header("sources", currency): st.column_config.TextColumn(width=125,
+                                                                       help=tr("plan_page.table.sources_help")),
+              header("hours_range", currency): st.column_config.TextColumn(width=90, help=tr("app.col_help.hours_low")
+                                                                           + " / " + tr("app.col_help.hours_high")),
+              header("cost_range", currency): st.column_config.TextColumn(width=130)}
+    formats = {header("cost", currency): number_formatter(0 if currency != "USD" else 2)}
+    narrow = {"hours": 62, "gpu_hours": 66}
     for key, digits in TABLE_DIGITS:
-        config[tr(f"app.col.{key}")] = st.column_config.NumberColumn(help=tr(f"app.col_help.{key}"))
+        config[tr(f"app.col.{key}")] = st.column_config.NumberColumn(help=tr(f"app.col_help.{key}"),
+                                                                     width=narrow.get(key))
         formats[tr(f"app.col.{key}")] = number_formatter(digits)
-    currency = next((cost_of(o).currency for o in costed(plan.options)), "USD")
-    formats[tr("app.col.cost_local", currency=currency)] = number_formatter(0)
+    config[header("cost", currency)] = st.column_config.NumberColumn(width=72, help=tr("app.col_help.cost_usd"))
     styled = df.style.format({c: f for c, f in formats.items() if c in df.columns}, na_rep="—")
-    st.dataframe(styled, hide_index=True, column_config=config, height=min(420, 38 + 35 * max(1, len(df))),
-                 width="stretch")
+    order = None if details else [header(k, currency) for k in DECISION]
+    st.dataframe(styled, hide_index=True, column_config=config, column_order=order,
+                 height=min(420, 38 + 35 * max(1, len(df))), width="stretch")
+    _full_sources(plan)
     return df
+
+
+def _full_sources(plan: Plan) -> None:
+    """The pinned options' sources in full (the table's labels are short)."""
+    shown = [o for o in (plan.option(i) for i in picks(plan)) if o is not None]
+    if not shown:
+        return
+    with st.expander(tr("plan_page.table.sources_expander")):
+        for o in shown:
+            lines = [f"{tr('app.col.step_source')}: {source_text(o.step.source if o.step else None)}",
+                     f"{tr('app.col.memory_source')}: {source_text(o.memory.source if o.memory else None)}",
+                     f"{tr('app.col.steps_source')}: {source_text(o.convergence.source if o.convergence else None)}",
+                     f"{tr('app.col.price_source')}: {price_text(o.cost)}"]
+            st.markdown(f"**{md(o.id)}**\n" + "\n".join(f"- {md(line)}" for line in lines))
 
 
 def _round(x: float | None, digits: int) -> float | None:

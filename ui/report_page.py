@@ -9,9 +9,9 @@ import logging
 import streamlit as st
 
 from planner.inputs.errors import InputError
-from planner.inputs.scenario import Scenario, dump_scenario_yaml
-from ui import page_data, scenario_files
-from ui.i18n_ui import LOCALES, locale, tr
+from planner.inputs.scenario import Scenario, dump_scenario_yaml, scenario_to_dict
+from ui import page_data, scenario_files, state
+from ui.i18n_ui import LOCALES, tr
 from ui.markup import md
 
 log = logging.getLogger("trainplan.app")
@@ -49,6 +49,12 @@ def locale_name(loc: str) -> str:
 
 # ---------------------------------------------------------------- the page
 
+def _on_report_locale(scenario: Scenario) -> None:
+    """The language picked here becomes the scenario's locale: its downloads and link keep it."""
+    ss = st.session_state
+    ss[state.BASE_KEY] = {**(ss.get(state.BASE_KEY) or scenario_to_dict(scenario)), "locale": ss["report_locale"]}
+
+
 def main() -> None:
     ss = st.session_state
     fingerprint = page_data.inputs_fingerprint()
@@ -71,11 +77,12 @@ def main() -> None:
         st.error(tr("report.page.error", error=f"{type(exc).__name__}: {exc}"))
         return
 
-    if ss.get("report_locale") not in ALL_LOCALES:
-        ss["report_locale"] = locale() if locale() in ALL_LOCALES else "en"
+    # The report's language is the scenario's locale (a file's, a link's, or the one picked here), not the UI's.
+    ss["report_locale"] = scenario.locale if scenario.locale in ALL_LOCALES else "en"
     c1, c2, c3 = st.columns([2, 2, 1])
     with c1:
-        st.selectbox(tr("report.page.locale"), ALL_LOCALES, key="report_locale", format_func=locale_name)
+        st.selectbox(tr("report.page.locale"), ALL_LOCALES, key="report_locale", format_func=locale_name,
+                     on_change=_on_report_locale, args=(scenario,))
     with c2:
         st.checkbox(tr("report.page.all_options"), key="report_all_options")
     with c3:

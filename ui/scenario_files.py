@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from planner.inputs.errors import InputError
@@ -41,15 +42,40 @@ def load_example(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -
     return load_scenario_file(path, known_gpu_ids)
 
 
+PRESETS_SUBDIR = "presets"  # scenarios/presets/: the gallery's extra starts (tests parametrize over scenarios/*.yaml)
+# The gallery's order: large LLM fine-tunes, adapters on one card, pre-training, vision, a classifier fine-tune.
+GALLERY_ORDER = ("llama3-8b-full-finetune-zero3-8gpu", "llama7b-full-finetune", "llama2-7b-lora-24gb",
+                 "llama7b-qlora-24gb", "gpt2-124m-10b-tokens", "resnet50-imagenet", "vit-b16-imagenet",
+                 "bert-base-finetune")
+
+
+@dataclass(frozen=True)
+class Example:
+    path: str
+    name: str
+    kind: str  # "shipped" (scenarios/*.yaml) or "preset" (scenarios/presets/*.yaml)
+
+
+def gallery(folder: str | Path) -> list[Example]:
+    """Shipped example scenarios and presets, in GALLERY_ORDER (others after, by name); unreadable files left out."""
+    found = []
+    for kind, sub in (("shipped", Path(folder)), ("preset", Path(folder) / PRESETS_SUBDIR)):
+        for path in sorted(sub.glob("*.yaml")):
+            try:
+                found.append(Example(str(path), load_scenario_file(path).name, kind))
+            except InputError:
+                continue
+
+    def rank(e: Example) -> tuple[int, str]:
+        stem = Path(e.path).stem
+        return (GALLERY_ORDER.index(stem) if stem in GALLERY_ORDER else len(GALLERY_ORDER), stem)
+
+    return sorted(found, key=rank)
+
+
 def example_names(folder: str | Path) -> dict[str, str]:
-    """Shipped example scenarios: path -> scenario name (unreadable files are left out of the list)."""
-    out = {}
-    for path in sorted(Path(folder).glob("*.yaml")):
-        try:
-            out[str(path)] = load_scenario_file(path).name
-        except InputError:
-            continue
-    return out
+    """Shipped example scenarios and presets: path -> scenario name (unreadable files are left out of the list)."""
+    return {e.path: e.name for e in gallery(folder)}
 
 
 def folders_fingerprint(dirs: Iterable[str | Path]) -> str:

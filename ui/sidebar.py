@@ -58,7 +58,7 @@ def _num(label_key: str, key: str, *, optional: bool = False, step: float | None
 # Choice widgets whose labels are translated. The browser keeps a choice as its label, so after a language
 # switch each value is set again: Streamlit then sends it with the new labels.
 TRANSLATED_CHOICES = ("model_name", "work_kind", "optimizer", "sharding", "adapter_kind", "adapter_targets", "tier",
-                      "provider", "region_group")
+                      "provider", "region_group", "deadline_confidence")
 
 
 def _on_lang() -> None:
@@ -291,6 +291,8 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.selectbox(tr("app.sidebar.example"), list(examples), index=None, key="example",
                      format_func=lambda p: examples[p], on_change=_on_example, args=(known,),
                      placeholder=tr("app.sidebar.example_placeholder"))
-        st.file_uploader(tr("app.sidebar.upload"), type=["yaml", "yml"], key="upload", max_upload_size=1,
+        # Above the loader's own 1 MiB rule: a larger file then reaches the loader, whose error names the file and
+        # the limit at the top of the page (the widget's own limit only shows a chip here).
+        st.file_uploader(tr("app.sidebar.upload"), type=["yaml", "yml"], key="upload", max_upload_size=16,
                          on_change=_on_upload, args=(known,), help=tr("app.sidebar.upload_help"))
     return file_box

@@ -35,7 +35,10 @@ CUSTOM_MODEL = "__custom__"
 # The region choice that keeps the scenario file's pricing.regions (exact region names) as they are.
 FILE_REGIONS = "file_regions"
 BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
+# The UI's locale, the user's own choice: it outlives page switches (where the sidebar's widgets are not drawn)
+# and scenario loads. A scenario's `locale` is its report's language, never the UI's.
 LOCALE_KEY = "_locale"
+CLAMPED_KEY = "_clamped"  # (widget key, value in the file, value the widget shows) of the scenario just applied
 
 # Defaults shown when a scenario leaves a section out (widgets need a value; None = "not given").
 # The shape's sizes have no scenario default (a typed shape needs all of them): GPT-2 small seeds the widgets.
@@ -77,8 +80,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
 
 # ---------------------------------------------------------------- scenario dict -> widget values
 
-def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
-    """Widget key -> value for a scenario dict (scenario_to_dict's shape)."""
+def to_widgets(d: Mapping[str, Any], clamped: list[tuple[str, Any, Any]] | None = None) -> dict[str, Any]:
+    """Widget key -> value for a scenario dict (scenario_to_dict's shape); values outside BOUNDS are clamped and,
+    given a `clamped` list, reported in it as (widget key, value given, value shown)."""
     m, t, w = d["model"], d["training"], d["workload"]
     sd, td, wd = defaults_of(Scenario), defaults_of(TrainingSetup), defaults_of(Workload)
     hd, pd, cd = defaults_of(Hardware), defaults_of(Pricing), defaults_of(Constraints)
@@ -88,13 +92,10 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
     spot = {**defaults_of(SpotSettings), **(p.get("spot") or {})}
     on_prem = {**defaults_of(OnPrem), **(p.get("on_prem") or {})}
     micro = t.get("micro_batch", "auto")
-    locale = d.get("locale", sd["locale"])
     kind = "tokens" if w.get("tokens") is not None else (
         "reference_points" if w.get("reference_points") else "epochs")
     out: dict[str, Any] = {
         "scenario_name": d.get("name", sd["name"]),
-        "ui_lang": language_of(locale),
-        "ui_locale": locale,
         "model_name": m.get("name") or CUSTOM_MODEL,
         "model_transformer": m.get("transformer") is not None,
         "model_attention": m.get("attention") or AUTO_ATTENTION,
@@ -154,7 +155,10 @@ def to_widgets(d: Mapping[str, Any]) -> dict[str, Any]:
         out[key] = float(spot[field])
     for key, field in ON_PREM_KEYS.items():
         out[key] = _float_or_none(on_prem[field])  # purchase None: each GPU's own purchase price
-    return {k: clamp(k, v) for k, v in out.items()}
+    values = {k: clamp(k, v) for k, v in out.items()}
+    if clamped is not None:
+        clamped.extend((k, out[k], v) for k, v in values.items() if k in BOUNDS and v is not None and v != out[k])
+    return values
 
 
 def clamp(key: str, value: Any) -> Any:
@@ -175,7 +179,7 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     """
     d = copy.deepcopy(dict(base))
     d["name"] = (w["scenario_name"] or "").strip() or defaults_of(Scenario)["name"]
-    d["locale"] = w["ui_locale"]
+    d["locale"] = d.get("locale") or defaults_of(Scenario)["locale"]  # the report's language: no widget here
 
     m = dict(d.get("model") or {})
     m["name"] = None if w["model_name"] == CUSTOM_MODEL else w["model_name"]
@@ -387,6 +391,7 @@ def hidden_keys(session: Session) -> set[str]:
 def prepare_widgets(session: Session) -> None:
     """Before the widgets are drawn: fill missing values from the scenario, and give hidden widgets their last
     value (Streamlit forgets or reverts the value of a widget it did not draw in the previous run)."""
+    seed_ui_locale(session)
     values = to_widgets(session[BASE_KEY])
     memory = session.setdefault(MEMORY_KEY, {})
     for key in hidden_keys(session):
@@ -400,12 +405,22 @@ def remember_widgets(session: Session) -> None:
     session.setdefault(MEMORY_KEY, {}).update({k: session[k] for k in WIDGET_KEYS if k not in hidden and k in session})
 
 
+def seed_ui_locale(session: Session) -> None:
+    """The language widgets take the user's last choice (kept in LOCALE_KEY), else English."""
+    if "ui_locale" not in session:
+        session["ui_locale"] = session.get(LOCALE_KEY) or "en"
+    if "ui_lang" not in session:
+        session["ui_lang"] = language_of(session["ui_locale"])
+
+
 def apply_scenario(session: Session, s: Scenario) -> None:
-    """Make `s` the current scenario: base and every widget (uploads, examples, links)."""
+    """Make `s` the current scenario: base and every widget (uploads, examples, links). The UI's language stays
+    the user's: the scenario's locale is only its report's default language."""
     d = scenario_to_dict(s)
     session[BASE_KEY] = d
-    session.update(to_widgets(d).items())
-    session[LOCALE_KEY] = s.locale
+    clamped: list[tuple[str, Any, Any]] = []
+    session.update(to_widgets(d, clamped).items())
+    session[CLAMPED_KEY] = clamped  # the Plan page reports them once
     session[MEMORY_KEY] = {}
 
 

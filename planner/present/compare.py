@@ -16,6 +16,7 @@ from planner.inputs.errors import InputError
 from planner.inputs.filenames import slug
 from planner.inputs.scenario import Scenario, dump_scenario_yaml, load_scenario_file
 from planner.inputs.userdata import user_scenarios_dir
+from planner.present import fmt
 from planner.present.i18n import t
 
 if TYPE_CHECKING:  # altair is imported inside the chart builders so that `import planner` stays light
@@ -155,16 +156,23 @@ class Point:
 
 
 def cost_time_points(items: Sequence[Compared]) -> list[Point]:
-    """Every costed option of every scenario; on_frontier = no option of any compared scenario dominates it (USD)."""
-    pool: list[tuple[Compared, PlanOption]] = [(it, o) for it in items for o in costed(it.plan.options)]
-    # pareto_frontier keeps one option of an exact tie; every option at a frontier point is just as good.
-    best = {_hours_usd(o) for o in pareto_frontier([o for _, o in pool])}
-    return [Point(it.label, o, _hours_usd(o) in best, o.id == it.plan.recommendation.primary) for it, o in pool]
+    """Every costed option of every scenario; on_frontier = no option of the SAME scenario dominates it (USD).
+
+    One frontier per scenario: scenarios may train different models on different data, so an option of one is no
+    alternative to an option of another, and a joint frontier would hide every scenario but the cheapest."""
+    out = []
+    for it in items:
+        pool = costed(it.plan.options)
+        # pareto_frontier keeps one option of an exact tie; every option at a frontier point is just as good.
+        best = {_hours_usd(o) for o in pareto_frontier(pool)}
+        out += [Point(it.label, o, _hours_usd(o) in best, o.id == it.plan.recommendation.primary) for o in pool]
+    return out
 
 
 def frontier(points: Sequence[Point]) -> list[Point]:
-    """The frontier points, fastest first."""
-    return sorted((p for p in points if p.on_frontier), key=lambda p: _hours_usd(p.option))
+    """The frontier points, scenario by scenario (in the comparison's order), fastest first."""
+    order = {label: i for i, label in enumerate(dict.fromkeys(p.label for p in points))}
+    return sorted((p for p in points if p.on_frontier), key=lambda p: (order[p.label], *_hours_usd(p.option)))
 
 
 def dominated(a: PlanOption, b: PlanOption) -> bool:
@@ -285,31 +293,35 @@ def cost_time_chart(points: Sequence[Point], locale: str | None = "en",
     """All options of the compared scenarios (hours, USD; log axes), coloured by scenario; the frontier as a line."""
     import altair as alt
 
-    from planner.present.charts import HIGHLIGHT, WIDTH, option_label, vega_locale
+    from planner.present.charts import WIDTH, option_label, vega_locale
 
     yes, no = t("pages.compare.chart.on_frontier", locale), t("pages.compare.chart.off_frontier", locale)
     rows = [{"scenario": p.label, "option": option_label(p.option), "option_id": p.option.id,
              "hours": cost_of(p.option).hours, "usd": cost_of(p.option).usd, "frontier": yes if p.on_frontier else no,
-             "recommended": p.recommended} for p in points]
+             "recommended": p.recommended,
+             # tooltips show these: units and the reader's number format (Vega's own would print raw decimals)
+             "hours_text": fmt.hours(cost_of(p.option).hours, locale),
+             "usd_text": fmt.money(cost_of(p.option).usd, "USD", locale)} for p in points]
     x_title = t("pages.compare.chart.hours_axis", locale)
     y_title = t("pages.compare.chart.cost_axis", locale)
+    colours = _scenario_scale(scenarios or list(dict.fromkeys(p.label for p in points)))
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("hours:Q", title=x_title, scale=alt.Scale(type="log"), axis=alt.Axis(format=",~g")),
         y=alt.Y("usd:Q", title=y_title, scale=alt.Scale(type="log"), axis=alt.Axis(format=",.2~r")),
     )
     points_layer = base.mark_point(filled=True, opacity=0.8).encode(
-        color=alt.Color("scenario:N", title=t("pages.compare.chart.scenario", locale),
-                        scale=_scenario_scale(scenarios or list(dict.fromkeys(p.label for p in points))),
+        color=alt.Color("scenario:N", title=t("pages.compare.chart.scenario", locale), scale=colours,
                         legend=alt.Legend(orient="top", labelLimit=260)),
         shape=alt.Shape("frontier:N", title=None, scale=alt.Scale(domain=[yes, no], range=["diamond", "circle"])),
         size=alt.Size("frontier:N", legend=None, scale=alt.Scale(domain=[yes, no], range=[140, 45])),
         tooltip=[alt.Tooltip("scenario:N", title=t("pages.compare.chart.scenario", locale)),
                  alt.Tooltip("option:N", title=t("pages.compare.col.option", locale)),
-                 alt.Tooltip("hours:Q", title=x_title, format=",.1f"),
-                 alt.Tooltip("usd:Q", title=y_title, format=",.0f")],
+                 alt.Tooltip("hours_text:N", title=x_title),
+                 alt.Tooltip("usd_text:N", title=y_title)],
     )
-    line = base.transform_filter(alt.datum.frontier == yes).mark_line(color=HIGHLIGHT, strokeWidth=2).encode(
-        order="hours:Q")
+    # One frontier line per scenario, in the scenario's colour.
+    line = base.transform_filter(alt.datum.frontier == yes).mark_line(strokeWidth=2, opacity=0.9).encode(
+        color=alt.Color("scenario:N", scale=colours, legend=None), detail="scenario:N", order="hours:Q")
     stars = base.transform_filter(alt.datum.recommended).mark_text(
         align="left", dx=8, dy=-8, fontSize=11, fontWeight="bold", color="#222").encode(
         text=alt.value(t("pages.compare.chart.recommended", locale)))
@@ -325,24 +337,32 @@ def scaling_chart(rows: Sequence[ScalingRow], locale: str | None = "en",
     from planner.present.charts import WIDTH, vega_locale
 
     data = [{"scenario": r.label, "n": r.n_gpus, "hours": r.hours, "usd": r.cost_usd,
-             "efficiency": None if r.efficiency is None else 100 * r.efficiency}
+             "efficiency": None if r.efficiency is None else 100 * r.efficiency,
+             # tooltips: units and the reader's number format
+             "hours_text": fmt.hours(r.hours, locale), "usd_text": fmt.money(r.cost_usd, "USD", locale),
+             "efficiency_text": fmt.percent(r.efficiency, locale)}
             for r in rows if r.hours is not None]
     x = alt.X("n:O", title=t("pages.compare.chart.gpus_axis", locale), axis=alt.Axis(labelAngle=0))
     colour = alt.Color("scenario:N", title=t("pages.compare.chart.scenario", locale),
                        scale=_scenario_scale(scenarios or list(dict.fromkeys(r.label for r in rows))),
                        legend=alt.Legend(orient="bottom", labelLimit=260))
     base = alt.Chart(alt.Data(values=data)).encode(x=x, color=colour)
+    who = [alt.Tooltip("scenario:N", title=t("pages.compare.chart.scenario", locale)),
+           alt.Tooltip("n:O", title=t("pages.compare.chart.gpus_axis", locale))]
     size = {"width": WIDTH // 3 - 20, "height": 220}
     hours = base.mark_line(point=True).encode(
         y=alt.Y("hours:Q", title=t("pages.compare.chart.hours_axis", locale), scale=alt.Scale(type="log"),
                 axis=alt.Axis(format=",~g")),
-        tooltip=["scenario:N", "n:O", alt.Tooltip("hours:Q", format=",.1f")]).properties(**size)
+        tooltip=[*who, alt.Tooltip("hours_text:N", title=t("pages.compare.chart.hours_axis", locale))]
+    ).properties(**size)
     cost = base.mark_line(point=True).encode(
         y=alt.Y("usd:Q", title=t("pages.compare.chart.cost_axis_linear", locale), axis=alt.Axis(format=",.2~r")),
-        tooltip=["scenario:N", "n:O", alt.Tooltip("usd:Q", format=",.0f")]).properties(**size)
+        tooltip=[*who, alt.Tooltip("usd_text:N", title=t("pages.compare.chart.cost_axis_linear", locale))]
+    ).properties(**size)
     eff = base.mark_line(point=True).encode(
         y=alt.Y("efficiency:Q", title=t("pages.compare.chart.efficiency_axis", locale),
                 scale=alt.Scale(domain=[0, 110])),
-        tooltip=["scenario:N", "n:O", alt.Tooltip("efficiency:Q", format=",.0f")]).properties(**size)
+        tooltip=[*who, alt.Tooltip("efficiency_text:N", title=t("pages.compare.chart.efficiency_axis", locale))]
+    ).properties(**size)
     chart = alt.hconcat(hours, cost, eff)
     return chart.configure(locale=vega_locale(locale)).configure_view(stroke=None)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
+from functools import cache
 
+from babel import Locale
 from babel.dates import format_date
 from babel.numbers import format_currency, format_decimal, format_scientific, get_currency_symbol
 
@@ -58,14 +61,40 @@ def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
 
 
 def money(x: float | None, currency: str = "USD", locale: str | None = "en", digits: int | None = None) -> str:
+    """Money in the locale's own CLDR pattern: es-ES "9,52 US$", es-AR "US$9,52", es-MX "USD 9.52", en "$9.52"."""
     if x is None or not math.isfinite(x):
         return "—"
-    if _huge(x):
-        return f"{get_currency_symbol(currency, locale=babel_locale(locale))} {_scientific(x, locale)}"
     if digits is None:
         digits = 0 if abs(x) >= 100 else 2
-    fmt = "¤#,##0" + ("." + "0" * digits if digits else "")
-    return format_currency(x, currency, format=fmt, locale=babel_locale(locale), currency_digits=False)
+    bl = babel_locale(locale)
+    pattern = _currency_pattern(bl, digits)
+    symbol = get_currency_symbol(currency, locale=bl)
+    if _huge(x):
+        grouped = "#,##0" + ("." + "0" * digits if digits else "")
+        text = pattern.split(";")[0].replace(grouped, "\x00").replace("¤", symbol)
+        return _spaced(text.replace("\x00", _scientific(x, locale)), symbol)
+    return _spaced(format_currency(x, currency, format=pattern, locale=bl, currency_digits=False), symbol)
+
+
+@cache
+def _currency_pattern(bl: str, digits: int) -> str:
+    """The locale's standard currency pattern with `digits` decimals ("#,##0.00 ¤" -> "#,##0 ¤" for 0)."""
+    standard = Locale.parse(bl).currency_formats["standard"].pattern
+    return re.sub(r"#,##0(\.0+)?", "#,##0" + ("." + "0" * digits if digits else ""), standard)
+
+
+def _spaced(text: str, symbol: str) -> str:
+    """CLDR currencySpacing (root, the rule of every locale here): a symbol ending or starting with a letter takes a
+    no-break space next to a digit ("USD 9.52", "9,52 US$"); "$" and "US$" do not. Babel leaves this rule out."""
+    at = text.find(symbol)
+    if at < 0 or not symbol:
+        return text
+    end = at + len(symbol)
+    if symbol[-1].isalpha() and end < len(text) and text[end].isdigit():
+        text = text[:end] + "\u00a0" + text[end:]
+    if symbol[0].isalpha() and at > 0 and text[at - 1].isdigit():
+        text = text[:at] + "\u00a0" + text[at:]
+    return text
 
 
 def date(d: dt.date | str | None, locale: str | None = "en") -> str:

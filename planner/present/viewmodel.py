@@ -3,15 +3,19 @@ page, the reports and the CLI all show, so every surface says the same thing in 
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
+from planner.engine.memory import TIGHT_HEADROOM
 from planner.engine.recommend import costed
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
 from planner.present.i18n import t
 from planner.present.notes import render_note
+from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, GIB, QUOTE_MAX_AGE_DAYS
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,9 @@ class PlanView:
     # The seeds' checklist: LR scaling and warm-up for this batch, the critical batch, and what evaluation and
     # early stopping do to the recommended run's hours and cost.
     advice: tuple[str, ...] = ()
+    # What must be checked before deciding, in a few plain sentences (attention_sentences): the Plan page's
+    # headline area and page 1 of every report show these, not only the per-option notes.
+    warnings: tuple[str, ...] = ()
 
     @property
     def summary(self) -> tuple[str, ...]:
@@ -54,7 +61,8 @@ class PlanView:
                                  *self.advice) if s)
 
 
-def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
+def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None = None) -> PlanView:
+    """`today` dates the quotes and the exchange rate (the reports pass theirs; default: the clock)."""
     r = plan.recommendation
     primary, runner = plan.option(r.primary), plan.option(r.runner_up)
     fastest = plan.option(r.fastest_within_budget)
@@ -89,6 +97,7 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str) -> PlanView:
         counts=counts,
         unpriced=unpriced_sentence(plan, scenario, locale),
         advice=advice_sentences(plan, scenario, primary, locale),
+        warnings=attention_sentences(plan, scenario, locale, today or dt.date.today()),
     )
 
 
@@ -220,3 +229,114 @@ def _fastest_sentence(scenario: Scenario, primary: PlanOption, fastest: PlanOpti
         return ""
     return t("summary.fastest_in_budget", locale, option=option_label(fastest),
              hours=fmt.hours(cost_of(fastest).hours, locale))
+
+
+# ---------------------------------------------------------------- what to check before deciding
+
+FAR_KINDS = ("analytic", "extrapolated", "transferred")  # step times not read off a measurement of this GPU
+
+
+def attention_sentences(plan: Plan, scenario: Scenario, locale: str, today: dt.date) -> tuple[str, ...]:
+    """Deadline and budget misses, formula-only or transferred step times, tight memory, stale or undated quotes
+    and exchange rate, and how the GPUs are rented, for the recommended option and its runner-up: one plain
+    sentence each (options with the same caveat share one)."""
+    r = plan.recommendation
+    primary = plan.option(r.primary)
+    if primary is None or primary.cost is None:
+        return ()
+    featured = [o for o in (primary, plan.option(r.runner_up)) if o is not None and o.cost is not None]
+    out = [s for s in (_deadline_attention(scenario, primary, locale), _budget_attention(scenario, primary, locale))
+           if s]
+    model = scenario.model.name or t("attention.this_model", locale)
+    for kind in FAR_KINDS:
+        far = [o for o in featured if o.step is not None and o.step.source.kind == kind]
+        if far:
+            out.append(t(f"attention.step_{kind}", locale, model=model, options=_join((option_label(o) for o in far), locale),
+                         gpus=_join(dict.fromkeys(o.gpu_name for o in far), locale)))
+    for o in featured:
+        m = o.memory
+        if m is not None and o.fits and m.headroom < TIGHT_HEADROOM:
+            out.append(t("attention.tight_memory", locale, option=option_label(o),
+                         total=fmt.number(m.total / GIB, locale), capacity=fmt.number(m.capacity / GIB, locale),
+                         headroom=fmt.percent(m.headroom, locale, 1)))
+    for o in featured:
+        out.extend(s for s in (_quote_attention(o, locale, today), _topology_attention(o, scenario, locale)) if s)
+    rate = _rate_attention(scenario, locale, today)
+    if rate:
+        out.append(rate)
+    return tuple(dict.fromkeys(out))
+
+
+def _join(items: Iterable[str], locale: str) -> str:
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + t("attention.and", locale) + items[-1]
+
+
+def _deadline_attention(scenario: Scenario, o: PlanOption, locale: str) -> str:
+    deadline = scenario.constraints.deadline_hours
+    if deadline is None:
+        return ""
+    c = cost_of(o)
+    params = {"option": option_label(o), "deadline": fmt.hours(deadline, locale), "hours": fmt.hours(c.hours, locale),
+              "high": fmt.hours(c.hours_range[1], locale)}
+    if c.hours > deadline:
+        return t("attention.deadline_missed", locale, **params)
+    if c.hours_range[1] > deadline:
+        return t("attention.deadline_at_risk", locale, **params)
+    return ""
+
+
+def _budget_attention(scenario: Scenario, o: PlanOption, locale: str) -> str:
+    budget = scenario.constraints.budget_usd
+    if budget is None:
+        return ""
+    c = cost_of(o)
+    params = {"option": option_label(o), "budget": fmt.money(budget, "USD", locale),
+              "usd": fmt.money(c.usd, "USD", locale), "high": fmt.money(c.usd_range[1], "USD", locale)}
+    if c.usd > budget:
+        return t("attention.budget_over", locale, **params)
+    if c.usd_range[1] > budget:
+        return t("attention.budget_at_risk", locale, **params)
+    return ""
+
+
+def _quote_attention(o: PlanOption, locale: str, today: dt.date) -> str:
+    """The fresh-prices rule (planner.inputs.profiles.quote_freshness): a published quote older than
+    QUOTE_MAX_AGE_DAYS, or with no date, is flagged where it is shown; a user's own price never is."""
+    p = o.cost.price if o.cost else None
+    if p is None or p.origin != "published":
+        return ""
+    offer = fmt.offer(p.provider, p.instance, p.region)
+    if p.as_of is None:
+        return t("attention.quote_undated", locale, option=option_label(o), offer=offer)
+    age = (today - dt.date.fromisoformat(str(p.as_of)[:10])).days
+    if age <= QUOTE_MAX_AGE_DAYS:
+        return ""
+    return t("attention.quote_stale", locale, option=option_label(o), offer=offer, date=fmt.date(p.as_of, locale),
+             days=fmt.number(age, locale, 0), limit=QUOTE_MAX_AGE_DAYS)
+
+
+def _rate_attention(scenario: Scenario, locale: str, today: dt.date) -> str:
+    p = scenario.pricing
+    if p.currency == "USD":
+        return ""
+    rate = fmt.sig(p.exchange_rate, locale, 4)
+    if p.exchange_rate_as_of is None:
+        return t("attention.rate_undated", locale, rate=rate, currency=p.currency)
+    as_of = dt.date.fromisoformat(str(p.exchange_rate_as_of)[:10])
+    age = (today - as_of).days
+    if age <= EXCHANGE_RATE_MAX_AGE_DAYS:
+        return ""
+    return t("attention.rate_stale", locale, rate=rate, currency=p.currency, date=fmt.date(as_of, locale),
+             days=fmt.number(age, locale, 0), limit=EXCHANGE_RATE_MAX_AGE_DAYS)
+
+
+def _topology_attention(o: PlanOption, scenario: Scenario, locale: str) -> str:
+    c = o.cost
+    if c is None or c.price is None or o.topology not in ("multi_node", "separate_nodes"):
+        return ""
+    return t(f"attention.topology_{o.topology}", locale, option=option_label(o), k=c.price.gpus_per_instance,
+             provider=c.price.provider,
+             gb_s=fmt.number(scenario.hardware.inter_node_gb_per_s, locale, 0))

@@ -90,6 +90,8 @@ def body(model: ReportModel, chart_svgs: dict[str, str] | None = None) -> str:
         f'<section id="summary" class="summary"><h2>{e(h["summary"])}</h2>',
         '<dl class="kf">' + "".join(f"<div><dt>{e(k)}</dt><dd>{e(v)}</dd></div>" for k, v in model.key_figures)
         + "</dl>",
+        (f'<div class="attention"><h3>{e(model.headings["attention"])}</h3><ul class="risks">'
+         + "".join(f"<li>{e(s)}</li>" for s in model.attention) + "</ul></div>") if model.attention else "",
         "".join(f"<p>{e(s)}</p>" for s in model.summary),
         "</section>",
         f'<section id="options"><h2>{e(h["options"])}</h2><p>{e(model.options_intro)}</p>',

@@ -22,6 +22,8 @@ def render_markdown(model: ReportModel) -> str:
     out = [f"# {md(model.title)}: {md(model.scenario_name)}", "", f"_{md(model.generated)}_", ""]
     out += [f"## {md(h['summary'])}", "", f"**{md(t('report.sub.key_figures', model.locale))}**", ""]
     out += [f"- **{md(k)}**: {md(v)}" for k, v in model.key_figures] + [""]
+    if model.attention:
+        out += [f"**{md(h['attention'])}**", ""] + [f"- {md(s)}" for s in model.attention] + [""]
     for sentence in model.summary:
         out += [md(sentence), ""]
     out += [f"## {md(h['options'])}", "", md(model.options_intro), "", table(model.options), "",

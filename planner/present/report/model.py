@@ -12,7 +12,7 @@ from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
 from planner.present.i18n import language_of, t
-from planner.present.notes import render_note
+from planner.present.notes import render_note, source_detail
 from planner.present.report.risks import Risk, find_risks
 from planner.present.viewmodel import cost_text, plan_view, time_range
 from planner.vocab import GIB
@@ -45,6 +45,7 @@ class ReportModel:
     generated: str
     headings: dict[str, str]
     summary: tuple[str, ...]
+    attention: tuple[str, ...]  # what to check before deciding (PlanView.warnings): page 1, under the key figures
     key_figures: tuple[tuple[str, str], ...]
     options_intro: str
     options: Table
@@ -74,6 +75,7 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
     today = today or dt.date.today()
     shown = top_options(plan, None if all_options else top_n)
     primary = plan.option(plan.recommendation.primary)
+    view = plan_view(plan, scenario, locale, today)
     charts = tuple(_charts(plan, scenario, shown, locale, with_charts))
     return ReportModel(
         locale=locale,
@@ -81,8 +83,9 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         title=t("report.title", locale),
         scenario_name=scenario.name,
         generated=t("report.generated", locale, date=fmt.date(today, locale), version=__version__),
-        headings={s: t(f"report.section.{s}", locale) for s in SECTIONS},
-        summary=plan_view(plan, scenario, locale).summary,
+        headings={**{s: t(f"report.section.{s}", locale) for s in SECTIONS}, "attention": t("attention.title", locale)},
+        summary=view.summary,
+        attention=view.warnings,
         key_figures=tuple(_key_figures(scenario, primary, locale)),
         options_intro=_options_intro(plan, shown, locale),
         options=_options_table(plan, shown, locale),
@@ -246,10 +249,10 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
         lines = []
         if o.step:
             lines.append(t("report.src.step", locale, kind=source_kind(o.step.source.kind, locale),
-                           detail=render_note(o.step.source.detail, locale)))
+                           detail=source_detail(o.step.source.detail, locale)))
         if o.memory:
             lines.append(t("report.src.memory", locale, kind=source_kind(o.memory.source.kind, locale),
-                           detail=render_note(o.memory.source.detail, locale)))
+                           detail=source_detail(o.memory.source.detail, locale)))
             m = o.memory
             lines.append(t("report.src.memory_figures", locale, allocated=fmt.number(m.allocated_peak / GIB, locale),
                            reserved=fmt.number(m.reserved_peak / GIB, locale),
@@ -257,10 +260,10 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
                            phase=t(f"common.phase.{m.phase}", locale)))
         if o.convergence:
             lines.append(t("report.src.steps", locale, kind=source_kind(o.convergence.source.kind, locale),
-                           detail=render_note(o.convergence.source.detail, locale)))
+                           detail=source_detail(o.convergence.source.detail, locale)))
         if o.scaling:
             lines.append(t("report.src.scaling", locale, kind=source_kind(o.scaling.source.kind, locale),
-                           detail=render_note(o.scaling.source.detail, locale),
+                           detail=source_detail(o.scaling.source.detail, locale),
                            eff=fmt.percent(o.scaling.efficiency, locale)))
         lines.extend(render_note(n, locale) for n in o.notes)
         per_option.append((option_label(o), list(dict.fromkeys(lines))))

@@ -70,6 +70,8 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
     h = model.headings
     w.heading(h["summary"])
     w.key_figures(model.key_figures)
+    if model.attention:  # what to check before deciding: on page 1, not only among the risks at the end
+        w.risk(model.headings["attention"], "\n".join(f"• {s}" for s in model.attention))
     for sentence in model.summary:
         w.para(sentence)
 
