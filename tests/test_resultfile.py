@@ -195,7 +195,7 @@ def test_v2_round_trip(tmp_path):
 
 @pytest.mark.parametrize("path", [
     ROOT / "tests" / "fixtures" / "results" / "h100-sxm-80gb" / "resnet50-20261120T100000Z.json",  # measured /1
-    ROOT / "results" / "traced" / "resnet50-20261129T202235Z.json",  # a shipped /1 trace, as bench wrote it
+    ROOT / "tests" / "fixtures" / "traced_v1" / "resnet50-20261129T202235Z.json",  # a /1 trace, as bench wrote it
 ])
 def test_a_v1_file_still_reads_as_before(path):
     rf = read_result_file(path)

@@ -271,9 +271,11 @@ def test_the_shipped_traces_carry_op_counts_and_the_planner_reads_them():
     from planner.inputs.folders import load_inputs
     from planner.inputs.scenario import parse_scenario
 
-    inputs = load_inputs([ROOT / "results" / "traced"], include_user_data=False)
+    # the shipped traces, plus the earlier /1 resnet50 trace they replaced (kept as a fixture)
+    inputs = load_inputs([ROOT / "results" / "traced", ROOT / "tests" / "fixtures" / "traced_v1"],
+                         include_user_data=False)
     for rf in inputs.results:
-        if rf.schema.endswith("/2"):  # bench trace writes /2; the kept /1 resnet50 trace predates the count
+        if rf.schema.endswith("/2"):  # bench trace writes /2; the /1 resnet50 trace predates the count
             assert all(m.aten_ops.get("forward") for m in rf.measurements if m.ok), rf.path
     scenario = parse_scenario({"schema": "trainplan.scenario/1", "name": "t", "model": {"name": "resnet50"},
                                "training": {"global_batch": 32, "optimizer": "sgd_momentum"},
