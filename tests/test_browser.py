@@ -79,7 +79,8 @@ def test_plan_page_renders_updates_and_shares(app_url, browser):
     _settle(page)
     page.locator('[data-testid="stExpander"]').filter(has_text="Required = weights").screenshot(
         path=str(ARTIFACTS / "plan_why_memory.png"))
-    page.locator('[data-testid="stExpander"]').filter(has_text="Price source").screenshot(
+    # the cost "why" expander (the options table's sources expander also names the price source)
+    page.locator('[data-testid="stExpander"]').filter(has_text=re.compile(r"Why \$[\d.,]+\?")).screenshot(
         path=str(ARTIFACTS / "plan_why_cost.png"))
 
     # One widget: a third of the epochs -> about a third of the hours, a new plan and a new link.
