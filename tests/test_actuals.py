@@ -50,8 +50,8 @@ def one_gpu_option(plan, n_gpus: int = 1):
 
 def make_run(plan, scenario, option, **figures) -> ia.RecordedRun:
     predicted = ia.predicted_from_plan_json(planjson.option_to_dict(option), planjson.SCHEMA, __version__, DAY)
-    return ea.new_run(plan, option.id, scenario_to_dict(scenario), predicted, ia.ActualFigures(**figures), DAY,
-                      "first try")
+    return ea.new_run(plan, option.id, scenario=scenario_to_dict(scenario), predicted=predicted,
+                      actual=ia.ActualFigures(**figures), date=DAY, note="first try")
 
 
 # ---------------------------------------------------------------- the arithmetic

@@ -59,8 +59,8 @@ def _on_save(plan: Plan, scenario: Scenario) -> None:
         actuals.check_figures(actual)
         predicted = actuals.predicted_from_plan_json(planjson.option_to_dict(option), planjson.SCHEMA, __version__,
                                                      dt.date.today())
-        run = errors.new_run(plan, option.id, scenario_to_dict(scenario), predicted, actual,
-                             ss.get("act_date") or dt.date.today(), str(ss.get("act_note") or "").strip())
+        run = errors.new_run(plan, option.id, scenario=scenario_to_dict(scenario), predicted=predicted, actual=actual,
+                             date=ss.get("act_date") or dt.date.today(), note=str(ss.get("act_note") or "").strip())
         saved = actuals.save_run(run)
     except InputError as exc:
         ss["_act_error"] = str(exc)

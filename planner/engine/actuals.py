@@ -67,7 +67,7 @@ def recordable(plan: Plan) -> list[str]:
     return [o.id for o in plan.options if o.fits is not False and o.step is not None and o.micro_batch]
 
 
-def new_run(plan: Plan, option_id: str, scenario: Mapping[str, Any], predicted: Predicted, actual: ActualFigures,
+def new_run(plan: Plan, option_id: str, *, scenario: Mapping[str, Any], predicted: Predicted, actual: ActualFigures,
             date: dt.date, note: str = "") -> RecordedRun:
     """A recorded run of one of the plan's options (not saved: planner.inputs.actuals.save_run writes it).
 

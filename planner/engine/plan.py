@@ -597,7 +597,7 @@ class _Transfer:
     used: tuple[TimePoint, ...]
 
 
-def _transfer_from(ctx: _Context, option: OptionPlan, other: GpuProfile, precision: str, flops: float,
+def _transfer_from(ctx: _Context, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
                    peak_b: float) -> _Transfer | None:
     gpu, idx = option.gpu, ctx.idx
     peak_a = _transfer_peak(other, precision)
@@ -649,7 +649,7 @@ def _transferred(ctx: _Context, option: OptionPlan, flops: float, precision: str
         other = ctx.inputs.profiles.get(other_id)
         if other is None or other.id == gpu.id or (idx.is_published(other_id, precision) and not published_only):
             continue
-        got = _transfer_from(ctx, option, other, precision, flops, peak_b)
+        got = _transfer_from(ctx, option, other=other, precision=precision, flops=flops, peak_b=peak_b)
         if got is not None:
             sources.append(got)
     if not sources:
