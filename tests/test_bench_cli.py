@@ -156,7 +156,7 @@ def test_unwritable_out_exits_2(tmp_path, capsys):
 def test_sigint_keeps_a_partial_valid_file(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench", "run", "--model", "mlp", "--precision", "fp32,bf16",
-         "--batch", ",".join(map(str, range(1, 41))), "--steps", "30", "--warmup", "1", "--phase-steps", "0",
+         "--batch", ",".join(map(str, range(1, 41))), "--steps", "200", "--warmup", "1", "--phase-steps", "0",
          "--out", str(tmp_path), "--progress-json", "--quiet"],
         cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

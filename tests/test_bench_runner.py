@@ -114,7 +114,8 @@ def test_run_end_to_end_on_cpu_with_the_tiny_model(home):
 
 
 def test_cancel_keeps_what_was_measured_and_one_run_at_a_time(home):
-    req = br.RunRequest("mlp", ("fp32",), (2, 4, 8, 16, 32, 64), steps=60, warmup=1, phase_steps=1,
+    # 400 steps a batch: the run must outlast the first progress event and the cancel on a loaded CI machine
+    req = br.RunRequest("mlp", ("fp32",), (2, 4, 8, 16, 32, 64), steps=400, warmup=1, phase_steps=1,
                         out=str(home / "results"))
     run = br.start_run(req)
     try:

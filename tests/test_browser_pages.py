@@ -98,7 +98,7 @@ def test_compare_page(page, app_url):
     # the saved scenario is compared with the current one: two columns in the side-by-side table
     expect(page.locator('[data-testid="stMultiSelect"]').get_by_text("BERT fine-tune")).to_be_visible()
     expect(page.locator(".vega-embed")).to_have_count(2, timeout=30_000)
-    expect(page.get_by_text(re.compile(r"options are on the frontier"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"options are on their scenario's frontier"))).to_be_visible()
     _no_exception(page)
     _shot(page, "compare")
 
