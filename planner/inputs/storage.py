@@ -72,22 +72,6 @@ class StorageTable:
 EMPTY = StorageTable(providers={}, path=str(STORAGE_PATH))
 
 
-def _date(r: Reader, key: str) -> dt.date | None:
-    value = r.raw(key, None)
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value)
-        except ValueError:
-            pass
-    raise r.fail(key, value, "a date YYYY-MM-DD, or null when the source states none")
-
-
 def _per_gb(r: Reader) -> float:
     """GB in the price's unit: 1 for GB, 1.073741824 for GiB (a per-GiB price / that = per GB)."""
     return GB_PER_GIB if r.choice("unit", UNITS, "GB") == "GiB" else 1.0
@@ -112,7 +96,7 @@ def load_storage(path: str | Path = STORAGE_PATH) -> StorageTable:
             per = _per_gb(s)
             storage = StoragePrice(usd_per_gb_month=s.number("usd_per_gb_month", minimum=0, maximum=MAX_USD_PER_GB)
                                    / per,
-                                   product=s.string("product"), as_of=_date(s, "as_of"), source=s.string("source"),
+                                   product=s.string("product"), as_of=s.date("as_of", None), source=s.string("source"),
                                    derived=s.string("derived", ""))
         e = p.sub("egress")
         if e is not None:
@@ -121,7 +105,7 @@ def load_storage(path: str | Path = STORAGE_PATH) -> StorageTable:
             rate = e.number("usd_per_gb", None, minimum=0, maximum=MAX_USD_PER_GB)
             egress = EgressPrice(usd_per_gb=rate / per if rate is not None else None,
                                  free_gb_per_month=e.number("free_gb_per_month", 0.0, minimum=0, maximum=1e9),
-                                 product=e.string("product"), as_of=_date(e, "as_of"), source=e.string("source"),
+                                 product=e.string("product"), as_of=e.date("as_of", None), source=e.string("source"),
                                  derived=e.string("derived", ""))
         if str(name).lower() in providers:
             raise InputError(source, f"providers.{name}", name, "each provider once (names are case-insensitive)")
