@@ -8,6 +8,10 @@ residuals of each stack apart. Deterministic: the same data gives the same file 
 
     .venv/bin/python perf/calibrate.py            # fit and write
     .venv/bin/python perf/calibrate.py --check    # exit 1 when the committed file is not what the data gives
+    .venv/bin/python perf/calibrate.py --include ~/.trainplan/results   # also your measured and recorded runs
+
+`--include PATH` (repeatable) adds the one-GPU figures of `bench run` result files and of runs recorded on the Runs
+page (labelled sources "measured" and "recorded" in the written file); the committed file is fitted without them.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import calibration_report as report  # noqa: E402
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
-from planner.inputs.resultfile import percentile, scan_results  # noqa: E402
+from planner.inputs.resultfile import percentile  # noqa: E402
 
 
 def samples_of(points, inputs: Inputs) -> list[Sample]:
@@ -35,8 +39,8 @@ def samples_of(points, inputs: Inputs) -> list[Sample]:
     return [s for s in (report.sample_of(p, inputs) for p in points) if s is not None]
 
 
-def fitted_text(fitted_on: str) -> str:
-    results, problems = scan_results(report.PUBLISHED)
+def fitted_text(fitted_on: str, include: list[str] | None = None) -> str:
+    results, problems = report.load_results(include or ())
     if problems:
         raise SystemExit("\n".join(problems))
     inputs = report.corpus_inputs()
@@ -56,9 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
     ap.add_argument("--fitted-on", default=None, help="the fit date to record (default: the committed file's)")
+    ap.add_argument("--include", action="append", default=[], metavar="PATH",
+                    help="also a result file or folder of them: measured (bench run) and recorded runs (repeatable)")
     args = ap.parse_args(argv)
+    if args.check and args.include:
+        ap.error("--check compares the committed file, fitted on the published corpus alone: drop --include")
     committed = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8")) if CALIBRATION_PATH.is_file() else {}
-    text = fitted_text(args.fitted_on or committed.get("fitted_on") or "2026-12-01")
+    text = fitted_text(args.fitted_on or committed.get("fitted_on") or "2026-12-01", args.include)
     if args.check:
         same = CALIBRATION_PATH.is_file() and CALIBRATION_PATH.read_text(encoding="utf-8") == text
         print("calibration: the committed file is what the data gives" if same else

@@ -15,6 +15,12 @@ stack that produced them (the planner has no stack factor yet), and by GPU archi
     .venv/bin/python perf/calibration_report.py            # the table
     .venv/bin/python perf/calibration_report.py --json     # the metrics (keys named in issue 15)
     .venv/bin/python perf/calibration_report.py --rows     # every held-out point and its three predictions
+    .venv/bin/python perf/calibration_report.py --include ~/.trainplan/results   # + your measured and recorded runs
+
+`--include` (repeatable: a result file or a folder of them) adds one-GPU measured rows (`bench run`) and runs
+recorded by hand on the Runs page (their result files) as points of their own source, "measured" or "recorded", and
+stack, "vanilla_pytorch" (the bench harness is eager PyTorch) or "recorded"; the default is the published corpus
+alone, so the committed metrics stay reproducible.
 
 Deterministic (no timing), so its output can be committed and compared; tests/test_calibration_report.py checks the
 committed perf/calibration_metrics.json against a fresh run (no regression) and the README table against it.
@@ -38,8 +44,9 @@ from planner.engine import steptime  # noqa: E402
 from planner.engine.calibration import Sample, calibrated_fwd_bwd_s, calibration_of  # noqa: E402
 from planner.engine.plan import roofline_terms, step_estimate  # noqa: E402
 from planner.inputs.calibration import StepCalibration  # noqa: E402
+from planner.inputs.errors import InputError  # noqa: E402
 from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
-from planner.inputs.resultfile import ResultFile, percentile, scan_results  # noqa: E402
+from planner.inputs.resultfile import ResultFile, percentile, read_result_file, scan_results  # noqa: E402
 from planner.inputs.scenario import parse_scenario  # noqa: E402
 from planner.inputs.zoo_catalog import load_catalog  # noqa: E402
 
@@ -72,6 +79,7 @@ class Point:
     published_s: float
     citation: str
     seq_len: int | None = None  # the run's sequence length (a transformer trained at another than its default)
+    optimizer: str | None = None  # the run's optimizer when its file says (measured, recorded); else by family
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,32 @@ class Prediction:
         return self.low_s <= published_s <= self.high_s
 
 
+def source_of(rf: ResultFile) -> str:
+    """A point's source: the corpus slug of a published file; "recorded" for a run recorded by hand on the Runs page
+    (planner.inputs.actuals.recorded_result marks its environment); "measured" for a `bench run` file."""
+    slug = rf.settings.get("source_slug")
+    if slug:
+        return str(slug)
+    return "recorded" if rf.environment.get("recorded_run") else "measured"
+
+
+def _measured_point(rf: ResultFile, m, profile) -> Point | None:
+    """A one-GPU `bench run` or recorded row as a point: its median full step at its batch (no accumulation)."""
+    if m.source != "measured" or not m.ok or m.step_time_s is None or not m.is_one_gpu:
+        return None
+    if (m.global_batch or m.batch_size) != (m.micro_batch or m.batch_size):
+        return None  # an accumulated step holds several micro-steps; bench and recorded runs never write one
+    source = source_of(rf)
+    optimizer = rf.settings.get("optimizer")
+    return Point(
+        file=rf, source=source, model=rf.model_name, family=str(rf.model.get("family") or "custom"),
+        gpu=str(rf.gpu_profile_id), architecture=profile.architecture,
+        stack="recorded" if source == "recorded" else "vanilla_pytorch", precision=m.precision,
+        micro_batch=m.batch_size, global_batch=m.batch_size, published_s=float(m.step_time_s.median),
+        citation=f"{Path(rf.path).name} ({source})", seq_len=m.seq_len or rf.model.get("seq_len"),
+        optimizer=str(optimizer) if optimizer else None)
+
+
 def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
     points = []
     for rf in results:
@@ -97,11 +131,15 @@ def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
         if profile is None:
             continue
         for m in rf.measurements:
+            measured = _measured_point(rf, m, profile)
+            if measured is not None:
+                points.append(measured)
+                continue
             t = m.published_micro_step_s
             if m.source != "published" or not m.is_one_gpu or not t or m.provenance is None:
                 continue
             points.append(Point(
-                file=rf, source=str(rf.settings.get("source_slug")), model=rf.model_name,
+                file=rf, source=source_of(rf), model=rf.model_name,
                 family=str(rf.model.get("family") or "custom"), gpu=str(gpu), architecture=profile.architecture,
                 stack=m.provenance.stack or "?", precision=m.precision, micro_batch=m.batch_size,
                 global_batch=m.global_batch or m.batch_size, published_s=t, citation=m.provenance.source or "?",
@@ -109,6 +147,25 @@ def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
     # One point per run: a CSV line that publishes both samples/s and ms per iteration (timm) is one run, not two.
     unique = {(p.citation, p.model, p.gpu, p.precision, p.micro_batch): p for p in points}
     return sorted(unique.values(), key=lambda p: (p.source, p.model, p.gpu, p.precision, p.micro_batch, p.citation))
+
+
+def load_results(include: Sequence[str | Path] = ()) -> tuple[list[ResultFile], list[str]]:
+    """The published corpus plus the result files (or folders of them) named by --include; one problem line per
+    file that cannot be read (never a traceback)."""
+    results, problems = scan_results(PUBLISHED)
+    for name in include:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            more, bad = scan_results(path)
+            results, problems = [*results, *more], [*problems, *bad]
+        elif path.is_file():
+            try:
+                results.append(read_result_file(path))
+            except InputError as exc:
+                problems.append(str(exc))
+        else:
+            problems.append(f"{name}: no such file or folder (--include)")
+    return results, problems
 
 
 def _model_block(p: Point) -> dict:
@@ -126,7 +183,7 @@ def scenario_for(p: Point):
     return parse_scenario({
         "schema": "trainplan.scenario/1", "name": f"held out: {p.citation}", "model": _model_block(p),
         "training": {"global_batch": p.global_batch, "micro_batch": p.micro_batch, "precisions": [p.precision],
-                     "optimizer": "sgd_momentum" if p.family in SGD_FAMILIES else "adamw"},
+                     "optimizer": p.optimizer or ("sgd_momentum" if p.family in SGD_FAMILIES else "adamw")},
         "workload": {"dataset_samples": 1000, "epochs": 1},
         "hardware": {"gpus": [p.gpu], "gpu_counts": [1]},
     }, "calibration_report")
@@ -171,7 +228,7 @@ def run(results: Sequence[ResultFile], inputs: Inputs) -> tuple[list[Point], dic
 
     by_gpu = {g: without(lambda r, g=g: r.gpu_profile_id != g, lambda p, g=g: p.gpu == g, figures=True)
               for g in {p.gpu for p in points}}
-    by_source = {s: (without(lambda r, s=s: r.settings.get("source_slug") != s, lambda p, s=s: p.source == s,
+    by_source = {s: (without(lambda r, s=s: source_of(r) != s, lambda p, s=s: p.source == s,
                              figures=True),
                      without(lambda r: False, lambda p, s=s: p.source == s, figures=False))
                  for s in {p.source for p in points}}
@@ -337,8 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the metrics as JSON")
     ap.add_argument("--rows", action="store_true", help="print every held-out point and its predictions")
     ap.add_argument("--write", action="store_true", help=f"write the metrics to {METRICS_PATH.relative_to(ROOT)}")
+    ap.add_argument("--include", action="append", default=[], metavar="PATH",
+                    help="also a result file or folder of them: measured (bench run) and recorded runs (repeatable)")
     args = ap.parse_args(argv)
-    results, problems = scan_results(PUBLISHED)
+    if args.write and args.include:
+        ap.error("--write records the published corpus's metrics: run it without --include")
+    results, problems = load_results(args.include)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2

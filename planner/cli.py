@@ -148,9 +148,12 @@ def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | b
     if args.format == "json":
         from planner.present.planjson import plan_to_json
         return plan_to_json(plan) + "\n"
+    from planner.inputs.actuals import scan_actuals
     from planner.present.report import render_report
+    # Recorded runs live in $TRAINPLAN_HOME like the user's results: --no-user-data leaves them out too.
+    runs = () if args.no_user_data else tuple(scan_actuals()[0])
     return render_report(plan, scenario, args.format, locale=args.lang or scenario.locale,
-                         all_options=args.all_options, paper=args.paper)
+                         all_options=args.all_options, paper=args.paper, runs=runs)
 
 
 # ---------------------------------------------------------------- python -m planner prices import|refresh ...

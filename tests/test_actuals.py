@@ -284,3 +284,97 @@ def test_the_app_lists_the_runs_page_in_its_navigation(home):
     at.switch_page("ui/actuals_page.py")
     at.run()
     assert not at.exception and at.title[0].value == "Runs: plan against actual"
+
+
+def _perf_module(name: str):
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(ROOT / "perf"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "perf" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_recorded_step_time_is_a_calibration_point_labelled_recorded(scenario, home):
+    """Issue 19: recorded runs become measured points the calibration uses, labelled as such
+    (perf/calibrate.py --include $TRAINPLAN_HOME/results); the committed fit stays the published corpus's."""
+    import json
+
+    plan = plan_now(scenario)
+    option = one_gpu_option(plan)
+    ia.save_run(make_run(plan, scenario, option, step_time_s=option.step.step_time_s * 1.2))
+    report = _perf_module("calibration_report")
+    results, problems = report.load_results([home / "results"])
+    assert not problems
+    points = report.load_points(results, report.corpus_inputs())
+    recorded = [p for p in points if p.source == "recorded"]
+    assert len(recorded) == 1
+    p = recorded[0]
+    assert (p.stack, p.gpu, p.precision, p.micro_batch, p.global_batch) == (
+        "recorded", option.gpu_id, option.precision, option.micro_batch, option.micro_batch)
+    assert p.published_s == pytest.approx(option.step.step_time_s * 1.2)
+    assert p.optimizer == scenario.training.optimizer
+    assert report.sample_of(p, report.corpus_inputs()) is not None  # the fit can read it
+
+    calibrate = _perf_module("calibrate")
+    fitted = json.loads(calibrate.fitted_text("2026-12-02", [str(home / "results")]))
+    committed = json.loads((ROOT / "planner" / "inputs" / "step_calibration.json").read_text(encoding="utf-8"))
+    assert fitted["n_points"] == committed["n_points"] + 1
+    assert "recorded" in fitted["sources"] and "recorded" not in committed["sources"]
+    missing = report.load_results([home / "nowhere"])[1]
+    assert missing and "no such file or folder" in missing[0]
+
+
+# ---------------------------------------------------------------- recorded runs in the reports
+
+def test_the_report_shows_this_models_recorded_runs_with_their_error_in_every_format(scenario, home):
+    from pypdf import PdfReader
+
+    from planner.present.report import render_report
+
+    plan = plan_now(scenario)
+    option = plan.option(plan.recommendation.primary)
+    ia.save_run(make_run(plan, scenario, option, hours=option.cost.hours * 1.25, cost_usd=option.cost.usd * 0.8))
+    other = replace(make_run(plan, scenario, option, hours=1.0), model=ia.RunModel("someone_elses_model", 1, None))
+    runs, problems = ia.scan_actuals()
+    assert not problems and len(runs) == 1
+    md = render_report(plan, scenario, "markdown", locale="en", today=DAY, runs=(*runs, other))
+    assert "### Plan against actual: recorded runs" in md
+    assert "1 run(s) of" in md  # the other model's run is not counted
+    assert "+25 %" in md and "-20 %" in md  # hours +25%, cost -20% (actual / predicted - 1)
+    html = render_report(plan, scenario, "html", locale="en", today=DAY, runs=runs)
+    assert 'class="recorded"' in html and "Inside the range" in html
+    es = render_report(plan, scenario, "markdown", locale="es-AR", today=DAY, runs=runs)
+    assert "Plan frente a lo real: corridas registradas" in es and "+25 %" in es
+    pdf = render_report(plan, scenario, "pdf", locale="en", today=DAY, runs=runs)
+    import io
+
+    text = " ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf)).pages)
+    assert "Plan against actual" in text
+    # no runs (or --no-user-data): no such section
+    assert "Plan against actual" not in render_report(plan, scenario, "markdown", locale="en", today=DAY)
+
+
+def test_the_cli_report_reads_recorded_runs_unless_told_to_leave_user_data_out(scenario, home, capsys):
+    plan = plan_now(scenario)
+    option = plan.option(plan.recommendation.primary)
+    ia.save_run(make_run(plan, scenario, option, hours=option.cost.hours * 1.5))
+    assert cli.run([str(DEFAULT_SCENARIO), "--format", "markdown"]) == 0
+    assert "Plan against actual" in capsys.readouterr().out
+    assert cli.run([str(DEFAULT_SCENARIO), "--format", "markdown", "--no-user-data"]) == 0
+    assert "Plan against actual" not in capsys.readouterr().out
+
+
+def test_the_report_page_preview_shows_the_recorded_runs(scenario, home):
+    plan = plan_now(scenario)
+    option = plan.option(plan.recommendation.primary)
+    ia.save_run(make_run(plan, scenario, option, hours=option.cost.hours * 1.1))
+    at = AppTest.from_file(str(ROOT / "ui" / "report_page.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    html = "\n".join(str(h.proto.body) for h in at.get("html"))
+    assert "Plan against actual" in html and "+10 %" in html

@@ -23,7 +23,7 @@ ALL_LOCALES = tuple(loc for group in LOCALES.values() for loc in group)
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _render(kind: str, scenario_yaml: str, fingerprint: str, today_iso: str, loc: str, all_options: bool,
-            paper: str, _scenario: Scenario) -> str | bytes:
+            paper: str, _scenario: Scenario, runs_key: str = "", _runs: tuple = ()) -> str | bytes:
     from planner.present.report import options_csv, render_report
 
     plan = page_data.plan_for(_scenario)
@@ -32,10 +32,26 @@ def _render(kind: str, scenario_yaml: str, fingerprint: str, today_iso: str, loc
         from planner.present.report.html import render_fragment
         from planner.present.report.model import build_report_model
 
-        return render_fragment(build_report_model(plan, _scenario, loc, all_options=all_options, today=today))
+        return render_fragment(build_report_model(plan, _scenario, loc, all_options=all_options, today=today,
+                                                  runs=_runs))
     if kind == "csv":
         return options_csv(plan)
-    return render_report(plan, _scenario, kind, locale=loc, all_options=all_options, paper=paper, today=today)
+    return render_report(plan, _scenario, kind, locale=loc, all_options=all_options, paper=paper, today=today,
+                         runs=_runs)
+
+
+def _recorded_runs() -> tuple[tuple, str]:
+    """The runs recorded on the Runs page (the report shows its model's) and a key that changes with them; a
+    broken run file is listed on the Runs page, not here."""
+    import hashlib
+    import json
+
+    from planner.inputs import actuals
+
+    runs, _problems = actuals.scan_actuals()
+    key = hashlib.sha256(json.dumps([actuals.run_to_dict(r) for r in runs], sort_keys=True,
+                                    default=str).encode()).hexdigest() if runs else ""
+    return tuple(runs), key
 
 
 def locale_name(loc: str) -> str:
@@ -88,7 +104,8 @@ def main() -> None:
     with c3:
         st.radio(tr("report.page.paper"), PAPERS, key="report_paper", horizontal=True)
     loc, all_options, paper = ss["report_locale"], bool(ss["report_all_options"]), ss["report_paper"]
-    args = (scenario_yaml, fingerprint, today, loc, all_options, paper, scenario)
+    runs, runs_key = _recorded_runs()
+    args = (scenario_yaml, fingerprint, today, loc, all_options, paper, scenario, runs_key, runs)
     stem = f"{scenario_files.file_stem(scenario)}-{loc}"
 
     st.subheader(tr("report.page.downloads"))

@@ -122,6 +122,9 @@ def body(model: ReportModel, chart_svgs: dict[str, str] | None = None) -> str:
         for label, lines in model.option_sources:
             parts.append(f'<p><strong>{e(label)}</strong></p><ul class="sources">'
                          + "".join(f"<li>{e(line)}</li>" for line in lines) + "</ul>")
+    if model.recorded is not None:
+        parts.append(f'<h3>{e(_sub(model, "recorded"))}</h3><p>{e(model.recorded_intro)}</p>'
+                     f'<div class="recorded">{table(model.recorded)}</div>')
     parts.append("</section>")
     parts.append(f'<section id="risks"><h2>{e(h["risks"])}</h2>')
     if model.risks:

@@ -42,6 +42,9 @@ def render_markdown(model: ReportModel) -> str:
         out += [f"### {md(t('report.sub.option_sources', model.locale))}", ""]
         for label, lines in model.option_sources:
             out += [f"**{md(label)}**", ""] + [f"- {md(line)}" for line in lines] + [""]
+    if model.recorded is not None:
+        out += [f"### {md(t('report.sub.recorded', model.locale))}", "", md(model.recorded_intro), "",
+                table(model.recorded), ""]
     out += [f"## {md(h['risks'])}", ""]
     if model.risks:
         out += [f"- **{md(r.title)}.** {md(r.text)}" for r in model.risks]

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner import __version__
+from planner.engine.actuals import run_errors
 from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
 from planner.engine.recommend import costed, pareto_frontier
+from planner.inputs.actuals import RecordedRun
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
@@ -62,6 +66,9 @@ class ReportModel:
     result_files: tuple[str, ...]
     scenario_yaml: str
     footer: str
+    # Plan against actual: runs of this model recorded on the Runs page (newest first), one row per figure.
+    recorded_intro: str = ""
+    recorded: Table | None = None
 
 
 SECTIONS = ("summary", "options", "charts", "sources", "risks", "reproducibility")
@@ -69,8 +76,9 @@ SECTIONS = ("summary", "options", "charts", "sources", "risks", "reproducibility
 
 def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None, all_options: bool = False,
                        top_n: int = DEFAULT_TOP_N, today: dt.date | None = None,
-                       with_charts: bool = True) -> ReportModel:
-    """Everything a report shows, formatted for `locale` (default: the scenario's); renderers only lay it out."""
+                       with_charts: bool = True, runs: Sequence[RecordedRun] = ()) -> ReportModel:
+    """Everything a report shows, formatted for `locale` (default: the scenario's); renderers only lay it out.
+    `runs`: recorded runs (planner.inputs.actuals.scan_actuals); those of this plan's model are shown."""
     locale = locale or scenario.locale or "en"
     today = today or dt.date.today()
     shown = top_options(plan, None if all_options else top_n)
@@ -102,6 +110,7 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         result_files=tuple(plan.result_files_used),
         scenario_yaml=dump_scenario_yaml(scenario),
         footer=t("report.footer", locale, version=__version__),
+        **_recorded(plan, runs, locale),
     )
 
 
@@ -294,6 +303,55 @@ def _prices_table(shown: list[PlanOption], today: dt.date, locale: str) -> Table
                      t("report.price.days", locale, days=fmt.number(age, locale, 0)) if age is not None else "—",
                      render_note(p.source, locale)))
     return Table(headers, tuple(rows), (False, False, False, False, True, False, True, False))
+
+
+MAX_RECORDED_RUNS = 12  # the newest; the Runs page lists them all
+
+
+def _recorded(plan: Plan, runs: Sequence[RecordedRun], locale: str) -> dict:
+    """The report's "plan against actual" part: the recorded runs of this plan's model, newest first, one row per
+    recorded figure (predicted, actual, error = actual / predicted - 1, inside the predicted range), and one
+    sentence with the median error and how many figures fell inside their range."""
+    model = plan.extra.get("model")
+    name = getattr(model, "name", None)
+    mine = sorted((r for r in runs if name and r.model.name == name), key=lambda r: r.date, reverse=True)
+    if not mine:
+        return {}
+    names = {o.gpu_id: o.gpu_name for o in plan.options}
+    rows, errors, inside = [], [], []
+    for run in mine[:MAX_RECORDED_RUNS]:
+        o = run.option
+        label = f"{o.n_gpus} × {names.get(o.gpu_id, o.gpu_id)} · {o.precision}"
+        for e in run_errors(run):
+            if e.error is not None:
+                errors.append(e.error)
+            if e.inside is not None:
+                inside.append(e.inside)
+            rows.append((fmt.date(run.date, locale), label, t(f"actuals.figure.{e.figure}", locale),
+                         _figure(e.figure, e.predicted, locale), _figure(e.figure, e.actual, locale),
+                         ("+" if e.error > 0 else "") + fmt.percent(e.error, locale) if e.error is not None else "—",
+                         "—" if e.inside is None else t(f"report.recorded.{'yes' if e.inside else 'no'}", locale)))
+    headers = tuple(t(f"report.recorded.{k}", locale)
+                    for k in ("date", "option", "figure", "predicted", "actual", "error", "inside"))
+    intro = t("report.recorded.intro", locale, n=fmt.number(len(mine), locale, 0), model=name)
+    if len(mine) > MAX_RECORDED_RUNS:
+        intro += " " + t("report.recorded.newest", locale, shown=fmt.number(MAX_RECORDED_RUNS, locale, 0))
+    if errors:
+        intro += " " + t("report.recorded.summary", locale,
+                         median=fmt.percent(statistics.median(abs(x) for x in errors), locale),
+                         inside=fmt.number(sum(inside), locale, 0), total=fmt.number(len(inside), locale, 0))
+    return {"recorded_intro": intro,
+            "recorded": Table(headers, tuple(rows), (False, False, False, True, True, True, False))}
+
+
+def _figure(figure: str, value: float | None, locale: str) -> str:
+    if value is None:
+        return "—"
+    if figure == "step_time_s":
+        return f"{fmt.sig(value, locale)} s"
+    if figure == "hours":
+        return fmt.hours(value, locale)
+    return fmt.money(value, "USD", locale, 2)
 
 
 def _exchange(scenario: Scenario, locale: str) -> str:

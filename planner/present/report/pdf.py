@@ -26,6 +26,7 @@ PX_TO_MM = 25.4 / 96  # a chart's CSS pixel at 96 dpi
 # cost,] USD cost, price, role).
 OPTION_WIDTHS = {10: (23, 10, 8, 11, 7, 10, 15, 9, 10, 13), 11: (19, 8, 7, 10, 6, 9, 14, 12, 10, 9, 13)}
 PRICE_WIDTHS = (15, 9, 13, 9, 9, 11, 11, 28)
+RECORDED_WIDTHS = (13, 30, 10, 13, 13, 9, 12)
 
 
 class _Pdf(FPDF):
@@ -120,6 +121,10 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
             w.para(label, bold=True, size=8.5)
             for line in lines:
                 w.bullet(line, size=7.5)
+    if model.recorded is not None:
+        w.subheading(t("report.sub.recorded", model.locale))
+        w.para(model.recorded_intro, size=8.5)
+        w.table(model.recorded, RECORDED_WIDTHS, size=6.5)
 
     w.heading(h["risks"])
     if model.risks:
