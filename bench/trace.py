@@ -187,6 +187,8 @@ def _measurement(precision: str, batch: int, trace=None, error: str | None = Non
          "loss_finite": None, "grad_scaler_skips": None}
     if trace and trace.aten_ops:
         m["aten_ops"] = dict(trace.aten_ops)
+    if trace and trace.op_classes:
+        m["op_classes"] = {k: dict(v) for k, v in trace.op_classes.items()}
     reasons = {
         "step_time_s": f"{no_device}, so there is no time to measure",
         "samples_per_s": no_device, "achieved_tflops": no_device, "mfu": no_device, "gpu_util_pct": no_device,
@@ -319,6 +321,10 @@ def _document(args, meta, measurements, flops, counts, notes, adapter) -> dict:
             "aten_ops": "measurements[].aten_ops: aten ops dispatched per phase (forward, backward incl. any "
                         "recompute, optimizer) that launch a kernel: views and bare allocations left out; a foreach "
                         "op counts once. The planner's launch term multiplies them by a per-op launch cost",
+            "op_classes": "measurements[].op_classes: forward + backward (recompute included) by operator class "
+                          "(matmul, attention, elementwise, embedding_loss): FLOPs (torch.utils.flop_counter), bytes "
+                          "every kernel-launching op reads and writes (logical tensor sizes, so a broadcast input "
+                          "counts in full and cache reuse is ignored: an upper bound on DRAM traffic) and op counts",
         },
         "command": command_line(args),
         "requested": requested(_split(args.precision, "--precision", str, PRECISIONS),

@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
 from bench.trace_cuda import CudaAutocast, DeviceGuardMode, DeviceRequestError, cuda_functional, sdpa_flops
-from planner.inputs.resultfile import ATEN_OP_PHASES
+from planner.inputs.resultfile import ATEN_OP_PHASES, OP_CLASSES
 
 CUDA_BLOCK_BYTES = 512  # the CUDA caching allocator rounds every request up to a multiple of 512 B
 _LOCAL_SCALAR = torch.ops.aten._local_scalar_dense.default
@@ -38,6 +38,30 @@ def launches_kernel(func) -> bool:
     not a view, not an allocation without a fill."""
     return (getattr(func, "namespace", "") == "aten" and not getattr(func, "is_view", False)
             and func not in _NO_KERNEL)
+
+
+_LOSS_PREFIXES = ("embedding", "_embedding_bag", "nll_loss", "log_softmax", "_log_softmax", "cross_entropy",
+                  "binary_cross_entropy", "mse_loss", "smooth_l1_loss")
+
+
+def op_class(func) -> str:
+    """The operator class of a kernel-launching aten op (resultfile.OP_CLASSES): matmul for the ops torch's FLOP
+    counter prices that are not attention (mm, addmm, bmm, baddbmm, convolution and its backward), attention for the
+    fused SDPA kernels, embedding_loss for embeddings and the loss (log-softmax, NLL), elementwise for the rest
+    (activations, normalisation, softmax, dropout, residual adds, copies and casts): the memory-bound ops."""
+    name = func._overloadpacket.__name__
+    if "attention" in name:
+        return "attention"
+    if func._overloadpacket in flop_registry:
+        return "matmul"
+    if name.startswith(_LOSS_PREFIXES):
+        return "embedding_loss"
+    return "elementwise"
+
+
+def _tensor_bytes(tree) -> int:
+    """Bytes of every tensor in an op's arguments or results, at their logical size (numel x element size)."""
+    return sum(t.numel() * t.element_size() for t in tree_leaves(tree) if isinstance(t, torch.Tensor))
 
 
 class UntraceableModelError(Exception):
@@ -98,6 +122,8 @@ class StorageTracker(TorchDispatchMode):
         self.recomputing = False
         self.flops = 0
         self.ops = dict.fromkeys(ATEN_OP_PHASES, 0)  # traced aten ops that launch a kernel, per phase
+        # forward + backward by operator class, recompute included (time, not the model's FLOPs)
+        self.classes = {c: {"flops": 0, "bytes": 0, "ops": 0} for c in OP_CLASSES}
         self.current = 0
         self.peak = 0
         self.static = {"weights": 0, "optimizer": 0}
@@ -127,9 +153,13 @@ class StorageTracker(TorchDispatchMode):
         seen = {t.untyped_storage()._cdata: t.untyped_storage().nbytes() for t in tensors if t is not None}
         return sum(self._round(n) for n in seen.values())
 
-    def add_flops(self, n: int) -> None:
-        if self.phase in ("forward", "backward") and not self.recomputing:
-            self.flops += int(n)
+    def add_flops(self, n: int, bytes_moved: int = 0) -> None:
+        """FLOPs of a kernel the dispatcher does not see as one (the emulated fused SDPA): attention."""
+        if self.phase in ("forward", "backward"):
+            c = self.classes["attention"]
+            c["flops"], c["bytes"], c["ops"] = c["flops"] + int(n), c["bytes"] + int(bytes_moved), c["ops"] + 1
+            if not self.recomputing:
+                self.flops += int(n)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -148,12 +178,20 @@ class StorageTracker(TorchDispatchMode):
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor):
                 self._track(t.untyped_storage())
-        if self.phase in ("forward", "backward") and not self.recomputing:
+        if self.phase in ("forward", "backward"):
             packet = func._overloadpacket
+            flops = 0
             if packet in flop_registry:
-                self.flops += int(flop_registry[packet](*args, **kwargs, out_val=out))
+                flops = int(flop_registry[packet](*args, **kwargs, out_val=out))
             elif packet in _EXTRA_FLOPS:
-                self.flops += int(_EXTRA_FLOPS[packet](*args, **kwargs))
+                flops = int(_EXTRA_FLOPS[packet](*args, **kwargs))
+            if not self.recomputing:
+                self.flops += flops
+            if launches_kernel(func):
+                c = self.classes[op_class(func)]
+                c["flops"] += flops
+                c["bytes"] += _tensor_bytes((args, kwargs)) + _tensor_bytes(out)
+                c["ops"] += 1
         return out
 
     def _track(self, st) -> None:
@@ -205,6 +243,7 @@ class StepTrace:
     trainable_params: int
     notes: list[str] = field(default_factory=list)
     aten_ops: dict[str, int] = field(default_factory=dict)  # kernel-launching aten ops per phase (ATEN_OP_PHASES)
+    op_classes: dict[str, dict[str, int]] = field(default_factory=dict)  # forward + backward by class (OP_CLASSES)
 
     @property
     def transients_bytes(self) -> int:
@@ -345,4 +384,4 @@ def run_traced_step(plan: StepPlan) -> StepTrace:
         peak_bytes=tracker.peak, static_bytes=static, weights_bytes=tracker.static["weights"], grads_bytes=grads,
         optimizer_bytes=tracker.static["optimizer"], activations_bytes=activations, flops=tracker.flops,
         params=sum(p.numel() for p in params), trainable_params=sum(p.numel() for p in trainable), notes=notes,
-        aten_ops=dict(tracker.ops))
+        aten_ops=dict(tracker.ops), op_classes={k: dict(v) for k, v in tracker.classes.items()})

@@ -207,18 +207,23 @@ def _heads_major(like: torch.Tensor, last: int) -> torch.Tensor:
     return like.new_empty((*lead, seq, heads, last)).transpose(-3, -2)
 
 
+def _nbytes(*tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
 class _FlashLikeSDPA(torch.autograd.Function):
     """Allocates what CUDA's fused SDPA allocates (no s x s scores, no dropout mask): forward keeps q, k, v, out and
     a float32 logsumexp; backward adds FlashAttention-2's dq accumulator and softmax_d (mem-efficient: delta)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, flash: bool, on_flops: Callable[[int], None]):
+    def forward(ctx, q, k, v, mask, flash: bool, on_flops: Callable[[int, int], None]):
         out = _heads_major(q, v.shape[-1])
         rows = q.shape[-2] if flash else _round_up(q.shape[-2], 32)
         lse = q.new_empty((*q.shape[:-1][:-1], rows), dtype=torch.float32)
         ctx.save_for_backward(q, k, v, out, lse, mask)
         ctx.flash, ctx.on_flops = flash, on_flops
-        on_flops(sdpa_flops(q.shape, k.shape, v.shape))
+        # one fused kernel: reads q, k, v (and a mask), writes out and the logsumexp
+        on_flops(sdpa_flops(q.shape, k.shape, v.shape), _nbytes(q, k, v, mask, out, lse))
         return out
 
     @staticmethod
@@ -233,11 +238,12 @@ class _FlashLikeSDPA(torch.autograd.Function):
         grads = _heads_major(q, q.shape[-1]), _heads_major(k, k.shape[-1]), _heads_major(v, v.shape[-1])
         grad_mask = torch.empty_like(mask) if mask is not None and ctx.needs_input_grad[3] else None
         del temps
-        ctx.on_flops(2 * sdpa_flops(q.shape, k.shape, v.shape))
+        # reads q, k, v, out, grad_out and the logsumexp; writes dq, dk, dv
+        ctx.on_flops(2 * sdpa_flops(q.shape, k.shape, v.shape), _nbytes(q, k, v, _out, _lse, grad_out, *grads))
         return (*grads, grad_mask, None, None)
 
 
-def emulated_sdpa(on_flops: Callable[[int], None], query, key, value, attn_mask=None, dropout_p=0.0,
+def emulated_sdpa(on_flops: Callable[[int, int], None], query, key, value, attn_mask=None, dropout_p=0.0,
                   is_causal=False, scale=None, enable_gqa=False):
     del dropout_p, is_causal, scale, enable_gqa  # change no allocation in the fused kernels (rng state only)
     if torch.is_autocast_enabled("cpu"):  # CUDA autocast lists SDPA as lower-precision
@@ -255,7 +261,7 @@ def emulated_sdpa(on_flops: Callable[[int], None], query, key, value, attn_mask=
 
 # --- the function-level pieces: SDPA and dropout swapped in torch.nn.functional, and a CUDA-device guard --------
 @contextlib.contextmanager
-def cuda_functional(on_flops: Callable[[int], None]):
+def cuda_functional(on_flops: Callable[[int, int], None]):
     """Swap F.scaled_dot_product_attention and F.dropout for their CUDA-memory twins while tracing.
 
     Module attributes rather than a TorchFunctionMode: a mode is popped while its handler runs, so it would miss

@@ -287,3 +287,63 @@ def test_the_shipped_traces_carry_op_counts_and_the_planner_reads_them():
     # the newer trace supersedes the older one of the same configuration (peaks included)
     assert any("superseded by the newer trace" in s for s in idx.skipped)
     assert all(pt.label.startswith("resnet50-20261202T") for pt in idx.peaks[("traced", "fp32")])
+
+
+def test_the_trace_splits_forward_and_backward_by_operator_class():
+    """Issue 15's roofline by operator class: FLOPs, bytes moved and kernel-launching ops per class. The MLP's
+    matmuls carry all of its FLOPs; ReLU, the optimizer-free elementwise ops and the loss carry none; bytes double
+    with the batch for activations-only classes and halve for matmuls' activations at 16 bits; the classes' ops add
+    up to the forward + backward aten ops (no attention kernel in an MLP)."""
+    doc = _doc("--model", "mlp", "--precision", "fp32,bf16", "--batch", "8,64")
+    small, large = (_row(doc, "fp32", b) for b in (8, 64))
+    for row in (small, large):
+        classes = row["op_classes"]
+        assert set(classes) == {"matmul", "attention", "elementwise", "embedding_loss"}
+        assert classes["matmul"]["flops"] > 0 and classes["attention"] == {"flops": 0, "bytes": 0, "ops": 0}
+        assert classes["elementwise"]["flops"] == 0 and classes["embedding_loss"]["flops"] == 0
+        assert classes["embedding_loss"]["ops"] >= 2  # log-softmax + nll_loss forward and their backward
+        total_ops = sum(c["ops"] for c in classes.values())
+        assert total_ops == row["aten_ops"]["forward"] + row["aten_ops"]["backward"]
+    # the matmul FLOPs are the model's FLOPs (no recompute), linear in the batch
+    assert large["op_classes"]["matmul"]["flops"] == 8 * small["op_classes"]["matmul"]["flops"]
+    # elementwise bytes grow with the batch (activations), not with the weights
+    assert large["op_classes"]["elementwise"]["bytes"] > 4 * small["op_classes"]["elementwise"]["bytes"]
+
+
+def test_fused_attention_is_its_own_class_with_the_sdpa_flops():
+    """GPT-2 at fp16 on the emulated CUDA path: the fused SDPA kernel is one attention op per call (forward and
+    backward: 12 layers -> 24), carrying 3x the forward attention FLOPs, and the matmuls the rest."""
+    doc = _doc("--model", "gpt2", "--precision", "fp16", "--batch", "1")
+    row = _row(doc, "fp16", 1)
+    att = row["op_classes"]["attention"]
+    assert att["ops"] == 24 and att["flops"] > 0 and att["bytes"] > 0
+    total = sum(c["flops"] for c in row["op_classes"].values())
+    assert 0.05 < att["flops"] / total < 0.3
+
+
+def test_the_shipped_traces_carry_operator_classes():
+    inputs_dir = ROOT / "results" / "traced"
+    for path in sorted(inputs_dir.glob("*.json")):
+        rf = read_result_file(path)
+        for m in rf.measurements:
+            if m.ok:
+                assert set(m.op_classes) == {"matmul", "attention", "elementwise", "embedding_loss"}, path
+                assert m.op_classes["matmul"]["flops"] > 0, path
+
+
+@pytest.mark.parametrize("value, field", [
+    ({"conv": {"flops": 1}}, "op_classes.conv"),
+    ({"matmul": {"flops": -1}}, "op_classes.matmul.flops"),
+    ({"matmul": [1, 2]}, "op_classes.matmul"),
+    ([1], "op_classes"),
+])
+def test_a_bad_op_classes_field_names_itself(tmp_path, value, field):
+    from planner.inputs.errors import InputError
+
+    doc = _doc("--model", "mlp", "--precision", "fp32", "--batch", "8")
+    doc["measurements"][0]["op_classes"] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read_result_file(path)
+    assert field in str(exc.value)

@@ -38,6 +38,11 @@ SCHEMA_V1 = "trainplan.bench/1"
 SCHEMA = "trainplan.bench/2"  # what every writer writes
 SCHEMAS = (SCHEMA_V1, SCHEMA)
 ATEN_OP_PHASES = ("forward", "backward", "optimizer")  # a traced row's aten_ops (bench/trace_core.py OP_PHASES)
+# A traced row's op_classes: forward + backward (recompute included: the GPU runs it) split by operator class, each
+# with its FLOPs (torch.utils.flop_counter formulas), bytes moved (every tensor an op reads and writes, logical
+# sizes) and kernel-launching aten ops (bench/trace_core.py op_class).
+OP_CLASSES = ("matmul", "attention", "elementwise", "embedding_loss")
+OP_CLASS_FIELDS = ("flops", "bytes", "ops")
 SOURCES = ("measured", "traced")  # /1
 SOURCES_V2 = PROVENANCE_KINDS  # /2 adds published (cited public figures)
 STATUSES = ("ok", "oom", "error", "skipped")
@@ -194,6 +199,8 @@ class Measurement:
     batch_unit: str | None = None
     # traced rows (bench trace): kernel-launching aten ops per phase (forward, backward, optimizer); {} when absent
     aten_ops: Mapping = field(default_factory=dict)
+    # traced rows: {class: {flops, bytes, ops}} of forward + backward (OP_CLASSES); {} when absent
+    op_classes: Mapping = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -410,6 +417,7 @@ def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measure
     breakdown = _number_map(r, "memory_breakdown_bytes", BREAKDOWN_PARTS)
     unmeasured = _reasons(r)
     aten_ops = _number_map(r, "aten_ops", ATEN_OP_PHASES)
+    op_classes = _op_classes(r)
     loss_finite = m.get("loss_finite")
     if loss_finite is not None and not isinstance(loss_finite, bool):
         raise InputError(source, f"{path}.loss_finite", loss_finite, "true, false or null")
@@ -420,7 +428,8 @@ def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measure
     return Measurement(
         source=src, precision=precision, batch_size=batch, status=status, reason=reason, step_time_s=stats,
         phases_s=_frozen(phases), memory_breakdown_bytes=_frozen(breakdown), mfu_peak_key=m.get("mfu_peak_key"),
-        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), aten_ops=_frozen(aten_ops), **numbers, **extra,
+        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), aten_ops=_frozen(aten_ops),
+        op_classes=MappingProxyType({k: _frozen(v) for k, v in op_classes.items()}), **numbers, **extra,
     )
 
 
@@ -432,6 +441,25 @@ def _number_map(r: Reader, key: str, keys: tuple[str, ...]) -> dict:
         raise r.fail(key, value, "an object of numbers: " + ", ".join(keys))
     sub = Reader(value, r.source, r.field(key))
     return {k: _optional_number(sub, k) for k in value}
+
+
+def _op_classes(r: Reader) -> dict[str, dict]:
+    """measurements[].op_classes: {class: {flops, bytes, ops}}, classes from OP_CLASSES, non-negative numbers."""
+    value = r.data.get("op_classes")
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise r.fail("op_classes", value, "an object {class: {flops, bytes, ops}}; classes: " + ", ".join(OP_CLASSES))
+    out: dict[str, dict] = {}
+    for name, fields in value.items():
+        where = f"{r.field('op_classes')}.{name}"
+        if name not in OP_CLASSES:
+            raise InputError(r.source, where, name, "one of " + ", ".join(OP_CLASSES))
+        if not isinstance(fields, Mapping):
+            raise InputError(r.source, where, fields, "an object of numbers: " + ", ".join(OP_CLASS_FIELDS))
+        sub = Reader(fields, r.source, where)
+        out[name] = {k: sub.number(k, None, minimum=0.0) for k in OP_CLASS_FIELDS if k in fields}
+    return out
 
 
 # ---------------------------------------------------------------- /2 fields
