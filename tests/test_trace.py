@@ -347,3 +347,38 @@ def test_a_bad_op_classes_field_names_itself(tmp_path, value, field):
     with pytest.raises(InputError) as exc:
         read_result_file(path)
     assert field in str(exc.value)
+
+
+def test_a_trace_at_another_sequence_length_neither_supersedes_nor_sizes_the_model():
+    """The shipped BERT-large traces at 128 and 384 tokens: a scenario at the zoo's 128 takes its FLOPs and memory
+    from the 128 trace (the newer 384 one used to supersede it and lend its FLOPs: 3x the step), a scenario at
+    384 from the 384 trace."""
+    from planner.engine.measurements import index_measurements
+    from planner.engine.models import resolve_model
+    from planner.inputs.folders import load_inputs
+    from planner.inputs.scenario import parse_scenario
+
+    inputs = load_inputs([ROOT / "results" / "traced"], include_user_data=False)
+    seqs = {(rf.model.get("transformer") or {}).get("seq_len") for rf in inputs.results if rf.model_name == "bert_large"}
+    assert {128, 384} <= seqs
+    flops = {}
+    for seq in (128, 384):
+        model = {"name": "bert_large"} if seq == 128 else {
+            "name": "bert_large", "transformer": {"layers": 24, "hidden": 1024, "heads": 16, "seq_len": 384,
+                                                  "vocab": 30522, "mlp": "gelu", "ffn": 4096}}
+        scenario = parse_scenario({"schema": "trainplan.scenario/1", "name": "t", "model": model,
+                                   "training": {"global_batch": 32}, "workload": {"dataset_samples": 10, "epochs": 1}},
+                                  "t")
+        resolved = resolve_model(scenario.model, inputs.results, "t")
+        flops[seq] = resolved.flops_per_sample
+        idx = index_measurements(inputs.results, resolved, scenario.training)
+        used = {pt.label for pts in idx.peaks.values() for pt in pts}
+        assert used and all(str(seq) in _trace_seq(inputs, label) for label in used), (seq, used)
+        assert not any("superseded" in s for s in idx.skipped), idx.skipped
+        assert idx.op_classes["fp16"].at("matmul.flops", 1) > 0
+    assert 2.8 < flops[384] / flops[128] < 3.6  # ~3x the tokens (+ attention's s^2)
+
+
+def _trace_seq(inputs, label: str) -> str:
+    rf = next(r for r in inputs.results if r.label == label)
+    return str((rf.model.get("transformer") or {}).get("seq_len"))

@@ -11,7 +11,7 @@ from typing import Any
 
 from planner.engine.estimates import ResolvedModel, TimePoint
 from planner.engine.steptime import TimeSeries, time_series
-from planner.inputs.resultfile import REPO_SOURCE, Measurement, ResultFile
+from planner.inputs.resultfile import OP_CLASS_FIELDS, OP_CLASSES, REPO_SOURCE, Measurement, ResultFile
 from planner.inputs.scenario import TrainingSetup
 from planner.inputs.zoo_catalog import canonical_id
 
@@ -23,6 +23,40 @@ class PeakPoint:
     label: str
     optimizer: str
     trainable_params: int | None
+
+
+@dataclass(frozen=True)
+class OpClassLine:
+    """A traced model's forward + backward by operator class as lines in the micro-batch: for each 'class.field'
+    (matmul.flops, elementwise.bytes, ... of resultfile.OP_CLASSES x OP_CLASS_FIELDS) a per-sample slope and an
+    intercept, least squares over the trace's batches (a trace's FLOPs and activation bytes are linear in the
+    batch; the intercept holds the weights' reads); read at a batch, never below 0."""
+
+    fields: Mapping[str, tuple[float, float]]
+    label: str
+    batches: tuple[int, ...]
+
+    def at(self, name: str, batch: float) -> float:
+        slope, intercept = self.fields.get(name, (0.0, 0.0))
+        return max(0.0, slope * batch + intercept)
+
+
+def op_class_line(rows: Sequence[tuple[int, Mapping[str, Mapping[str, float]]]], label: str) -> OpClassLine | None:
+    """The lines through a trace's rows (batch, op_classes); None with fewer than two distinct batches."""
+    batches = sorted({b for b, _ in rows})
+    if len(batches) < 2:
+        return None
+    xs = [float(b) for b, _ in rows]
+    mx = sum(xs) / len(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    fields: dict[str, tuple[float, float]] = {}
+    for c in OP_CLASSES:
+        for f in OP_CLASS_FIELDS:
+            ys = [float((oc.get(c) or {}).get(f) or 0.0) for _, oc in rows]
+            my = sum(ys) / len(ys)
+            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+            fields[f"{c}.{f}"] = (slope, my - slope * mx)
+    return OpClassLine(fields, label, tuple(batches))
 
 
 @dataclass
@@ -48,6 +82,9 @@ class MeasurementIndex:
     # Kernel-launching aten ops of one training step, by precision, from the newest applicable trace (bench trace):
     # (forward + backward, optimizer) and the trace's label. The analytic step time's launch term reads them.
     aten_ops: dict[str, tuple[float, float, str]] = field(default_factory=dict)
+    # Forward + backward by operator class, by precision, from the same trace (bench trace op_classes): the
+    # calibrated roofline by class reads them (planner/engine/calibration.py).
+    op_classes: dict[str, OpClassLine] = field(default_factory=dict)
 
     def gpus_with_times(self, precision: str) -> list[str]:
         return sorted({g for (g, p), pts in self.times.items() if p == precision and pts}
@@ -118,9 +155,11 @@ def _published_time(rf: ResultFile, m: Measurement) -> TimePoint | None:
 
 
 def _trace_key(rf: ResultFile) -> tuple[str, ...]:
-    """Traces of one model that answer the same scenarios: a newer one supersedes an older one."""
+    """Traces of one model that answer the same scenarios: a newer one supersedes an older one (a trace at another
+    sequence length answers other scenarios)."""
     s = rf.settings
-    return (canonical_id(rf.model_name)[0], str(s.get("attention") or "sdpa"),
+    seq = rf.model.get("seq_len") or (rf.model.get("transformer") or {}).get("seq_len")
+    return (canonical_id(rf.model_name)[0], str(seq), str(s.get("attention") or "sdpa"),
             str(bool(s.get("activation_checkpointing", False))), str(s.get("optimizer") or "adamw"),
             str(s.get("optimizer_impl") or "foreach"), str(s.get("frozen_fraction") or 0.0), str(s.get("adapter")))
 
@@ -146,6 +185,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
     newest_trace = _newest_traces(results)
     # Published points by (gpu, precision), then by file (a series never mixes two sources).
     published: dict[tuple[str, str], dict[str, list[TimePoint]]] = defaultdict(lambda: defaultdict(list))
+    class_rows: dict[str, list[tuple[int, Mapping[str, Any], str]]] = defaultdict(list)
     for rf in sorted(results, key=lambda r: r.created_utc):
         if canonical_id(rf.model_name)[0] != model.name:  # a file under an old id ('llama') is the same model
             continue
@@ -178,6 +218,8 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 continue
             if times_apply and (model.transformer is None or file_eager == (model.attention == "eager")):
                 _read_aten_ops(idx, rf, m)  # ops of the scenario's own checkpointing and attention
+                if m.source == "traced" and m.op_classes:
+                    class_rows[m.precision].append((m.batch_size, m.op_classes, label))
             if m.source == "published" and gpu and times_apply:
                 point = _published_time(rf, m)
                 if point:
@@ -199,6 +241,11 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 idx.peaks[key].append(PeakPoint(m.batch_size, m.peak_allocated_bytes, label, optimizer,
                                                 int(trainable) if trainable else None))
                 idx.files_used.add(rf.path)
+    for precision, rows in class_rows.items():
+        newest = [(b, oc) for b, oc, lab in rows if lab == rows[-1][2]]  # one trace: the newest applicable
+        line = op_class_line(newest, rows[-1][2])
+        if line is not None:
+            idx.op_classes[precision] = line
     for key, by_file in published.items():
         idx.published[key] = tuple(time_series(_dedupe_latest(pts)) for _, pts in sorted(by_file.items()))
     for key in list(idx.times):
@@ -213,3 +260,38 @@ def _dedupe_latest(points: list[TimePoint]) -> list[TimePoint]:
     for p in points:
         by_batch[p.batch_size] = p
     return [by_batch[b] for b in sorted(by_batch)]
+
+
+_TWIN_FIELDS = ("layers", "hidden", "heads", "ffn", "vocab", "seq_len", "mlp")
+
+
+def shape_twin_op_classes(results: Sequence[ResultFile], model: ResolvedModel,
+                          training: TrainingSetup) -> dict[str, OpClassLine]:
+    """The operator classes of a typed transformer shape (a model with no trace of its own): those of a traced zoo
+    model of exactly that shape (layers, hidden, heads, kv heads, ffn, vocab, sequence length, MLP) and the
+    scenario's attention, with nothing the scenario does not do (checkpointing, frozen layers, adapters, sharding)."""
+    shape = model.transformer
+    if shape is None or training.activation_checkpointing or training.frozen_fraction or training.adapter:
+        return {}
+    newest = _newest_traces(results)
+    out: dict[str, OpClassLine] = {}
+    for rf in sorted((r for r in results if r.is_traced), key=lambda r: r.path):
+        t = rf.model.get("transformer") or {}
+        s = rf.settings
+        if newest.get(_trace_key(rf)) != rf.path or any(t.get(k) != getattr(shape, k) for k in _TWIN_FIELDS):
+            continue
+        if (t.get("kv_heads") or t.get("heads")) != (shape.kv_heads or shape.heads):
+            continue
+        if (s.get("activation_checkpointing") or s.get("frozen_fraction") or s.get("adapter")
+                or (s.get("sharding") or "none") != "none"
+                or (s.get("attention") == "eager") != (model.attention == "eager")):
+            continue
+        rows: dict[str, list[tuple[int, Mapping[str, Any]]]] = defaultdict(list)
+        for m in rf.measurements:
+            if m.ok and m.source == "traced" and m.op_classes:
+                rows[m.precision].append((m.batch_size, m.op_classes))
+        for precision, pts in rows.items():
+            line = op_class_line(pts, f"{rf.label} (a traced {rf.model_name} of the same shape)")
+            if line is not None and precision not in out:
+                out[precision] = line
+    return out

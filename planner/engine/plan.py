@@ -31,7 +31,12 @@ from planner.engine.estimates import (
     StepEstimate,
     TimePoint,
 )
-from planner.engine.measurements import MeasurementIndex, index_measurements
+from planner.engine.measurements import (
+    MeasurementIndex,
+    OpClassLine,
+    index_measurements,
+    shape_twin_op_classes,
+)
 from planner.engine.models import resolve_model
 from planner.engine.notes import PLAN_LEVEL_NOTE_KEYS, Note
 from planner.engine.option import OptionPlan
@@ -100,6 +105,7 @@ class RooflineTerms:
     optimizer_s: float
     group: str
     kernels: float = 0.0  # kernel launches of the micro-step (_kernels): × the per-op launch cost, added unscaled
+    classes: calibration.ClassTerms | None = None  # the per-class split (_class_terms), when a trace gives one
 
 
 def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
@@ -114,7 +120,24 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
         bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
         optimizer_s=steptime.optimizer_step_s(ctx.trainable, scenario.training.optimizer,
                                               scenario.training.optimizer_impl, gpu.memory_bandwidth_gb_per_s),
-        group=calibration.arch_group(gpu), kernels=(_kernels(ctx, precision) or (0.0, ""))[0])
+        group=calibration.arch_group(gpu), kernels=(_kernels(ctx, precision) or (0.0, ""))[0],
+        classes=_class_terms(ctx, gpu, precision, micro_batch))
+
+
+def _class_terms(ctx: _Context, gpu: GpuProfile, precision: str, micro_batch: int) -> calibration.ClassTerms | None:
+    """The micro-step by operator class at 100% of this GPU's dense peak and bandwidth (None without a split)."""
+    line = ctx.op_classes.get(precision)
+    peak = _transfer_peak(gpu, precision)
+    if line is None or not peak:
+        return None
+    flops_per_s, bytes_per_s = peak * 1e12, gpu.memory_bandwidth_gb_per_s * 1e9
+    return calibration.ClassTerms(
+        matmul_s=line.at("matmul.flops", micro_batch) / flops_per_s,
+        attention_s=line.at("attention.flops", micro_batch) / flops_per_s,
+        matmul_bytes_s=line.at("matmul.bytes", micro_batch) / bytes_per_s,
+        attention_bytes_s=line.at("attention.bytes", micro_batch) / bytes_per_s,
+        other_bytes_s=(line.at("elementwise.bytes", micro_batch) + line.at("embedding_loss.bytes", micro_batch))
+        / bytes_per_s)
 
 
 def _fixed_option(scenario: Scenario, gpu: GpuProfile, *, precision: str, micro_batch: int,
@@ -164,8 +187,10 @@ def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) ->
                          f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
                          "epochs or tokens") from None
     lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
+    classes = _same_step(dict(idx.op_classes) or shape_twin_op_classes(inputs.results, model, scenario.training),
+                         model, scenario)
     return _Context(scenario, inputs, model, trainable, conv, idx, lines, today, work,
-                    published_memory.index_published_memory(inputs.results, model, scenario.training))
+                    published_memory.index_published_memory(inputs.results, model, scenario.training), classes)
 
 
 @dataclass(frozen=True)
@@ -183,6 +208,28 @@ class _Context:
     work: sequences.SequenceWork | None = None  # the workload's token fields (packing, padding), when given
     # Published runs of exactly this configuration, by (GPU id, precision, micro-batch): they decide the verdict.
     published_memory: Mapping[tuple[str, str, int], published_memory.PublishedMemory] = field(default_factory=dict)
+    # Forward + backward by operator class, by precision: the model's own trace, else a traced model of the same
+    # transformer shape (measurements.shape_twin_op_classes); the class roofline reads them.
+    op_classes: Mapping[str, OpClassLine] = field(default_factory=dict)
+
+
+# A trace's split is the scenario's step only when it counts the same FLOPs (a sequence classifier traced as the
+# zoo's masked-LM model carries a vocabulary projection the scenario does not run, for one).
+SAME_STEP_FLOPS_TOLERANCE = 0.05
+
+
+def _same_step(classes: dict[str, OpClassLine], model: ResolvedModel, scenario: Scenario) -> dict[str, OpClassLine]:
+    """The per-class splits whose traced FLOPs per sample (matmul + attention) match the model's within 5%."""
+    want = (model.flops_per_sample or 0.0) * steptime.compute_factor(
+        scenario.training.activation_checkpointing, _trainable_fraction(model, scenario))
+    if want <= 0:
+        return {}
+    out = {}
+    for precision, line in classes.items():
+        traced = line.fields["matmul.flops"][0] + line.fields["attention.flops"][0]  # per-sample slopes
+        if abs(traced / want - 1.0) <= SAME_STEP_FLOPS_TOLERANCE:
+            out[precision] = line
+    return out
 
 
 def _model_label(scenario: Scenario) -> object:
