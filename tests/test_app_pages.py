@@ -186,6 +186,20 @@ def test_compare_scaling_follows_the_gpu_and_precision_picked(home):
         assert table["Scaling efficiency (%)"].iloc[-1] == round(100 * one.hours / eight.hours / 8, 1)
         name = expected[-1].gpu_name
         assert f"8 × {name} is" in texts(at)
+        # faster or slower, said the way it is: never "0.013× faster"
+        word = "slower" if eight.hours > one.hours else "faster"
+        assert f"8 × {name} is" in texts(at) and f"× {word} than 1 for" in texts(at)
+    # separate RTX 4090 rentals over a slow network: eight are slower than one, and the sentence says so
+    at.selectbox(key="cmp_gpu").set_value("rtx4090-24gb")
+    at.selectbox(key="cmp_precision").set_value("bf16")
+    run(at)
+    four = sorted((o for o in plan.options if o.gpu_id == "rtx4090-24gb" and o.precision == "bf16"),
+                  key=lambda o: o.n_gpus)
+    assert four[-1].cost.hours > four[0].cost.hours  # the default scenario's 8 separate pods
+    from planner.present import fmt
+
+    ratio = fmt.sig(four[-1].cost.hours / four[0].cost.hours, "en", 2)
+    assert f"is {ratio}× slower than 1 for" in texts(at).replace("\\", ""), texts(at)
 
 
 def test_compare_delete_and_a_bad_saved_file(home):

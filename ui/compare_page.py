@@ -168,9 +168,13 @@ def _scaling_section(items) -> None:
     rows = compare.scaling_rows(items, ss["cmp_gpu"], ss["cmp_precision"])
     verdicts = compare.verdicts(rows)
     for v in verdicts:
-        st.markdown(trm("pages.compare.verdict", scenario=v.label, large=v.n_large, small=v.n_small, gpu=v.gpu_name,
-                        speedup=fmt.sig(v.speedup, loc, 2), cost=fmt.sig(v.cost_ratio, loc, 2),
-                        efficiency=fmt.percent(v.efficiency, loc)))
+        # More GPUs can be slower (separate instances over a slow network): say "slower", never "0.013× faster".
+        slower = v.speedup < 1
+        st.markdown(trm("pages.compare.verdict_slower" if slower else "pages.compare.verdict", scenario=v.label,
+                        large=v.n_large, small=v.n_small, gpu=v.gpu_name,
+                        speedup=fmt.sig(1 / v.speedup if slower else v.speedup, loc, 2),
+                        cost=fmt.sig(v.cost_ratio, loc, 2),
+                        efficiency=fmt.percent(v.efficiency, loc, 0 if v.efficiency >= 0.1 else 1)))
     if not verdicts:
         st.caption(tr("pages.compare.no_verdict"))
     if any(r.hours is not None for r in rows):
