@@ -20,6 +20,14 @@ and `build` counts them by reason.
 A row may also record that a configuration ran out of memory (`unit: oom`, `value` the token exactly as printed:
 "OOM", "OOM*", "out of memory"), checked like a number on its cited line (whole, case-sensitive). Next to a row that
 ran it marks a fit/OOM boundary for the memory model; it is never built into a result file.
+
+Where a source prints only the batch that ran after its own harness stepped the batch down on a failure (timm's
+benchmark.py), a row may record the failure it implies (`unit: oom_inferred`): `value` is the batch that ran as
+printed on the cited line (in its CSV `column`), `batch_per_gpu` the next rung up the cited retry ladder, the batch
+that failed. Its `inferred` block names the rule and the start batch, cites the ladder's code (raw excerpts under
+raw/<slug>/, checked like every excerpt; the rule's lines must stand in them verbatim) and says what the failure
+is inferred to be (`cause`). `check` recomputes the ladder; `build` never turns such a row into a result file, so
+no plan's verdict rests on it: only perf/memory_report.py reads it.
 """
 
 from __future__ import annotations
@@ -78,15 +86,51 @@ PARALLELISMS = (*DATA_PARALLELISMS, "unknown")
 # Units as published; the planner converts once, when it reads a row. "other:<words>" keeps an unusual unit honest.
 # "oom": the configuration ran out of memory; the value is the token as printed ("OOM", "OOM*", "out of memory").
 OOM_UNIT = "oom"
+# "oom_inferred": a failure implied by a harness's batch-size retry ladder, not printed (see the module docstring).
+OOM_INFERRED_UNIT = "oom_inferred"
 # GiB = 2^30 bytes, GB = 10^9 bytes, bytes as printed, MiB = 2^20 bytes (a "MB" printed from bytes // 1024**2 or
 # bytes / 2**20, as NVML and torch.cuda memory prints usually are: the source's code says which).
 MEMORY_UNITS = tuple(MEMORY_UNIT_BYTES)  # planner.vocab owns them and their bytes
 UNITS = ("samples_per_s", "images_per_s", "sequences_per_s", "tokens_per_s", "s_per_iteration", "ms_per_iteration",
-         *MEMORY_UNITS, OOM_UNIT)
+         *MEMORY_UNITS, OOM_UNIT, OOM_INFERRED_UNIT)
 # An out-of-memory token must say so: OOM / out of memory / out-of-memory, in any case ("-" or "n/a" do not).
 _OOM_WORDS = re.compile(r"(?<![a-z])oom(?![a-z])|out[ -]of[ -]memory", re.IGNORECASE)
 _WHOLE_BYTES = re.compile(r"^(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)$")
 HEADER_KEYS = ("source", "sha256", "lines", "retrieved", "what")
+# Retry ladders an oom_inferred row may be inferred by: the lines of the cited code that define the rule (each must
+# stand, stripped, as a whole line of one of the row's code excerpts), and the rule itself (the next batch tried).
+LADDER_RULES: dict[str, tuple[str, ...]] = {
+    # timm 0.6.6 (huggingface/pytorch-image-models@5e7d47ca): timm/utils/decay_batch.py L8-L29, benchmark.py _try_run
+    "timm_decay_batch_step": (
+        "def decay_batch_step(batch_size, num_intra_steps=2, no_odd=False):",
+        "if batch_size <= 1:",
+        "return 0",
+        "base_batch_size = int(2 ** (math.log(batch_size - 1) // math.log(2)))",
+        "step_size = max(base_batch_size // num_intra_steps, 1)",
+        "batch_size = base_batch_size + ((batch_size - base_batch_size - 1) // step_size) * step_size",
+        "except RuntimeError as e:",
+        "batch_size = decay_batch_step(batch_size)",
+    ),
+}
+
+
+def timm_decay_batch_step(batch_size: int, num_intra_steps: int = 2) -> int:
+    """timm's decay_batch_step (no_odd False), integer-exact: the power-of-2 floor of batch_size - 1, stepped in
+    num_intra_steps parts (tests/test_corpus_oom.py compares it with the cited code's float log)."""
+    if batch_size <= 1:
+        return 0
+    base = 1 << ((batch_size - 1).bit_length() - 1)
+    step = max(base // num_intra_steps, 1)
+    return base + ((batch_size - base - 1) // step) * step
+
+
+def retry_ladder(rule: str, start: int) -> list[int]:
+    """The batches a harness tries from `start` under `rule` (LADDER_RULES), largest first."""
+    assert rule == "timm_decay_batch_step"
+    out = [start]
+    while (nxt := timm_decay_batch_step(out[-1])) > 0:
+        out.append(nxt)
+    return out
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -248,7 +292,7 @@ def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row
     rows = []
     for j, item in enumerate(e.list_of("rows", max_items=10_000)):
         rows.append(_row(Reader(item, e.source, e.field(f"rows[{j}]")), body, start, end, slug, excerpt, known_gpus,
-                         csv=cited.group("path").lower().endswith(".csv")))
+                         csv=cited.group("path").lower().endswith(".csv"), root=root))
     if meaning is None and any(r.unit in MEMORY_UNITS for r in rows):
         raise e.fail("memory_meaning", None, "which counter the memory figures are: " + ", ".join(MEMORY_MEANINGS)
                      + " (the source's code or text says which; cite it in notes)")
@@ -317,10 +361,10 @@ def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]
 
 
 def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: Excerpt, known_gpus: set[str], *,
-         csv: bool) -> Row:
+         csv: bool, root: Path | None = None) -> Row:
     w.reject_unknown(("line", "gpu_name_as_published", "gpu_profile_id", "gpu_count", "parallelism",
                       "precision_as_published", "precision_effective", "precision_reason", "batch_per_gpu",
-                      "global_batch", "seq_len", "value", "unit", "per_gpu", "caveat", "adapter"))
+                      "global_batch", "seq_len", "value", "unit", "per_gpu", "caveat", "adapter", "inferred"))
     line = w.integer("line", minimum=start, maximum=end)
     w.string("gpu_name_as_published")
     gpu = w.raw("gpu_profile_id", None)
@@ -337,8 +381,12 @@ def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: E
     if unit not in UNITS and not unit.startswith("other:"):
         raise w.fail("unit", unit, "one of " + ", ".join(UNITS) + ", or other:<words>")
     value = w.raw("value")
+    if w.raw("inferred", None) is not None and unit != OOM_INFERRED_UNIT:
+        raise w.fail("inferred", w.raw("inferred"), f"only on a row with unit {OOM_INFERRED_UNIT}")
     if unit == OOM_UNIT:
         text = _oom_outcome(w, value, body[line - start], line, csv=csv)
+    elif unit == OOM_INFERRED_UNIT:
+        text = _inferred_oom(w, value, body[line - start], line, csv=csv, slug=slug, root=root)
     else:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise w.fail("value", value, "the number as published")
@@ -383,6 +431,76 @@ def _oom_outcome(w: Reader, value: Any, line_text: str, line: int, *, csv: bool)
         raise w.fail("batch_per_gpu", None, "the batch per GPU that ran out of memory (without it an out-of-memory "
                      "outcome marks no fit/OOM boundary)")
     return text
+
+
+def _inferred_oom(w: Reader, value: Any, line_text: str, line: int, *, csv: bool, slug: str,
+                  root: Path | None) -> str:
+    """An out-of-memory outcome inferred from a retry ladder: the batch that ran as printed (in its CSV column), the
+    failed batch (batch_per_gpu) the next rung up the cited rule's ladder, the rule's code cited and found."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise w.fail("value", value, "the batch that ran, as printed on the cited line")
+    text = _as_published(value)
+    if not text.isdigit() or int(text) < 1:
+        raise w.fail("value", value, "the batch that ran, a whole number as printed")
+    if w.raw("per_gpu") is not False:
+        raise w.fail("per_gpu", w.raw("per_gpu"), "false: an out-of-memory outcome is no figure")
+    failed = w.raw("batch_per_gpu", None)
+    if failed is None:
+        raise w.fail("batch_per_gpu", None, "the batch per GPU inferred to have failed (the next rung up)")
+    inf = w.sub("inferred")
+    if inf is None:
+        raise w.fail("inferred", None, "the rule the failure is inferred by: {rule, start_batch, cause, code: "
+                     "[cited raw excerpts of the ladder's code]}" + (", and the CSV column" if csv else ""))
+    inf.reject_unknown(("rule", "start_batch", "column", "cause", "code"))
+    rule = inf.choice("rule", tuple(LADDER_RULES))
+    start_batch = inf.integer("start_batch", minimum=1, maximum=10**9)
+    inf.string("cause")
+    if csv:
+        column = inf.integer("column", minimum=1, maximum=10_000)
+        fields = _csv_fields(line_text)
+        if column > len(fields) or fields[column - 1] != text:
+            raise w.fail("value", value, f"the batch printed in CSV column {column} of upstream line {line}: "
+                         f"{line_text[:160]!r}")
+    elif not _stands_on(text, line_text):
+        raise w.fail("value", value, f"a number that stands on upstream line {line}: {line_text[:160]!r}")
+    code_lines: set[str] = set()
+    for k, item in enumerate(inf.list_of("code", max_items=10)):
+        code_lines.update(_code_excerpt(Reader(item, inf.source, inf.field(f"code[{k}]")), root, slug))
+    missing = [c for c in LADDER_RULES[rule] if c not in code_lines]
+    if missing:
+        raise inf.fail("code", None, f"excerpts of the code that defines {rule}, holding its line {missing[0]!r}")
+    ladder = retry_ladder(rule, start_batch)
+    ran = int(text)
+    if ran not in ladder or ran == start_batch:
+        raise w.fail("value", value, f"a batch below the start {start_batch} on the {rule} ladder "
+                     f"({', '.join(map(str, ladder[:10]))}, ...): the run at the start batch implies no failure")
+    if failed != ladder[ladder.index(ran) - 1]:
+        raise w.fail("batch_per_gpu", failed, f"{ladder[ladder.index(ran) - 1]}: the rung above {ran} on the {rule} "
+                     f"ladder from {start_batch}")
+    return text
+
+
+def _code_excerpt(c: Reader, root: Path | None, slug: str) -> set[str]:
+    """A cited excerpt of upstream code (raw/<slug>/...): its stripped lines, header checked against the citation."""
+    c.reject_unknown(("raw", "source", "sha256", "lines", "retrieved"))
+    source = c.string("source")
+    cited = REPO_SOURCE.match(source)
+    if not cited or not cited.group("end"):
+        raise c.fail("source", source, "owner/repo@<commit>:<path>#L<start>-L<end>")
+    start, end = int(cited.group("start")), int(cited.group("end"))
+    sha = c.string("sha256")
+    if not SHA256.match(sha):
+        raise c.fail("sha256", sha, "the 64-hex sha256 of the whole upstream file")
+    total = c.integer("lines", minimum=1, maximum=10_000_000)
+    if not start <= end <= total:
+        raise c.fail("source", source, f"a line range within the upstream file's {total} lines")
+    retrieved = c.date("retrieved")
+    if root is None:
+        raise c.fail("raw", c.raw("raw"), "a corpus root to read the excerpt from")
+    body = _raw_excerpt(c, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
+    if len(body) != end - start + 1:
+        raise c.fail("raw", c.raw("raw"), f"the {end - start + 1} upstream lines {start}-{end} (it has {len(body)})")
+    return {line.strip() for line in body}
 
 
 def _csv_fields(line: str) -> list[str]:
@@ -433,11 +551,15 @@ def result_unit(unit: str, *, per_gpu: bool) -> str | None:
 
 
 OOM_NOT_BUILT = "out-of-memory outcome (for the memory model)"
+OOM_INFERRED_NOT_BUILT = ("out-of-memory outcome inferred from a retry ladder, not printed (for perf/memory_report.py "
+                          "only: no plan's verdict rests on it)")
 
 
 def why_not_built(row: Row) -> str | None:
     """None when the row becomes a measurement in a result file; else the reason (counted by `build`)."""
     f = row.fields
+    if row.unit == OOM_INFERRED_UNIT:
+        return OOM_INFERRED_NOT_BUILT
     if row.caveat is not None:
         return "caveat (not to be used)"
     if row.gpu_profile_id is None:
@@ -693,7 +815,9 @@ def summary_lines(rows: Iterable[Row]) -> list[str]:
            f"memory rows: {sum(r.unit in MEMORY_UNITS for r in rows)} (a peak figure with its memory_meaning; for "
            "the memory model)",
            f"out-of-memory rows: {sum(r.unit == OOM_UNIT for r in rows)} (a configuration published as out of "
-           "memory; for the memory model)"]
+           "memory; for the memory model)",
+           f"inferred out-of-memory rows: {sum(r.unit == OOM_INFERRED_UNIT for r in rows)} (a failure implied by a "
+           "cited retry ladder, not printed; for perf/memory_report.py only)"]
     for title, counts in (("by GPU", Counter(r.gpu_profile_id or "(variant not published)" for r in rows)),
                           ("by precision", Counter(r.precision_effective for r in rows)),
                           ("by source", Counter(r.source_slug for r in rows)),
@@ -718,6 +842,7 @@ def _shared_architectures(rows: list[Row]) -> list[str]:
 
 def _row_line(r: Row) -> str:
     outcome = (f"{r.value} (out of memory at batch {r.fields.get('batch_per_gpu')} per GPU)" if r.unit == OOM_UNIT
-               else f"{r.value} {r.unit}")
+               else f"ran at {r.value}; inferred out of memory at batch {r.fields.get('batch_per_gpu')} per GPU"
+               if r.unit == OOM_INFERRED_UNIT else f"{r.value} {r.unit}")
     return (f"{r.source_slug}\t{r.model}\t{r.gpu_profile_id or '-'}\tx{r.gpu_count}\t{r.precision_effective}\t"
             f"{outcome}")

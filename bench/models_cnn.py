@@ -107,6 +107,14 @@ def resnet50() -> ResNet:
     return ResNet(Bottleneck, [3, 4, 6, 3])
 
 
+def resnet101() -> ResNet:
+    return ResNet(Bottleneck, [3, 4, 23, 3])
+
+
+def resnet152() -> ResNet:
+    return ResNet(Bottleneck, [3, 8, 36, 3])
+
+
 class SmallCNN(nn.Module):
     """Two conv/pool stages and two linear layers on 3x32x32 (CIFAR-sized) images: quick runs."""
 

@@ -148,7 +148,8 @@ def _check_seq_len(model_id: str, seq_len: int, limit: int | None) -> None:
 
 # --- the models ------------------------------------------------------------------------------------------------
 def _resnet(depth: int):
-    factory = {18: models_cnn.resnet18, 50: models_cnn.resnet50}[depth]
+    factory = {18: models_cnn.resnet18, 50: models_cnn.resnet50, 101: models_cnn.resnet101,
+               152: models_cnn.resnet152}[depth]
 
     def build(*, image_size: int = 224, device=None) -> _Built:
         return _Built(
@@ -401,6 +402,8 @@ def _small_cnn(*, device=None) -> _Built:
 _REGISTRY: dict[str, tuple[str, Callable[..., _Built]]] = {
     "resnet18": ("cnn", _resnet(18)),
     "resnet50": ("cnn", _resnet(50)),
+    "resnet101": ("cnn", _resnet(101)),
+    "resnet152": ("cnn", _resnet(152)),
     "vit_b16": ("vit", _vit_b16),
     "bert_base": ("encoder", _bert("bert_base", 12, 768, 12)),
     "bert_large": ("encoder", _bert("bert_large", 24, 1024, 16)),

@@ -6,7 +6,17 @@ from the published configuration. The planner's memory estimate is compared on t
 - max_memory_allocated → the estimate's allocated_peak (goal: within 5%);
 - max_memory_reserved → reserved_peak (allocated + the allocator's fragmentation);
 - device_used (nvidia-smi / NVML) → device_total (reserved + CUDA context + NCCL; goal: within 10%);
-- an out-of-memory row → the verdict: it must not fit; a row that ran must fit.
+- an out-of-memory row → the verdict: it must not fit; a row that ran must fit (a published step time is a run
+  that ran: its verdict only). An inferred out-of-memory row (`unit: oom_inferred`: a failure implied by the
+  source's own batch-retry ladder, not printed; bench/corpus.py) is compared like one and said so in the table.
+
+A case with `estimate: plan` is estimated as a plan estimates it: `planner.engine.plan.build_plan` over the shipped
+published figures and traces (results/published, results/traced), one option, its memory estimate, so a CNN gets
+the activation line fitted on its trace; a published outcome of exactly that configuration must not decide it (the
+model's own verdict is what is compared). The other cases call estimate_memory with the case's knobs.
+
+A case may name `boundary`: the case of the same configuration that ran one step below it (a smaller batch, or
+more GPUs); the report counts such fit/OOM boundaries and how many it predicts right on both sides.
 
 error = predicted / published − 1. `half: fit` rows may set a free constant, `half: check` rows only check it; the
 table reports both halves apart.
@@ -33,11 +43,13 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from bench.corpus import Row, check_corpus  # noqa: E402
+from bench.corpus import OOM_INFERRED_UNIT, OOM_UNIT, Row, check_corpus  # noqa: E402
 from planner.engine.estimates import MemoryEstimate  # noqa: E402
 from planner.engine.memory import RESERVED_OVER_ALLOCATED, estimate_memory  # noqa: E402
 from planner.engine.models import resolve_model  # noqa: E402
 from planner.engine.option import OptionPlan  # noqa: E402
+from planner.engine.plan import build_plan  # noqa: E402
+from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles  # noqa: E402
 from planner.inputs.scenario import parse_scenario  # noqa: E402
 from planner.vocab import GIB, MEMORY_UNIT_BYTES  # noqa: E402
@@ -48,6 +60,7 @@ UNIT_BYTES = MEMORY_UNIT_BYTES  # planner.vocab owns the conversion
 FIGURE_OF = {"max_memory_allocated": "allocated_peak", "max_memory_reserved": "reserved_peak",
              "device_used": "device_total"}
 TOLERANCE = {"allocated_peak": 0.05, "reserved_peak": 0.10, "device_total": 0.10}
+PLAN_RESULTS = (ROOT / "results" / "published", ROOT / "results" / "traced")  # what an `estimate: plan` case reads
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,7 @@ class Result:
     fits: bool
     ran: bool  # the published run ran (False: out of memory)
     estimate: MemoryEstimate
+    inferred: bool = False  # an out-of-memory outcome inferred from a retry ladder (unit oom_inferred), not printed
 
     @property
     def error(self) -> float | None:
@@ -84,27 +98,61 @@ def find_row(rows: Sequence[Row], ref: dict[str, Any], gpu: str) -> Row:
     return found[0]
 
 
-def predict(case: dict[str, Any], row: Row, profiles: dict) -> Result:
-    scenario = parse_scenario({
+def plan_inputs() -> Inputs:
+    """The shipped profiles, calibration, published figures and traces, and nothing else (no user data, no bench
+    run left under results/): what an `estimate: plan` case is planned with."""
+    return load_inputs(list(PLAN_RESULTS), include_user_data=False)
+
+
+def _scenario(case: dict[str, Any], *, fixed_micro_batch: bool = False):
+    training = {"global_batch": case["micro_batch"] * case.get("grad_accum", 1) * case.get("n_gpus", 1),
+                **case["scenario"]["training"]}
+    if fixed_micro_batch:
+        training["micro_batch"] = case["micro_batch"]
+    return parse_scenario({
         "schema": "trainplan.scenario/1", "name": case["id"], "model": case["scenario"]["model"],
-        "training": {"global_batch": case["micro_batch"] * case.get("grad_accum", 1) * case.get("n_gpus", 1),
-                     **case["scenario"]["training"]},
-        "workload": {"dataset_samples": 1000, "epochs": 1},
+        "training": training, "workload": {"dataset_samples": 1000, "epochs": 1},
         "hardware": {"gpus": [case["gpu"]], "gpu_counts": [case.get("n_gpus", 1)]}}, f"{CASES}:{case['id']}")
-    model = resolve_model(scenario.model)
-    option = OptionPlan(gpu=profiles[case["gpu"]], n_gpus=case.get("n_gpus", 1),
-                        precision=scenario.training.precisions[0], micro_batch=case["micro_batch"],
-                        grad_accum=case.get("grad_accum", 1))
-    est = estimate_memory(model, scenario.training, option, context_gib=case.get("context_gib"),
-                          cuda_generation=case.get("cuda_generation", "lazy"))
-    ran = row.unit != "oom"
+
+
+def plan_memory(case: dict[str, Any], inputs: Inputs) -> MemoryEstimate:
+    """The memory estimate of the one option a plan makes of the case (its GPU, GPU count, precision and
+    micro-batch): planner.engine.plan.build_plan, as the app and the CLI plan it."""
+    for knob in ("context_gib", "cuda_generation"):
+        if knob in case:
+            raise SystemExit(f"{CASES}: {case['id']}: `{knob}` is not a plan's knob (estimate: plan)")
+    plan = build_plan(_scenario(case, fixed_micro_batch=True), inputs, source=f"{CASES}:{case['id']}")
+    if len(plan.options) != 1 or plan.options[0].memory is None:
+        raise SystemExit(f"{CASES}: {case['id']}: the plan has {len(plan.options)} options (expected one with a "
+                         "memory estimate)")
+    est = plan.options[0].memory
+    if est.published_outcome is not None:
+        raise SystemExit(f"{CASES}: {case['id']}: a published outcome decides the plan's verdict "
+                         f"({est.published_label}); the report compares the model's own")
+    return est
+
+
+def predict(case: dict[str, Any], row: Row, profiles: dict, inputs: Inputs | None = None) -> Result:
+    if case.get("estimate", "memory") == "plan":
+        est = plan_memory(case, inputs if inputs is not None else plan_inputs())
+    else:
+        scenario = _scenario(case)
+        model = resolve_model(scenario.model)
+        option = OptionPlan(gpu=profiles[case["gpu"]], n_gpus=case.get("n_gpus", 1),
+                            precision=scenario.training.precisions[0], micro_batch=case["micro_batch"],
+                            grad_accum=case.get("grad_accum", 1))
+        est = estimate_memory(model, scenario.training, option, context_gib=case.get("context_gib"),
+                              cuda_generation=case.get("cuda_generation", "lazy"))
+    ran = row.unit not in (OOM_UNIT, OOM_INFERRED_UNIT)
     meaning = row.excerpt.memory_meaning if row.excerpt is not None else None
-    figure = FIGURE_OF.get(meaning or "", "verdict") if ran else "verdict"
-    published = float(row.value.replace(",", "")) * UNIT_BYTES[row.unit] / GIB if ran else None
+    # A figure is compared on its counter; a run published without one (a step time) ran: its verdict only.
+    figure = FIGURE_OF.get(meaning or "", "verdict") if ran and row.unit in UNIT_BYTES else "verdict"
+    published = (float(row.value.replace(",", "")) * UNIT_BYTES[row.unit] / GIB
+                 if ran and row.unit in UNIT_BYTES else None)
     predicted = getattr(est, figure if figure != "verdict" else "device_total") / GIB
     return Result(case=case["id"], half=case["half"], source=f"{row.source_slug}:L{row.fields.get('line')}",
                   figure=figure, published_gib=published, predicted_gib=predicted, fits=est.fits is True, ran=ran,
-                  estimate=est)
+                  estimate=est, inferred=row.unit == OOM_INFERRED_UNIT)
 
 
 def run() -> list[Result]:
@@ -112,7 +160,25 @@ def run() -> list[Result]:
     if problems:
         raise SystemExit("the corpus does not check: " + problems[0])
     profiles = load_profiles(DEFAULT_PROFILES_DIR)[0]
-    return [predict(case, find_row(rows, case["row"], case["gpu"]), profiles) for case in load_cases()]
+    cases = load_cases()
+    inputs = plan_inputs() if any(c.get("estimate") == "plan" for c in cases) else None
+    return [predict(case, find_row(rows, case["row"], case["gpu"]), profiles, inputs) for case in cases]
+
+
+def boundaries(results: Sequence[Result], cases: Sequence[dict[str, Any]] | None = None) -> list[tuple[str, str, bool]]:
+    """(ran case, out-of-memory case, both verdicts right) for every case that names its `boundary`: the same
+    configuration one step below it that ran."""
+    by_id = {r.case: r for r in results}
+    out = []
+    for case in cases if cases is not None else load_cases():
+        if "boundary" not in case:
+            continue
+        oom, ran = by_id[case["id"]], by_id.get(case["boundary"])
+        if ran is None or not ran.ran or oom.ran:
+            raise SystemExit(f"{CASES}: {case['id']}: boundary {case['boundary']!r} must name a case that ran, "
+                             "on an out-of-memory case")
+        out.append((ran.case, oom.case, ran.fits and not oom.fits))
+    return out
 
 
 def implied_reserved_fraction(r: Result) -> float | None:
@@ -137,7 +203,9 @@ def fit_reserved_fraction(results: Sequence[Result]) -> tuple[float, list[str]]:
 
 def summary(results: Sequence[Result]) -> dict[str, Any]:
     fitted, used = fit_reserved_fraction(results)
+    pairs = boundaries(results)
     out: dict[str, Any] = {"n_cases": len(results), "verdicts_right": sum(r.fits == r.ran for r in results),
+                           "boundaries": len(pairs), "boundaries_right": sum(ok for _, _, ok in pairs),
                            "reserved_over_allocated_fit": fitted, "reserved_fit_cases": used}
     for figure in ("allocated_peak", "reserved_peak", "device_total"):
         for half in ("fit", "check", "all"):
@@ -154,7 +222,8 @@ def table_lines(results: Sequence[Result]) -> list[str]:
     lines = ["| case | half | published row | compared | published GiB | predicted GiB | error | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
-        pub = f"{r.published_gib:.2f}" if r.published_gib is not None else "out of memory"
+        pub = (f"{r.published_gib:.2f}" if r.published_gib is not None else "ran" if r.ran else
+               "out of memory (inferred)" if r.inferred else "out of memory")
         err = f"{r.error * 100:+.1f}%" if r.error is not None else "—"
         verdict = ("fits" if r.fits else "does not fit") + (" ✓" if r.fits == r.ran else " ✗")
         lines.append(f"| {r.case} | {r.half} | {r.source} | {r.figure} | {pub} | {r.predicted_gib:.2f} | {err} | "
@@ -172,11 +241,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "cases": [{"case": r.case, "half": r.half, "row": r.source, "figure": r.figure,
                                      "published_gib": r.published_gib, "predicted_gib": round(r.predicted_gib, 4),
                                      "error": None if r.error is None else round(r.error, 4), "fits": r.fits,
-                                     "ran": r.ran, "phase": r.estimate.phase,
+                                     "ran": r.ran, "inferred": r.inferred, "phase": r.estimate.phase,
                                      "parts_gib": {k: round(v, 3) for k, v in r.estimate.parts_gib().items()},
                                      "source": str(r.estimate.source)} for r in results]}, indent=1))
         return 0
     print("\n".join(table_lines(results)))
+    pairs = boundaries(results)
+    print(f"\nFit/OOM boundaries (a configuration that ran and the next that ran out of memory): "
+          f"{sum(ok for _, _, ok in pairs)} of {len(pairs)} predicted right on both sides"
+          + "".join(f"\n- {ran} → {oom}: {'right' if ok else 'WRONG'}" for ran, oom, ok in pairs))
     fitted, used = fit_reserved_fraction(results)
     print(f"\nFragmentation (max_memory_reserved / max_memory_allocated − 1) fitted on the fit half "
           f"({len(used)} rows: {', '.join(used)}): {fitted:.2f}; the planner uses "

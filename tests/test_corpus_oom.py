@@ -275,3 +275,70 @@ def test_litgpt_a100_fsdp_lora_ran_on_4_gpus_and_oom_on_2(shipped):
         assert row.excerpt.memory_meaning == "max_memory_allocated"
     for key in ("precision_effective", "batch_per_gpu", "seq_len", "adapter", "parallelism"):
         assert ran.fields[key] == oom.fields[key], key
+
+
+# ---------------------------------------------------------------- inferred out-of-memory rows (a retry ladder)
+TIMM_SOURCE = "sources/timm-benchmark-train.yaml"
+TIMM_INFERRED = {489: ("vit_b16", "192", 256), 387: ("resnet101", "256", 384), 519: ("resnet152", "192", 256)}
+
+
+def test_timm_decay_batch_step_is_the_cited_code():
+    """bench/corpus.py's integer ladder against the float-log formula of the cited timm code (decay_batch.py L21-L29
+    @5e7d47ca, copied from its raw excerpt), and the ladder from 512 the research note gives."""
+    import math
+
+    from bench.corpus import retry_ladder, timm_decay_batch_step
+
+    def cited(batch_size, num_intra_steps=2):
+        if batch_size <= 1:
+            return 0
+        base_batch_size = int(2 ** (math.log(batch_size - 1) // math.log(2)))
+        step_size = max(base_batch_size // num_intra_steps, 1)
+        return base_batch_size + ((batch_size - base_batch_size - 1) // step_size) * step_size
+
+    assert all(timm_decay_batch_step(b) == cited(b) for b in range(0, 5000))
+    assert retry_ladder("timm_decay_batch_step", 512) == [512, 384, 256, 192, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6,
+                                                          4, 3, 2, 1]
+
+
+def test_shipped_inferred_rows_are_never_built_and_say_their_cause(shipped):
+    from bench.corpus import OOM_INFERRED_NOT_BUILT, OOM_INFERRED_UNIT
+
+    inferred = {r.fields["line"]: r for r in shipped if r.unit == OOM_INFERRED_UNIT}
+    assert set(inferred) == set(TIMM_INFERRED)
+    for line, (model_id, ran, failed) in TIMM_INFERRED.items():
+        r = inferred[line]
+        assert (r.excerpt.model_id, r.value, r.fields["batch_per_gpu"]) == (model_id, ran, failed)
+        assert why_not_built(r) == OOM_INFERRED_NOT_BUILT  # no plan's verdict rests on an inferred failure
+        assert "INFERRED" in r.fields["inferred"]["cause"] and "any runtimeerror" in r.fields["inferred"]["cause"].lower()
+        assert "inferred to be out of memory" in (r.excerpt.notes or "")
+
+
+def _timm_corpus(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DEFAULT_ROOT, corpus)
+    return corpus
+
+
+@pytest.mark.parametrize("what,old,new,field", [
+    ("a failed batch that is not the next rung up", 'batch_per_gpu: 384, global_batch: 384, seq_len: null, value: "256"',
+     'batch_per_gpu: 512, global_batch: 512, seq_len: null, value: "256"', "batch_per_gpu"),
+    ("a printed batch that is not the one on the line", 'batch_per_gpu: 384, global_batch: 384, seq_len: null, '
+     'value: "256"', 'batch_per_gpu: 512, global_batch: 512, seq_len: null, value: "384"', "value"),
+    ("a batch from another column", "column: 4,", "column: 5,", "value"),
+    ("a start batch that puts the printed batch off the ladder", "start_batch: 512,", "start_batch: 100,", "value"),
+    ("no cited code for the rule", "code: [{raw:", "code: [], unused: [{raw:", "inferred"),
+])
+def test_a_bad_inferred_row_is_refused(tmp_path, what, old, new, field):
+    corpus = _timm_corpus(tmp_path)
+    _edit(corpus / TIMM_SOURCE, old, new)
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and field in done.stderr and "Traceback" not in done.stderr, (what, done.stderr)
+
+
+def test_an_inferred_row_needs_the_rule_lines_in_its_cited_code(tmp_path):
+    corpus = _timm_corpus(tmp_path)
+    raw = corpus / "raw" / "timm-benchmark-train" / "code-5e7d47ca-decay_batch-L8-L43.txt"
+    _edit(raw, "step_size = max(base_batch_size // num_intra_steps, 1)", "step_size = max(base_batch_size // 4, 1)")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "inferred.code" in done.stderr and "step_size" in done.stderr, done.stderr

@@ -21,6 +21,8 @@ HF = "Hugging Face transformers {cls}.from_pretrained('{repo}').num_parameters()
 PUBLISHED_PARAMS = [
     ("resnet18", {}, 11_689_512, f"{TORCHVISION}: ResNet18_Weights.IMAGENET1K_V1"),
     ("resnet50", {}, 25_557_032, f"{TORCHVISION}: ResNet50_Weights.IMAGENET1K_V1"),
+    ("resnet101", {}, 44_549_160, f"{TORCHVISION}: ResNet101_Weights.IMAGENET1K_V1"),
+    ("resnet152", {}, 60_192_808, f"{TORCHVISION}: ResNet152_Weights.IMAGENET1K_V1"),
     ("vit_b16", {}, 86_567_656, f"{TORCHVISION}: ViT_B_16_Weights.IMAGENET1K_V1"),
     ("bert_base", {}, 109_482_240, HF.format(cls="BertModel", repo="bert-base-uncased") + " (encoder + pooler)"),
     ("bert_large", {}, 335_141_888, HF.format(cls="BertModel", repo="bert-large-uncased") + " (encoder + pooler)"),
@@ -78,6 +80,8 @@ _SHRUNK = {"layers": 2, "ffn": 96, "vocab": 256, "seq_len": 16}
 FAST_OPTIONS = {
     "resnet18": {"image_size": 64},
     "resnet50": {"image_size": 64},
+    "resnet101": {"image_size": 64},
+    "resnet152": {"image_size": 64},
     "bert_base": {"seq_len": 16},
     "bert_large": {"seq_len": 16},
     "gpt2": {"seq_len": 16},
@@ -98,10 +102,10 @@ CPU_STEP_MAX_PARAMS = 400_000_000  # bert_large (335M) and gpt2_medium (355M) ar
 
 
 def test_zoo_ids_are_the_design_ids():
-    assert zoo.list_models() == ["resnet18", "resnet50", "vit_b16", "bert_base", "bert_large", "gpt2",
-                                 "gpt2_medium", "gpt2_large", "gpt2_xl", "llama_60m", "llama2_7b", "llama3_8b",
-                                 "llama3_2_1b", "llama3_2_3b", "mistral_7b", "qwen2_5_7b", "lstm_lm", "mlp",
-                                 "small_cnn"]
+    assert zoo.list_models() == ["resnet18", "resnet50", "resnet101", "resnet152", "vit_b16", "bert_base",
+                                 "bert_large", "gpt2", "gpt2_medium", "gpt2_large", "gpt2_xl", "llama_60m",
+                                 "llama2_7b", "llama3_8b", "llama3_2_1b", "llama3_2_3b", "mistral_7b", "qwen2_5_7b",
+                                 "lstm_lm", "mlp", "small_cnn"]
 
 
 def test_every_zoo_id_has_a_published_or_derived_count():
@@ -312,9 +316,9 @@ def test_write_catalog(tmp_path):
 
 def test_unknown_model_lists_valid_ids():
     with pytest.raises(zoo.UnknownModelError) as info:
-        zoo.build("resnet101")
+        zoo.build("resnet34")
     assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
-    assert "resnet101" in str(info.value) and "resnet50" in str(info.value) and "small_cnn" in str(info.value)
+    assert "resnet34" in str(info.value) and "resnet50" in str(info.value) and "small_cnn" in str(info.value)
     with pytest.raises(zoo.UnknownModelError):
         zoo.describe("gpt3")
 
