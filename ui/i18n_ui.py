@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import threading
+import zlib
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -13,6 +15,10 @@ from planner.present import fmt
 from planner.present.i18n import language_of, t
 from planner.present.notes import render_note
 from ui.state import LOCALE_KEY
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas.io.formats.style import Styler
 
 LANGUAGES = ("en", "es")
 LOCALES = {"en": ("en", "en-US", "en-GB"), "es": ("es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES", "es-US",
@@ -106,5 +112,13 @@ def localized(frame, formats: Mapping[str, int | str]):
     sort as numbers. formats: column -> decimals, "g" (up to 4 decimals) or "usd<decimals>" (money per CLDR).
     Streamlit's own number formats (printf "%.2f") would print en-US whatever the locale."""
     loc = locale()
-    shown = {column: _cell(_shown(how, loc)) for column, how in formats.items() if column in frame.columns}
-    return frame.style.format(shown, na_rep="—")
+    shown: dict[str, str | Callable[[object], str] | None] = {
+        column: _cell(_shown(how, loc)) for column, how in formats.items() if column in frame.columns}
+    return styled(frame).format(shown, na_rep="—")
+
+
+def styled(frame: pd.DataFrame) -> Styler:
+    """frame.style with an id that depends on the columns only, not on a random uuid (pandas' default): the same
+    table in the next run is then the same message, which Streamlit sends as a reference to the copy the browser
+    has. No styles use the id."""
+    return frame.style.set_uuid(f"tp{zlib.crc32('|'.join(map(str, frame.columns)).encode()):08x}")

@@ -16,7 +16,7 @@ from planner.engine.recommend import costed, deadline_hours
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.vocab import GIB
-from ui.i18n_ui import locale, note, tr, tr_or
+from ui.i18n_ui import locale, note, styled, tr, tr_or
 from ui.markup import md, source_text
 
 # What a decision needs, left to right; then the details (shown with "Show details").
@@ -232,9 +232,9 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
                                                                      width=narrow.get(key))
         formats[tr(f"app.col.{key}")] = number_formatter(digits)
     config[header("cost", currency)] = st.column_config.NumberColumn(width=72, help=tr("app.col_help.cost_usd"))
-    styled = df.style.format({c: f for c, f in formats.items() if c in df.columns}, na_rep="—")
+    shown = styled(df).format({c: f for c, f in formats.items() if c in df.columns}, na_rep="—")
     order = None if details else [header(k, currency) for k in DECISION]
-    st.dataframe(styled, hide_index=True, column_config=config, column_order=order,
+    st.dataframe(shown, hide_index=True, column_config=config, column_order=order,
                  height=min(420, 38 + 35 * max(1, len(df))), width="stretch")
     _full_sources(plan)
     return df

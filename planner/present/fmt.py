@@ -9,7 +9,7 @@ from functools import cache
 
 from babel import Locale
 from babel.dates import format_date
-from babel.numbers import format_currency, format_decimal, format_scientific, get_currency_symbol
+from babel.numbers import NumberPattern, format_scientific, parse_pattern
 
 # At or beyond this size a figure prints in scientific notation: a plan can multiply large inputs (years of
 # training, a weak currency, many runs) into numbers whose hundreds of digits say nothing and break layouts.
@@ -37,7 +37,25 @@ def number(x: float | None, locale: str | None = "en", digits: int = 1) -> str:
     if _huge(x):
         return _scientific(x, locale)
     pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
-    return format_decimal(x, format=pattern, locale=babel_locale(locale))
+    return _decimal(x, pattern, babel_locale(locale))
+
+
+# babel's format_decimal and format_currency parse the locale and the pattern on every call; a plan's tables format
+# thousands of numbers, so both are parsed once here and babel's own pattern.apply does the rest (the same text).
+@cache
+def _babel(bl: str) -> Locale:
+    return Locale.parse(bl)
+
+
+@cache
+def _pattern(pattern: str) -> NumberPattern:
+    return parse_pattern(pattern)
+
+
+def _decimal(x: float, pattern: str, bl: str) -> str:
+    """babel.numbers.format_decimal(x, format=pattern, locale=bl)."""
+    return _pattern(pattern).apply(x, _babel(bl), decimal_quantization=True, group_separator=True,
+                                   numbering_system="latn")
 
 
 def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) -> str:
@@ -47,7 +65,7 @@ def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) ->
     if _huge(x):
         return _scientific(x, locale)
     pattern = "#,##0" + ("." + "#" * decimals if decimals > 0 else "")
-    return format_decimal(x, format=pattern, locale=babel_locale(locale))
+    return _decimal(x, pattern, babel_locale(locale))
 
 
 def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
@@ -68,12 +86,15 @@ def money(x: float | None, currency: str = "USD", locale: str | None = "en", dig
         digits = 0 if abs(x) >= 100 else 2
     bl = babel_locale(locale)
     pattern = _currency_pattern(bl, digits)
-    symbol = get_currency_symbol(currency, locale=bl)
+    symbol = _babel(bl).currency_symbols.get(currency, currency)  # babel.numbers.get_currency_symbol
     if _huge(x):
         grouped = "#,##0" + ("." + "0" * digits if digits else "")
         text = pattern.split(";")[0].replace(grouped, "\x00").replace("¤", symbol)
         return _spaced(text.replace("\x00", _scientific(x, locale)), symbol)
-    return _spaced(format_currency(x, currency, format=pattern, locale=bl, currency_digits=False), symbol)
+    # babel.numbers.format_currency(x, currency, format=pattern, locale=bl, currency_digits=False)
+    text = _pattern(pattern).apply(x, _babel(bl), currency=currency, currency_digits=False, decimal_quantization=True,
+                                   group_separator=True, numbering_system="latn")
+    return _spaced(text, symbol)
 
 
 @cache

@@ -17,12 +17,17 @@ def language_of(locale: str | None) -> str:
     return base if base in LANGUAGES else "en"
 
 
+# libyaml's parser when PyYAML has it (ten times faster on these 160 kB: the app's and the CLI's start-up), else
+# the pure-Python one; both are safe loaders and read these files the same.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @cache
 def catalog(lang: str) -> dict[str, str]:
     """All keys of one language: every locales/<lang>/*.yaml file merged (flat 'section.key' names)."""
     out: dict[str, str] = {}
     for path in sorted((LOCALES_DIR / lang).glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or {}
         _flatten(data, "", out, path)
     return out
 
