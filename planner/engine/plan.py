@@ -209,7 +209,7 @@ class _Context:
     # Published runs of exactly this configuration, by (GPU id, precision, micro-batch): they decide the verdict.
     published_memory: Mapping[tuple[str, str, int], published_memory.PublishedMemory] = field(default_factory=dict)
     # Forward + backward by operator class, by precision: the model's own trace, else a traced model of the same
-    # transformer shape (measurements.shape_twin_op_classes); the class roofline reads them.
+    # transformer shape (measurements.shape_twin_op_classes); roofline_terms carries them to perf/class_roofline.py.
     op_classes: Mapping[str, OpClassLine] = field(default_factory=dict)
 
 
