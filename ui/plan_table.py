@@ -213,18 +213,19 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
                        within_budget=chosen["within_budget"], families=chosen["families"])
     st.caption(tr("app.table.caption", n=len(df), total=len(plan.options)) + " " + tr("plan_page.table.pinned"))
     currency = _currency_of(plan)
-    # Pixel widths that keep the decision columns in view at 1,400 px without sideways scrolling.
+    # Pixel widths that keep the decision columns in view at 1,400 px without sideways scrolling: they add up to
+    # 927 px, the main column being ~938 px wide at 1,400 px with the sidebar open (browser screenshots).
     config = {tr("app.col.fits"): st.column_config.CheckboxColumn(tr("app.col.fits"), width=40),
               tr("app.col.role"): st.column_config.TextColumn(width=92, pinned=True),
               tr("app.col.gpu"): st.column_config.TextColumn(width=175, pinned=True),
               tr("app.col.n_gpus"): st.column_config.NumberColumn(width=50),
               tr("app.col.precision"): st.column_config.TextColumn(width=62),
               tr("app.col.topology"): st.column_config.TextColumn(help=tr("app.col_help.topology")),
-              header("sources", currency): st.column_config.TextColumn(width=125,
+              header("sources", currency): st.column_config.TextColumn(width=100,
                                                                        help=tr("plan_page.table.sources_help")),
               header("hours_range", currency): st.column_config.TextColumn(width=90, help=tr("app.col_help.hours_low")
                                                                            + " / " + tr("app.col_help.hours_high")),
-              header("cost_range", currency): st.column_config.TextColumn(width=130)}
+              header("cost_range", currency): st.column_config.TextColumn(width=118)}
     formats = {header("cost", currency): number_formatter(0 if currency != "USD" else 2)}
     narrow = {"hours": 62, "gpu_hours": 66}
     for key, digits in TABLE_DIGITS:
