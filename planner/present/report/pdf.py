@@ -24,7 +24,9 @@ PX_TO_MM = 25.4 / 96  # a chart's CSS pixel at 96 dpi
 
 # Relative widths of the options table's columns (option, precision, batch, memory, step, source, time, [local
 # cost,] USD cost, price, role).
-OPTION_WIDTHS = {10: (23, 10, 8, 11, 7, 10, 15, 9, 10, 13), 11: (19, 8, 7, 10, 6, 9, 14, 12, 10, 9, 13)}
+# Column widths in % of the page (Option, Precision, Batch, Memory, Step, Source, Time, [Cost local], Cost, USD/GPU-h,
+# Role): wide enough that "extrapolated" in bold and the "USD/GPU-h" header do not break mid-word.
+OPTION_WIDTHS = {10: (19, 9, 8, 10, 7, 12, 16, 9, 11, 15), 11: (14, 9, 8, 10, 7, 12, 14, 9, 10, 11, 13)}
 PRICE_WIDTHS = (15, 9, 13, 9, 9, 11, 11, 28)
 RECORDED_WIDTHS = (13, 30, 10, 13, 13, 9, 12)
 
