@@ -125,8 +125,13 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
 
 
 def _class_terms(ctx: _Context, gpu: GpuProfile, precision: str, micro_batch: int) -> calibration.ClassTerms | None:
-    """The micro-step by operator class at 100% of this GPU's dense peak and bandwidth (None without a split)."""
-    line = ctx.op_classes.get(precision)
+    """The micro-step by operator class at 100% of this GPU's dense peak and bandwidth (None without a split): the
+    model's own trace, else a traced model of the same transformer shape (measurements.shape_twin_op_classes)."""
+    # Worked out here, not per plan: only the calibration's measurement (perf/class_roofline.py) reads the split.
+    classes = _same_step(dict(ctx.idx.op_classes) or shape_twin_op_classes(ctx.inputs.results, ctx.model,
+                                                                           ctx.scenario.training),
+                         ctx.model, ctx.scenario)
+    line = classes.get(precision)
     peak = _transfer_peak(gpu, precision)
     if line is None or not peak:
         return None
@@ -187,10 +192,8 @@ def _context(scenario: Scenario, inputs: Inputs, today: dt.date, source: str) ->
                          f"points that give a positive McCandlish fit ({exc}); add workload.b_crit, or use "
                          "epochs or tokens") from None
     lines = {p: _activation_line(idx, model, p) for p in scenario.training.precisions}
-    classes = _same_step(dict(idx.op_classes) or shape_twin_op_classes(inputs.results, model, scenario.training),
-                         model, scenario)
     return _Context(scenario, inputs, model, trainable, conv, idx, lines, today, work,
-                    published_memory.index_published_memory(inputs.results, model, scenario.training), classes)
+                    published_memory.index_published_memory(inputs.results, model, scenario.training))
 
 
 @dataclass(frozen=True)
@@ -208,9 +211,6 @@ class _Context:
     work: sequences.SequenceWork | None = None  # the workload's token fields (packing, padding), when given
     # Published runs of exactly this configuration, by (GPU id, precision, micro-batch): they decide the verdict.
     published_memory: Mapping[tuple[str, str, int], published_memory.PublishedMemory] = field(default_factory=dict)
-    # Forward + backward by operator class, by precision: the model's own trace, else a traced model of the same
-    # transformer shape (measurements.shape_twin_op_classes); roofline_terms carries them to perf/class_roofline.py.
-    op_classes: Mapping[str, OpClassLine] = field(default_factory=dict)
 
 
 # A trace's split is the scenario's step only when it counts the same FLOPs (a sequence classifier traced as the
