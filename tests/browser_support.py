@@ -89,3 +89,9 @@ def with_env(**overrides: str | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
+
+
+# The only reason a real-browser test may skip: this machine has no Debian chromium (Playwright is a required test
+# package: without it the modules fail to import, loudly).
+NEEDS_BROWSER = pytest.mark.skipif(missing() is not None,
+                                   reason="needs Debian's chromium at /usr/bin/chromium (real-browser tests)")

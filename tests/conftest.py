@@ -29,3 +29,24 @@ def aliases():
     profiles, problems = load_profiles(DEFAULT_PROFILES_DIR)
     assert problems == []
     return pc.load_aliases(pc.ALIASES_PATH, known_profiles=profiles)
+
+
+# ---------------------------------------------------------------- real-browser tests (tests/browser_support.py)
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Debian chromium per browser-test module."""
+    from tests.browser_support import chromium
+
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def fresh_app_url(tmp_path_factory):
+    """The app served for a new user: an empty $TRAINPLAN_HOME, no bench interpreter configured."""
+    from tests.browser_support import streamlit_server, with_env
+
+    with streamlit_server(with_env(TRAINPLAN_HOME=str(tmp_path_factory.mktemp("home")),
+                                   TRAINPLAN_BENCH_PYTHON=None)) as url:
+        yield url

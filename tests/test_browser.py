@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import chromium, missing, streamlit_server, with_env
+from tests.browser_support import NEEDS_BROWSER, streamlit_server, with_env
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1440, "height": 4200}  # tall: the whole page and sidebar in one screenshot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
-
-if missing():
-    pytest.skip(missing(), allow_module_level=True)
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
@@ -26,12 +23,6 @@ from playwright.sync_api import Page, expect  # noqa: E402
 def app_url(tmp_path_factory):
     with streamlit_server(with_env(TRAINPLAN_HOME=str(tmp_path_factory.mktemp("home"))), "app.py") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def _open(browser, url: str) -> Page:

@@ -13,18 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import chromium, missing, streamlit_server, with_env
+from tests.browser_support import NEEDS_BROWSER, streamlit_server, with_env
 from tests.fixtures.make_fixtures import resnet50_h100
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1440, "height": 3600}  # tall: a whole page in one screenshot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
-
-if missing():
-    pytest.skip(missing(), allow_module_level=True)
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
@@ -52,12 +49,6 @@ def home(tmp_path_factory) -> Path:
 def app_url(home):
     with streamlit_server(with_env(TRAINPLAN_HOME=str(home), TRAINPLAN_BENCH_PYTHON=None)) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import chromium, missing, streamlit_server, with_env
+from tests.browser_support import NEEDS_BROWSER
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -30,26 +30,15 @@ LORA_PRESET = "7B decoder LoRA on one 24 GB card"      # scenarios/presets/llama
 QLORA_ES_AR = "7B decoder QLoRA on one 24 GB card"     # scenarios/llama7b-qlora-24gb.yaml (locale: es-AR)
 DEFAULT_TITLE = "ResNet-50 on ImageNet-1k (90 epochs)"
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
-
-if missing():
-    pytest.skip(missing(), allow_module_level=True)
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    with streamlit_server(with_env(TRAINPLAN_HOME=str(tmp_path_factory.mktemp("home")),
-                                   TRAINPLAN_BENCH_PYTHON=None)) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
+def app_url(fresh_app_url):
+    return fresh_app_url
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import chromium, missing, streamlit_server, with_env
+from tests.browser_support import NEEDS_BROWSER
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENS = ROOT / "test-artifacts" / "screens"
@@ -35,11 +35,8 @@ PAGES = {
     "runs": ("app.nav.runs", "actuals.page.title"),
 }
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
-
-if missing():
-    pytest.skip(missing(), allow_module_level=True)
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
@@ -47,16 +44,8 @@ from planner.present.i18n import catalog, t  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    with streamlit_server(with_env(TRAINPLAN_HOME=str(tmp_path_factory.mktemp("home")),
-                                   TRAINPLAN_BENCH_PYTHON=None)) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
+def app_url(fresh_app_url):
+    return fresh_app_url
 
 
 def png_size(path: Path) -> tuple[int, int]:
