@@ -34,6 +34,9 @@ STREAMLIT_OPTIONS = {
     "server.address": "127.0.0.1",
     "server.headless": "true",  # never Streamlit's own browser opening (it asks for an e-mail first): ours below
     "server.maxUploadSize": "1",
+    "server.fileWatcherType": "none",  # no source watching: it cost every run and every new session time
+    "server.runOnSave": "false",
+    "runner.postScriptGC": "false",  # a full gc.collect after each run held the page's last messages
     "browser.gatherUsageStats": "false",
     "client.toolbarMode": "minimal",
 }

@@ -22,7 +22,7 @@ from planner.inputs.scenario import (
     scenario_to_dict,
 )
 from planner.inputs.userdata import DEFAULT_SCENARIO
-from ui import scenario_files, state, url_codec
+from ui import panels, plan_notes, plan_why, scenario_files, state, url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -34,13 +34,22 @@ def _no_user_data(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINPLAN_HOME", str(tmp_path / "home"))
 
 
-def fresh(query: dict | None = None) -> AppTest:
+def fresh(query: dict | None = None, *, details: bool = True) -> AppTest:
+    """The Plan page; with `details`, as a user who turned on "Show details" and opened every panel sees it (the
+    page builds closed panels and the detail columns only on demand)."""
     at = AppTest.from_file(APP, default_timeout=60)
+    if details:
+        show_details(at)
     if query:
         at.query_params.update(query)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def show_details(at: AppTest) -> None:
+    at.session_state["table_details"] = True
+    panels.open_panels(at.session_state, *plan_why.PANELS, *plan_notes.PANELS, "table_sources")
 
 
 def one_gpu(at: AppTest, gpu: str = "h100-sxm-80gb", counts=(1,), precisions=("bf16",)) -> AppTest:
@@ -97,6 +106,36 @@ def test_opens_on_the_default_scenario_already_planned():
                    "Step-time source", "Steps source", "Price source (provider, instance, tier, date)"):
         assert column in df.columns
     assert url_codec.URL_PARAM in at.query_params
+
+
+def test_a_first_look_sends_the_decision_columns_and_closed_panels_only():
+    """Without "Show details" and with every panel closed, the page carries only what the decision needs: the 11
+    decision columns, the panels' labels (no 'why' table, no notes), so a plan change redraws little."""
+    at = fresh(details=False)
+    df = at.dataframe[0].value
+    assert list(df.columns) == ["Pick", "GPU", "GPUs (count)", "Precision", "Fits", "Hours (h)", "Hours range (h)",
+                                "Cost (USD)", "Cost range (USD)", "GPU-hours (GPU·h)", "Sources"]
+    assert not at.table  # the 'why' tables are built only in an open panel
+    why = [e for e in at.expander if e.label.startswith("Why ") or e.label.startswith("Notes on the other")]
+    assert len(why) >= 6 and all(not e.children for e in why), [(e.label, len(e.children)) for e in why]
+    # The other options' notes are counted once per note (key and parameters), the same in every language.
+    plan = _default_plan()
+    focus = plan.recommendation.primary
+    distinct = {n for o in plan.options if o.id != focus for n in o.notes}
+    assert any(e.label == f"Notes on the other options ({len(distinct)})" for e in at.expander)
+    # Opened (as the panel's click does), the same page shows them.
+    show_details(at)
+    at.run()
+    assert len(at.dataframe[0].value.columns) > 25 and at.table
+    assert all(e.children for e in at.expander if e.label.startswith("Why "))
+
+
+def _default_plan():
+    from planner.engine.plan import build_plan
+    from planner.inputs.folders import load_inputs
+
+    inputs = load_inputs()
+    return build_plan(load_scenario_file(DEFAULT_SCENARIO, list(inputs.profiles)), inputs, today=dt.date.today())
 
 
 def test_cold_start_imports_no_torch_and_is_quick():

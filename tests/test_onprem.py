@@ -276,6 +276,7 @@ def test_sidebar_uses_each_gpus_price_until_a_value_is_typed(_no_user_data):
         return df[df["Option id"] == option_id].iloc[0]
 
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
+    at.session_state["table_details"] = True  # the price column is a detail
     at.run()
     at.checkbox(key="gpus_all").uncheck().run()
     at.multiselect(key="gpus").set_value(["rtx4090-24gb", "h100-sxm-80gb"])

@@ -233,6 +233,11 @@ def _open(name: str, loc: str):
     at = AppTest.from_file(str(ROOT / "ui" / f"{name}_page.py"), default_timeout=120)
     at.session_state["_locale"] = loc
     at.session_state["_base"] = {**scenario_to_dict(load_scenario_file(DEFAULT_SCENARIO)), "locale": loc}
+    if name == "plan":  # every text the page can show: the detail columns and every panel open
+        from ui import panels, plan_notes, plan_why
+
+        at.session_state["table_details"] = True
+        panels.open_panels(at.session_state, *plan_why.PANELS, *plan_notes.PANELS, "table_sources")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -18,6 +18,7 @@ from planner.present import fmt
 from planner.vocab import GIB
 from ui.i18n_ui import locale, note, styled, tr, tr_or
 from ui.markup import md, source_text
+from ui.panels import lazy_expander
 
 # What a decision needs, left to right; then the details (shown with "Show details").
 DECISION = ("role", "gpu", "n_gpus", "precision", "fits", "hours", "hours_range", "cost", "cost_range", "gpu_hours",
@@ -68,9 +69,10 @@ def keep(o: PlanOption, scenario: Scenario | None, *, fits_only: bool = False, w
 
 def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None = None, *,
                   within_deadline: bool = False, within_budget: bool = False,
-                  families: Sequence[str] = ()) -> pd.DataFrame:
+                  families: Sequence[str] = (), columns: Sequence[str] = COLUMNS) -> pd.DataFrame:
     """One row per option, numbers kept numeric (so columns sort), units in the headers, a source per figure;
-    the picks first and always shown, then what can run from cheapest."""
+    the picks first and always shown, then what can run from cheapest. Only `columns` are worked out (the notes
+    and full sources of 200 options are most of the table's time, and the page shows them only with details)."""
     r = plan.recommendation
     loc = locale()
     currency = _currency_of(plan)
@@ -89,49 +91,56 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
         priced = c is not None and c.price is not None
         return (pick, {True: 0, None: 1, False: 2}[o.fits], not priced, c.usd if c is not None and priced else 0.0, c.hours if c else 0.0)
 
+    # One cell maker per column: (option, its memory, step, cost, convergence) -> value.
+    cells: dict[str, Callable[..., object]] = {
+        "role": lambda o, m, s, c, conv: roles.get(o.id, ""),
+        "gpu": lambda o, m, s, c, conv: o.gpu_name,
+        "n_gpus": lambda o, m, s, c, conv: o.n_gpus,
+        "precision": lambda o, m, s, c, conv: o.precision,
+        "fits": lambda o, m, s, c, conv: o.fits,
+        "hours": lambda o, m, s, c, conv: _round(c.hours, 2) if c else None,
+        "hours_range": lambda o, m, s, c, conv: (
+            f"{fmt.number(c.hours_range[0], loc, 1)} – {fmt.number(c.hours_range[1], loc, 1)}" if c else "—"),
+        "cost": lambda o, m, s, c, conv: _round(
+            (c.amount_in_currency if c else None) if currency != "USD" else (c.usd if c else None), 2),
+        "cost_range": lambda o, m, s, c, conv: (
+            f"{fmt.money(c.amount_range_in_currency[0], c.currency, loc)} – "
+            f"{fmt.money(c.amount_range_in_currency[1], c.currency, loc)}") if c and c.price else "—",
+        "gpu_hours": lambda o, m, s, c, conv: _round(c.gpu_hours, 1) if c else None,
+        "sources": lambda o, m, s, c, conv: " / ".join(short_source(x.source if x else None) for x in (s, m, conv)),
+        "topology": lambda o, m, s, c, conv: tr(f"common.topology.{o.topology}") if o.topology else "—",
+        "micro_batch": lambda o, m, s, c, conv: o.micro_batch,
+        "grad_accum": lambda o, m, s, c, conv: o.grad_accum,
+        "memory_gib": lambda o, m, s, c, conv: _round(m.total / GIB, 2) if m else None,
+        "capacity_gib": lambda o, m, s, c, conv: _round(m.capacity / GIB, 1) if m else None,
+        "headroom_pct": lambda o, m, s, c, conv: _round(100 * m.headroom, 1) if m else None,
+        "memory_source": lambda o, m, s, c, conv: once(m.source, source_text, m.source) if m else "—",
+        "step_s": lambda o, m, s, c, conv: _round(s.step_time_s, 4) if s else None,
+        "samples_per_s": lambda o, m, s, c, conv: _round(s.samples_per_s, 1) if s else None,
+        "step_source": lambda o, m, s, c, conv: once(s.source, source_text, s.source) if s else "—",
+        "steps": lambda o, m, s, c, conv: _round(conv.steps, 0) if conv else None,
+        "steps_source": lambda o, m, s, c, conv: once(conv.source, source_text, conv.source) if conv else "—",
+        "hours_low": lambda o, m, s, c, conv: _round(c.hours_range[0], 2) if c else None,
+        "hours_high": lambda o, m, s, c, conv: _round(c.hours_range[1], 2) if c else None,
+        "cost_usd": lambda o, m, s, c, conv: _round(c.usd, 2) if c else None,
+        "price": lambda o, m, s, c, conv: _round(c.price.usd_per_gpu_hour, 3) if c and c.price else None,
+        "price_source": lambda o, m, s, c, conv: once(c.price, price_text, c) if c else "—",
+        "energy_kwh": lambda o, m, s, c, conv: (
+            _round(c.energy_kwh, 1) if c and c.energy_kwh is not None else None),
+        "notes": lambda o, m, s, c, conv: " · ".join(once(("note", n), note, n) for n in o.notes),
+        "option": lambda o, m, s, c, conv: o.id,
+    }
+    wanted = [k for k in COLUMNS if k in columns and not (k == "cost_usd" and currency == "USD")]
     pinned = set(picks(plan))
-    data: dict[str, list] = {c: [] for c in COLUMNS}
+    data: dict[str, list] = {k: [] for k in wanted}
     for o in sorted(plan.options, key=rank):
         if o.id not in pinned and not keep(o, scenario, fits_only=fits_only, within_deadline=within_deadline,
                                            within_budget=within_budget, families=families):
             continue
-        m, s, c, conv = o.memory, o.step, o.cost, o.convergence
-        local = c.amount_in_currency if c else None
-        values = {
-            "role": roles.get(o.id, ""), "gpu": o.gpu_name, "n_gpus": o.n_gpus, "precision": o.precision,
-            "fits": o.fits,
-            "hours": _round(c.hours, 2) if c else None,
-            "hours_range": (f"{fmt.number(c.hours_range[0], loc, 1)} – {fmt.number(c.hours_range[1], loc, 1)}"
-                            if c else "—"),
-            "cost": _round(local if currency != "USD" else (c.usd if c else None), 2),
-            "cost_range": (f"{fmt.money(c.amount_range_in_currency[0], c.currency, loc)} – "
-                           f"{fmt.money(c.amount_range_in_currency[1], c.currency, loc)}") if c and c.price else "—",
-            "gpu_hours": _round(c.gpu_hours, 1) if c else None,
-            "sources": " / ".join(short_source(x.source if x else None) for x in (s, m, conv)),
-            "topology": tr(f"common.topology.{o.topology}") if o.topology else "—",
-            "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
-            "memory_gib": _round(m.total / GIB, 2) if m else None,
-            "capacity_gib": _round(m.capacity / GIB, 1) if m else None,
-            "headroom_pct": _round(100 * m.headroom, 1) if m else None,
-            "memory_source": once(m.source, source_text, m.source) if m else "—",
-            "step_s": _round(s.step_time_s, 4) if s else None,
-            "samples_per_s": _round(s.samples_per_s, 1) if s else None,
-            "step_source": once(s.source, source_text, s.source) if s else "—",
-            "steps": _round(conv.steps, 0) if conv else None,
-            "steps_source": once(conv.source, source_text, conv.source) if conv else "—",
-            "hours_low": _round(c.hours_range[0], 2) if c else None,
-            "hours_high": _round(c.hours_range[1], 2) if c else None,
-            "cost_usd": _round(c.usd, 2) if c else None,
-            "price": _round(c.price.usd_per_gpu_hour, 3) if c and c.price else None,
-            "price_source": once(c.price, price_text, c) if c else "—",
-            "energy_kwh": _round(c.energy_kwh, 1) if c and c.energy_kwh is not None else None,
-            "notes": " · ".join(once(("note", n), note, n) for n in o.notes),
-            "option": o.id,
-        }
-        for k, v in values.items():
-            data[k].append(v)
-    if currency == "USD":
-        del data["cost_usd"]  # the decision's cost column is already in USD
+        parts = (o, o.memory, o.step, o.cost, o.convergence)
+        for k in wanted:
+            data[k].append(cells[k](*parts))
+    # (cost_usd is left out in USD: the decision's cost column is already in USD)
     return pd.DataFrame({header(k, currency): v for k, v in data.items()})
 
 
@@ -210,7 +219,8 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
     chosen = _filters(plan, scenario)
     details = chosen.pop("details")
     df = options_frame(plan, chosen["fits_only"], scenario, within_deadline=chosen["within_deadline"],
-                       within_budget=chosen["within_budget"], families=chosen["families"])
+                       within_budget=chosen["within_budget"], families=chosen["families"],
+                       columns=COLUMNS if details else DECISION)
     st.caption(tr("app.table.caption", n=len(df), total=len(plan.options)) + " " + tr("plan_page.table.pinned"))
     currency = _currency_of(plan)
     # Pixel widths that keep the decision columns in view at 1,400 px without sideways scrolling: they add up to
@@ -233,9 +243,12 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
                                                                      width=narrow.get(key))
         formats[tr(f"app.col.{key}")] = number_formatter(digits)
     config[header("cost", currency)] = st.column_config.NumberColumn(width=72, help=tr("app.col_help.cost_usd"))
+    # Without "Show details" only the decision columns are made and sent: with the details hidden by column_order
+    # (before) the 200-row table was 1.3 MB per plan change, most of the page's bytes and of the browser's work,
+    # and its notes and sources most of the run's time (perf/app_speed.py --browser).
+    config = {k: v for k, v in config.items() if k in df.columns}
     shown = styled(df).format({c: f for c, f in formats.items() if c in df.columns}, na_rep="—")
-    order = None if details else [header(k, currency) for k in DECISION]
-    st.dataframe(shown, hide_index=True, column_config=config, column_order=order,
+    st.dataframe(shown, hide_index=True, column_config=config,
                  height=min(420, 38 + 35 * max(1, len(df))), width="stretch")
     _full_sources(plan)
     return df
@@ -246,8 +259,8 @@ def _full_sources(plan: Plan) -> None:
     shown = [o for o in (plan.option(i) for i in picks(plan)) if o is not None]
     if not shown:
         return
-    with st.expander(tr("plan_page.table.sources_expander")):
-        for o in shown:
+    with (panel := lazy_expander(tr("plan_page.table.sources_expander"), "table_sources")):
+        for o in shown if panel.open else ():
             lines = [f"{tr('app.col.step_source')}: {source_text(o.step.source if o.step else None)}",
                      f"{tr('app.col.memory_source')}: {source_text(o.memory.source if o.memory else None)}",
                      f"{tr('app.col.steps_source')}: {source_text(o.convergence.source if o.convergence else None)}",

@@ -1,19 +1,24 @@
-"""The Plan page's 'why this number' panels: the inputs, formula, file or quote behind each figure."""
+"""The Plan page's 'why this number' panels: the inputs, formula, file or quote behind each figure (built only
+while a panel is open)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
 
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
 from planner.engine.notes import Note
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
 from ui.i18n_ui import locale, note, tr, tr_or
 from ui.markup import gib, md, source_text, trm
+from ui.panels import lazy_expander
+
+# The panels' names (ui.panels), in page order.
+PANELS = ("why_memory", "why_step", "why_scaling", "why_steps", "why_hours", "why_cost", "why_inputs")
 
 
 def _kv_table(rows: Sequence[tuple[str, str]]) -> None:
@@ -21,104 +26,143 @@ def _kv_table(rows: Sequence[tuple[str, str]]) -> None:
 
 
 def render_why(plan: Plan, o: PlanOption | None, scenario: Scenario) -> None:
-    """Expanders that show, for the option the page explains, the inputs and the formula or file behind each figure."""
+    """Panels that show, for the option the page explains, the inputs and the formula or file behind each figure;
+    each body is built only while its panel is open (ui.panels)."""
     if o is None:
         return
     loc = locale()
     st.subheader(trm("app.why.title", option=option_label(o)))
     m, s, conv, c = o.memory, o.step, o.convergence, o.cost
     if m is not None:
-        with st.expander(tr("app.why.memory", total=gib(m.total))):
-            rows = [(tr(f"common.part.{p}"), fmt.number(v, loc, 2) + " GiB") for p, v in m.parts_gib().items()]
-            rows += [(tr("app.why.allocated_peak"), gib(m.allocated_peak, 2)),
-                     (tr("app.why.reserved_peak"), gib(m.reserved_peak, 2)),
-                     (tr("app.why.total"), gib(m.total, 2)), (tr("app.why.phase"), tr(f"common.phase.{m.phase}")),
-                     (tr("app.why.capacity"), gib(m.capacity, 2)),
-                     (tr("app.why.usable"), gib(m.usable, 2)), (tr("app.why.headroom"), fmt.percent(m.headroom, loc)),
-                     (tr("app.col.micro_batch"), str(o.micro_batch)), (tr("app.col.grad_accum"), str(o.grad_accum))]
-            _kv_table(rows)
-            st.markdown(tr("app.why.memory_formula"))
-            st.markdown(trm("app.why.source", source=source_text(m.source)))
-            _bullets(m.notes)
+        _panel(tr("app.why.memory", total=gib(m.total)), "why_memory", lambda: _memory(o, loc))
     if s is not None:
-        with st.expander(tr("app.why.step", step=fmt.sig(s.step_time_s, loc) + " s")):
-            rows = [(tr("app.why.micro_step"), fmt.sig(s.micro_step_time_s, loc) + " s"),
-                    (tr("app.col.grad_accum"), str(o.grad_accum)),
-                    (tr("app.why.exposed_comm"), fmt.sig(s.exposed_comm_s, loc) + " s"),
-                    (tr("app.why.input_time"), fmt.sig(s.input_time_s, loc) + " s" if s.input_time_s else "—"),
-                    (tr("app.why.band"), f"{fmt.sig(s.band_s[0], loc)} – {fmt.sig(s.band_s[1], loc)} s"),
-                    (tr("app.col.samples_per_s"), fmt.number(s.samples_per_s, loc, 1))]
-            _kv_table(rows)
-            st.markdown(tr("app.why.step_formula"))
-            st.markdown(trm("app.why.source", source=source_text(s.source)))
-            _bullets(s.notes)
+        _panel(tr("app.why.step", step=fmt.sig(s.step_time_s, loc) + " s"), "why_step", lambda: _step(o, loc))
     if o.scaling is not None:
-        sc = o.scaling
-        with st.expander(tr("app.why.scaling", efficiency=fmt.percent(sc.efficiency, loc))):
-            _kv_table([(tr("app.why.efficiency"), fmt.percent(sc.efficiency, loc)),
-                       (tr("app.why.allreduce"), fmt.sig(sc.allreduce_s, loc) + " s"),
-                       (tr("app.why.exposed_comm"), fmt.sig(sc.exposed_comm_s, loc) + " s")])
-            st.markdown(trm("app.why.source", source=source_text(sc.source)))
+        _panel(tr("app.why.scaling", efficiency=fmt.percent(o.scaling.efficiency, loc)), "why_scaling",
+               lambda: _scaling(o, loc))
     if conv is not None:
-        with st.expander(tr("app.why.steps", steps=fmt.number(conv.steps, loc, 0))):
-            rows = [(tr("app.col.steps"), fmt.number(conv.steps, loc, 0)),
-                    (tr("app.why.samples"), fmt.number(conv.samples, loc, 0))]
-            if conv.epochs is not None:
-                rows.append((tr("app.why.epochs"), fmt.sig(conv.epochs, loc)))
-            if conv.steps_range:
-                rows.append((tr("app.why.steps_range"), f"{fmt.number(conv.steps_range[0], loc, 0)} – "
-                                                         f"{fmt.number(conv.steps_range[1], loc, 0)}"))
-            if conv.b_crit:
-                rows.append((tr("app.why.b_crit"), fmt.number(conv.b_crit, loc, 0)))
-            rows.append((tr("app.sidebar.global_batch"), fmt.number(scenario.training.global_batch, loc, 0)))
-            _kv_table(rows)
-            st.markdown(trm("app.why.source", source=source_text(conv.source)))
-            _bullets(conv.notes)
+        _panel(tr("app.why.steps", steps=fmt.number(conv.steps, loc, 0)), "why_steps",
+               lambda: _steps(o, scenario, loc))
     if c is not None:
-        w, p = scenario.workload, scenario.pricing
-        with st.expander(tr("app.why.hours", hours=fmt.hours(c.hours, loc))):
-            _kv_table([(tr("app.col.steps"), fmt.number(conv.steps, loc, 0) if conv else "—"),
-                       (tr("app.sidebar.early_stop"), fmt.number(w.early_stop_fraction, loc, 2)),
-                       (tr("app.col.step_s"), fmt.sig(s.step_time_s, loc) if s else "—"),
-                       (tr("app.sidebar.eval_overhead"), fmt.percent(w.eval_overhead, loc)),
-                       (tr("app.sidebar.checkpoint_overhead"), fmt.percent(w.checkpoint_overhead, loc)),
-                       (tr("app.sidebar.failure_overhead"), fmt.percent(p.failure_overhead, loc)),
-                       (tr("app.sidebar.runs"), str(p.runs)),
-                       (tr("app.why.hours_range"), f"{fmt.hours(c.hours_range[0], loc)} – "
-                                                    f"{fmt.hours(c.hours_range[1], loc)}")])
-            st.markdown(tr("app.why.hours_formula"))
-        with st.expander(tr("app.why.cost", cost=fmt.money(c.amount_in_currency, c.currency, loc))):
-            rows = [(tr("app.col.gpu_hours"), fmt.number(c.gpu_hours, loc, 1)),
-                    (tr("app.why.gpus_billed"), str(c.n_gpus_billed))]
-            if o.topology:
-                rows.append((tr("app.col.topology"), tr(f"common.topology.{o.topology}")))
-            if c.price is not None:
-                pr = c.price
-                rows += [(tr("app.why.price"), fmt.money(pr.usd_per_gpu_hour, "USD", loc, 3)),
-                         (tr("app.why.provider"), fmt.offer(pr.provider, pr.instance, pr.region)),
-                         (tr("app.sidebar.tier"), tr_or(f"common.tier.{pr.tier}", pr.tier)),
-                         (tr("app.why.price_date"), fmt.date(pr.as_of, loc) if pr.as_of else tr("app.why.undated")),
-                         (tr("app.why.price_origin"), tr_or(f"common.origin.{pr.origin}", pr.origin)),
-                         (tr("app.why.price_source"), pr.source)]
-            rows += [(tr("app.sidebar.tax_rate"), fmt.percent(p.tax_rate, loc)),
-                     (tr("app.col.cost_usd"), fmt.money(c.usd, "USD", loc))]
-            if c.currency != "USD":
-                as_of = fmt.date(p.exchange_rate_as_of, loc) if p.exchange_rate_as_of else tr("app.why.undated")
-                rows += [(tr("app.why.exchange_rate"), f"{fmt.sig(p.exchange_rate, loc, 4)} {c.currency}/USD · {as_of}")]
-            if c.preemptions:
-                rows.append((tr("app.why.preemptions"), fmt.number(c.preemptions, loc, 1)))
-            if c.energy_kwh is not None:
-                rows.append((tr("app.col.energy_kwh"), fmt.number(c.energy_kwh, loc, 0)))
-            _kv_table(rows)
-            st.markdown(tr("app.why.cost_formula"))
-            _bullets(c.notes)
-    with st.expander(tr("app.why.inputs")):
-        st.markdown(trm("app.why.profiles", n=len(plan.profiles_used), ids=", ".join(plan.profiles_used)))
-        if plan.result_files_used:
-            st.markdown(tr("app.why.result_files"))
-            _bullets(plan.result_files_used)
-        else:
-            st.markdown(tr("app.why.no_result_files"))
+        _panel(tr("app.why.hours", hours=fmt.hours(c.hours, loc)), "why_hours", lambda: _hours(o, scenario, loc))
+        _panel(tr("app.why.cost", cost=fmt.money(c.amount_in_currency, c.currency, loc)), "why_cost",
+               lambda: _cost(o, scenario, loc))
+    _panel(tr("app.why.inputs"), "why_inputs", lambda: _inputs(plan))
+
+
+def _panel(label: str, name: str, body: Callable[[], None]) -> None:
+    with (panel := lazy_expander(label, name)):
+        if panel.open:
+            body()
+
+
+def _memory(o: PlanOption, loc: str) -> None:
+    m = memory_of(o)
+    rows = [(tr(f"common.part.{p}"), fmt.number(v, loc, 2) + " GiB") for p, v in m.parts_gib().items()]
+    rows += [(tr("app.why.allocated_peak"), gib(m.allocated_peak, 2)),
+             (tr("app.why.reserved_peak"), gib(m.reserved_peak, 2)),
+             (tr("app.why.total"), gib(m.total, 2)), (tr("app.why.phase"), tr(f"common.phase.{m.phase}")),
+             (tr("app.why.capacity"), gib(m.capacity, 2)),
+             (tr("app.why.usable"), gib(m.usable, 2)), (tr("app.why.headroom"), fmt.percent(m.headroom, loc)),
+             (tr("app.col.micro_batch"), str(o.micro_batch)), (tr("app.col.grad_accum"), str(o.grad_accum))]
+    _kv_table(rows)
+    st.markdown(tr("app.why.memory_formula"))
+    st.markdown(trm("app.why.source", source=source_text(m.source)))
+    _bullets(m.notes)
+
+
+def _step(o: PlanOption, loc: str) -> None:
+    s = o.step
+    assert s is not None
+    rows = [(tr("app.why.micro_step"), fmt.sig(s.micro_step_time_s, loc) + " s"),
+            (tr("app.col.grad_accum"), str(o.grad_accum)),
+            (tr("app.why.exposed_comm"), fmt.sig(s.exposed_comm_s, loc) + " s"),
+            (tr("app.why.input_time"), fmt.sig(s.input_time_s, loc) + " s" if s.input_time_s else "—"),
+            (tr("app.why.band"), f"{fmt.sig(s.band_s[0], loc)} – {fmt.sig(s.band_s[1], loc)} s"),
+            (tr("app.col.samples_per_s"), fmt.number(s.samples_per_s, loc, 1))]
+    _kv_table(rows)
+    st.markdown(tr("app.why.step_formula"))
+    st.markdown(trm("app.why.source", source=source_text(s.source)))
+    _bullets(s.notes)
+
+
+def _scaling(o: PlanOption, loc: str) -> None:
+    sc = o.scaling
+    assert sc is not None
+    _kv_table([(tr("app.why.efficiency"), fmt.percent(sc.efficiency, loc)),
+               (tr("app.why.allreduce"), fmt.sig(sc.allreduce_s, loc) + " s"),
+               (tr("app.why.exposed_comm"), fmt.sig(sc.exposed_comm_s, loc) + " s")])
+    st.markdown(trm("app.why.source", source=source_text(sc.source)))
+
+
+def _steps(o: PlanOption, scenario: Scenario, loc: str) -> None:
+    conv = o.convergence
+    assert conv is not None
+    rows = [(tr("app.col.steps"), fmt.number(conv.steps, loc, 0)),
+            (tr("app.why.samples"), fmt.number(conv.samples, loc, 0))]
+    if conv.epochs is not None:
+        rows.append((tr("app.why.epochs"), fmt.sig(conv.epochs, loc)))
+    if conv.steps_range:
+        rows.append((tr("app.why.steps_range"), f"{fmt.number(conv.steps_range[0], loc, 0)} – "
+                                                 f"{fmt.number(conv.steps_range[1], loc, 0)}"))
+    if conv.b_crit:
+        rows.append((tr("app.why.b_crit"), fmt.number(conv.b_crit, loc, 0)))
+    rows.append((tr("app.sidebar.global_batch"), fmt.number(scenario.training.global_batch, loc, 0)))
+    _kv_table(rows)
+    st.markdown(trm("app.why.source", source=source_text(conv.source)))
+    _bullets(conv.notes)
+
+
+def _hours(o: PlanOption, scenario: Scenario, loc: str) -> None:
+    c, s, conv = cost_of(o), o.step, o.convergence
+    w, p = scenario.workload, scenario.pricing
+    _kv_table([(tr("app.col.steps"), fmt.number(conv.steps, loc, 0) if conv else "—"),
+               (tr("app.sidebar.early_stop"), fmt.number(w.early_stop_fraction, loc, 2)),
+               (tr("app.col.step_s"), fmt.sig(s.step_time_s, loc) if s else "—"),
+               (tr("app.sidebar.eval_overhead"), fmt.percent(w.eval_overhead, loc)),
+               (tr("app.sidebar.checkpoint_overhead"), fmt.percent(w.checkpoint_overhead, loc)),
+               (tr("app.sidebar.failure_overhead"), fmt.percent(p.failure_overhead, loc)),
+               (tr("app.sidebar.runs"), str(p.runs)),
+               (tr("app.why.hours_range"), f"{fmt.hours(c.hours_range[0], loc)} – "
+                                            f"{fmt.hours(c.hours_range[1], loc)}")])
+    st.markdown(tr("app.why.hours_formula"))
+
+
+def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
+    c, p = cost_of(o), scenario.pricing
+    rows = [(tr("app.col.gpu_hours"), fmt.number(c.gpu_hours, loc, 1)),
+            (tr("app.why.gpus_billed"), str(c.n_gpus_billed))]
+    if o.topology:
+        rows.append((tr("app.col.topology"), tr(f"common.topology.{o.topology}")))
+    if c.price is not None:
+        pr = c.price
+        rows += [(tr("app.why.price"), fmt.money(pr.usd_per_gpu_hour, "USD", loc, 3)),
+                 (tr("app.why.provider"), fmt.offer(pr.provider, pr.instance, pr.region)),
+                 (tr("app.sidebar.tier"), tr_or(f"common.tier.{pr.tier}", pr.tier)),
+                 (tr("app.why.price_date"), fmt.date(pr.as_of, loc) if pr.as_of else tr("app.why.undated")),
+                 (tr("app.why.price_origin"), tr_or(f"common.origin.{pr.origin}", pr.origin)),
+                 (tr("app.why.price_source"), pr.source)]
+    rows += [(tr("app.sidebar.tax_rate"), fmt.percent(p.tax_rate, loc)),
+             (tr("app.col.cost_usd"), fmt.money(c.usd, "USD", loc))]
+    if c.currency != "USD":
+        as_of = fmt.date(p.exchange_rate_as_of, loc) if p.exchange_rate_as_of else tr("app.why.undated")
+        rows += [(tr("app.why.exchange_rate"), f"{fmt.sig(p.exchange_rate, loc, 4)} {c.currency}/USD · {as_of}")]
+    if c.preemptions:
+        rows.append((tr("app.why.preemptions"), fmt.number(c.preemptions, loc, 1)))
+    if c.energy_kwh is not None:
+        rows.append((tr("app.col.energy_kwh"), fmt.number(c.energy_kwh, loc, 0)))
+    _kv_table(rows)
+    st.markdown(tr("app.why.cost_formula"))
+    _bullets(c.notes)
+
+
+def _inputs(plan: Plan) -> None:
+    st.markdown(trm("app.why.profiles", n=len(plan.profiles_used), ids=", ".join(plan.profiles_used)))
+    if plan.result_files_used:
+        st.markdown(tr("app.why.result_files"))
+        _bullets(plan.result_files_used)
+    else:
+        st.markdown(tr("app.why.no_result_files"))
 
 
 def _bullets(items: Sequence[Note | str]) -> None:
