@@ -22,7 +22,7 @@ from planner.inputs.scenario import (
     scenario_to_dict,
 )
 from planner.inputs.userdata import DEFAULT_SCENARIO
-from ui import panels, plan_notes, plan_why, scenario_files, state, url_codec
+from ui import panels, plan_notes, plan_why, scenario_files, sidebar, state, url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -49,7 +49,7 @@ def fresh(query: dict | None = None, *, details: bool = True) -> AppTest:
 
 def show_details(at: AppTest) -> None:
     at.session_state["table_details"] = True
-    panels.open_panels(at.session_state, *plan_why.PANELS, *plan_notes.PANELS, "table_sources")
+    panels.open_panels(at.session_state, *plan_why.PANELS, *plan_notes.PANELS, "table_sources", sidebar.FILE_PANEL)
 
 
 def one_gpu(at: AppTest, gpu: str = "h100-sxm-80gb", counts=(1,), precisions=("bf16",)) -> AppTest:
@@ -265,7 +265,6 @@ WIDGET_CHANGES = [
     ("selectbox", "provider", "lambda", ("pricing", "provider"), "lambda"),
     ("selectbox", "region_group", "latam", ("pricing", "region_group"), "latam"),
     ("selectbox", "currency", "MXN", ("pricing", "currency"), "MXN"),
-    ("number_input", "exchange_rate", 18.5, ("pricing", "exchange_rate"), 18.5),
     ("number_input", "runs", 3, ("pricing", "runs"), 3),
     ("number_input", "failure_overhead", 0.2, ("pricing", "failure_overhead"), 0.2),
     ("number_input", "tax_rate", 0.16, ("pricing", "tax_rate"), 0.16),
@@ -278,7 +277,6 @@ WIDGET_CHANGES = [
     ("number_input", "model_params", 30000000, ("model", "params"), 30000000),
     ("number_input", "model_flops", 3.0e10, ("model", "flops_per_sample"), 3.0e10),
     ("text_input", "scenario_name", "My run", ("name",), "My run"),
-    ("date_input", "exchange_rate_as_of", dt.date(2026, 11, 1), ("pricing", "exchange_rate_as_of"), "2026-11-01"),
     ("number_input", "b_crit", 4096.0, ("workload", "b_crit"), 4096.0),
     ("multiselect", "gpu_counts", [1, 2, 8], ("hardware", "gpu_counts"), [1, 2, 8]),
 ]
@@ -297,6 +295,34 @@ def test_every_widget_reaches_the_scenario_in_the_url(kind, key, value, path, ex
         d = d[part]
     assert d == pytest.approx(expected) if isinstance(expected, float) else d == expected
     assert at.query_params[url_codec.URL_PARAM] != before
+
+
+def _pricing_in_url(at: AppTest) -> dict:
+    return scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))["pricing"]
+
+
+def test_the_exchange_rate_shows_for_a_local_currency_only_and_is_kept_while_hidden():
+    at = fresh()
+    assert "exchange_rate" not in [n.key for n in at.number_input]  # USD: no rate to type
+    assert not at.date_input
+    at.selectbox(key="currency").set_value("MXN").run()
+    at.number_input(key="exchange_rate").set_value(18.5)
+    at.date_input(key="exchange_rate_as_of").set_value(dt.date(2026, 11, 1)).run()
+    pricing = _pricing_in_url(at)
+    assert (pricing["currency"], pricing["exchange_rate"], pricing["exchange_rate_as_of"]) == ("MXN", 18.5,
+                                                                                                "2026-11-01")
+    mxn = number(metric(at, "Cost"))
+    # Back to USD: the rate is 1 (never a second dollar figure), its widgets are hidden...
+    at.selectbox(key="currency").set_value("USD").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    pricing = _pricing_in_url(at)
+    assert pricing["currency"] == "USD" and pricing.get("exchange_rate", 1.0) == 1.0
+    assert "exchange_rate_as_of" not in pricing and not at.date_input
+    assert number(metric(at, "Cost")) == pytest.approx(mxn / 18.5, rel=0.01)
+    # ...and MXN again brings back the rate the user typed.
+    at.selectbox(key="currency").set_value("MXN").run()
+    assert at.number_input(key="exchange_rate").value == 18.5
+    assert _pricing_in_url(at)["exchange_rate"] == 18.5
 
 
 def test_spot_and_on_prem_settings_reach_the_cost():
@@ -442,7 +468,7 @@ def test_query_params_round_trip_reproduces_the_plan():
     first = fresh()
     first.number_input(key="global_batch").set_value(512)
     first.selectbox(key="tier").set_value("spot")
-    first.selectbox(key="currency").set_value("MXN")
+    first.selectbox(key="currency").set_value("MXN").run()  # the rate's widgets show for a local currency
     first.number_input(key="exchange_rate").set_value(18.5).run()
     link = first.query_params[url_codec.URL_PARAM]
     assert len(link) < 2000

@@ -21,7 +21,7 @@ from planner.inputs.userdata import DEFAULT_SCENARIO, SHIPPED_SCENARIOS_DIR
 from planner.present.report.markdown import render_markdown
 from planner.present.report.model import build_report_model
 from planner.present.viewmodel import plan_view
-from ui import scenario_files, state, url_codec
+from ui import panels, scenario_files, sidebar, state, url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -41,6 +41,7 @@ def inputs():
 
 def fresh(query: dict | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=90)
+    panels.open_panels(at.session_state, sidebar.FILE_PANEL)  # the "Scenario file" section, for its uploader
     if query:
         at.query_params.update(query)
     at.run()

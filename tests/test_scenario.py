@@ -84,6 +84,7 @@ BAD_CASES = [
     ("micro not dividing", _with("training.micro_batch", 48), "training.micro_batch", "divisor of the per-GPU batch"),
     ("global not splitting", _with("hardware.gpu_counts", [3]), "training.global_batch", "multiple of every GPU count"),
     ("negative price input", _with("pricing.exchange_rate", -1), "pricing.exchange_rate", "between 1e-6 and"),
+    ("a rate with USD", _with("pricing.exchange_rate", 0.5), "pricing.exchange_rate", "1 with currency USD"),
     ("negative tax", _with("pricing.tax_rate", -0.1), "pricing.tax_rate", "between 0 and"),
     ("bad tier", _with("pricing.tier", "cheap"), "pricing.tier", "on_demand"),
     ("bad currency", _with("pricing.currency", "pesos"), "pricing.currency", "ISO 4217"),

@@ -86,7 +86,7 @@ def main() -> None:
     finally:
         models, providers, examples = choices(fingerprint)
         file_box = sidebar.render_sidebar(inputs.profiles, models, providers, examples)
-        if scenario is not None:
+        if scenario is not None and file_box.open:
             with file_box:
                 st.download_button(tr("app.sidebar.download"), data=scenario_files.download_yaml(scenario),
                                    file_name=scenario_files.scenario_file_name(scenario), mime="application/x-yaml", on_click="ignore",

@@ -23,11 +23,13 @@ from planner.inputs.scenario import (
 from planner.present import fmt
 from ui import scenario_files, state
 from ui.i18n_ui import LANGUAGES, LOCALES, choice_label, tr
+from ui.panels import lazy_expander
 
 COUNT_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 CURRENCIES = ("USD", "EUR", "MXN", "ARS", "COP", "CLP", "PEN", "BRL", "UYU", "GBP", "CAD", "JPY", "INR")
 WORK_KINDS = ("epochs", "tokens", "reference_points")
 ADAPTER_KINDS = ("none", "lora", "qlora")
+FILE_PANEL = "sidebar_file"  # the "Scenario file" section: examples, upload, download (a lazy panel)
 
 
 def _with_current(options: Sequence, key: str) -> list:
@@ -267,10 +269,11 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                 _num("app.sidebar.onprem_util", "onprem_util", step=0.05, fmt="%.2f")
                 _num("app.sidebar.onprem_pue", "onprem_pue", step=0.05, fmt="%.2f")
         st.selectbox(tr("app.sidebar.currency"), _with_current(CURRENCIES, "currency"), key="currency")
-        _num("app.sidebar.exchange_rate", "exchange_rate", step=0.01, fmt="%.4f",
-             help_key="app.sidebar.exchange_rate_help")
-        st.date_input(tr("app.sidebar.exchange_rate_as_of"), value=None, key="exchange_rate_as_of",
-                      format="YYYY-MM-DD", help=tr("app.sidebar.exchange_rate_as_of_help"))
+        if "exchange_rate" not in state.hidden_keys(ss):  # a local currency: its rate and the rate's date
+            _num("app.sidebar.exchange_rate", "exchange_rate", step=0.01, fmt="%.4f",
+                 help_key="app.sidebar.exchange_rate_help")
+            st.date_input(tr("app.sidebar.exchange_rate_as_of"), value=None, key="exchange_rate_as_of",
+                          format="YYYY-MM-DD", help=tr("app.sidebar.exchange_rate_as_of_help"))
         c1, c2 = st.columns(2)
         with c1:
             _num("app.sidebar.runs", "runs", help_key="app.sidebar.runs_help")
@@ -286,7 +289,10 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                  help=tr("app.sidebar.deadline_confidence_help"))
         _num("app.sidebar.budget", "budget_usd", optional=True, step=100.0, fmt="%.0f")
 
-    file_box = sb.expander(tr("app.sidebar.section_file"), expanded=False)
+    with sb:  # built only while open (ui.panels): closed, an uploader and a download cost every run nothing
+        file_box = lazy_expander(tr("app.sidebar.section_file"), FILE_PANEL)
+    if not file_box.open:
+        return file_box
     with file_box:
         st.selectbox(tr("app.sidebar.example"), list(examples), index=None, key="example",
                      format_func=lambda p: examples[p], on_change=_on_example, args=(known,),

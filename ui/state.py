@@ -244,9 +244,10 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
     if w["region_group"] != FILE_REGIONS:
         p.pop("regions", None)  # a group chosen in the app replaces the file's explicit region names
     region_group = "any" if w["region_group"] == FILE_REGIONS else w["region_group"]
+    usd = w["currency"] == "USD"  # the rate and its date are hidden then (hidden_keys): USD per USD is 1
     p.update(tier=w["tier"], provider=w["provider"], region_group=region_group, currency=w["currency"],
-             exchange_rate=float(w["exchange_rate"]),
-             exchange_rate_as_of=as_of.isoformat() if isinstance(as_of, dt.date) else None,
+             exchange_rate=1.0 if usd else float(w["exchange_rate"]),
+             exchange_rate_as_of=as_of.isoformat() if isinstance(as_of, dt.date) and not usd else None,
              runs=int(w["runs"]), failure_overhead=float(w["failure_overhead"]), tax_rate=float(w["tax_rate"]),
              spot={field: float(w[key]) for key, field in SPOT_KEYS.items()},
              # Kept: a file's fields without a widget (power_fraction_of_tdp); an empty purchase box = no override.
@@ -382,6 +383,8 @@ def hidden_keys(session: Session) -> set[str]:
         hidden |= {"adapter_rank", "adapter_targets", "adapter_base_dtype"}
     if session.get("gpus_all"):
         hidden.add("gpus")
+    if session.get("currency", "USD") == "USD":
+        hidden |= {"exchange_rate", "exchange_rate_as_of"}
     shown = {"epochs": "epochs", "tokens": "tokens", "reference_points": "ref_points"}.get(
         session.get("work_kind", "epochs"))
     hidden |= {"epochs", "tokens", "ref_points"} - {shown}

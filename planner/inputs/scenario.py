@@ -525,13 +525,19 @@ def _pricing(r: Reader) -> Pricing:
     currency = r.string("currency", pd["currency"])
     if len(currency) != 3 or not currency.isalpha():
         raise r.fail("currency", currency, "a 3-letter ISO 4217 code such as USD, MXN, ARS, EUR")
+    rate = r.number("exchange_rate", pd["exchange_rate"], minimum=1e-6, maximum=1e9)
+    if currency.upper() == "USD" and rate != 1.0:
+        # Amounts are priced in USD and multiplied by the rate for `currency`: a rate other than 1 with USD would
+        # print two different dollar figures for one option.
+        raise r.fail("exchange_rate", rate, "1 with currency USD (the rate converts USD into `currency`; set "
+                                            "`currency` to the local one, e.g. MXN, or remove `exchange_rate`)")
     return Pricing(
         tier=r.string("tier", pd["tier"], TIERS),
         provider=r.string("provider", pd["provider"]),
         region_group=r.string("region_group", pd["region_group"], REGION_GROUPS),
         regions=_regions(r),
         currency=currency.upper(),
-        exchange_rate=r.number("exchange_rate", pd["exchange_rate"], minimum=1e-6, maximum=1e9),
+        exchange_rate=rate,
         exchange_rate_as_of=r.date("exchange_rate_as_of", pd["exchange_rate_as_of"]),
         runs=r.integer("runs", pd["runs"], minimum=1, maximum=100_000),
         failure_overhead=r.number("failure_overhead", pd["failure_overhead"], minimum=0, maximum=10),
