@@ -230,6 +230,9 @@ def test_runs_page_saves_a_run_and_shows_its_error(scenario, home):
                                                          / predicted["step_time_s"] - 1), abs=1e-6)
     assert row["Hours error (%)"] == pytest.approx(100 * (round(option.hours * 0.9, 2) / predicted["hours"] - 1))
     assert row["Cost error (%)"] is None or math.isnan(row["Cost error (%)"])  # no cost recorded
+    from tests.test_spanish_everywhere import missing_shown_as_words
+
+    assert missing_shown_as_words(at) == []  # ... and the browser draws that missing cost as "—", not "None"
     assert row["Measured point"].startswith("recorded run: recorded-")
     runs, _ = ia.scan_actuals()
     assert len(runs) == 1 and runs[0].note == "nightly job"

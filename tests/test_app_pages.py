@@ -280,6 +280,33 @@ def test_benchmarks_browse_filters_and_shows_one_file(home):
     assert len(frame(at, "bench_measurements")) == 2
 
 
+def test_benchmarks_show_benchs_reasons_in_spanish_and_a_teammates_words_as_written(home):
+    from tests.test_spanish_everywhere import en_numbers, english_in, missing_shown_as_words, page_texts
+
+    data = _mlp_cpu()
+    data["measurements"][1]["unmeasured"]["power_w"] = "sensor unplugged on the shared box"
+    data["dataloader"] = [{"num_workers": 0, "pin_memory": False, "samples_per_s": 1234.56, "per_sample_cpu_s": 0.0081},
+                          {"num_workers": 4, "pin_memory": True, "samples_per_s": None, "per_sample_cpu_s": None,
+                           "reason": "pin_memory only matters for copies to a CUDA device"}]
+    cpu = _put(home, data, "cpu", "mlp-20261125T090000Z.json")
+    at = AppTest.from_file(str(ROOT / "ui" / "benchmarks_page.py"), default_timeout=120)
+    at.session_state["_locale"] = "es-AR"
+    run(at)
+    at.selectbox(key="bench_file").set_value(str(cpu))
+    run(at)
+    cpu_memory = "CPU: torch lleva estadísticas de memoria pico del asignador solo para CUDA"
+    assert f"No se midió la memoria pico: {cpu_memory}" in texts(at)
+    unmeasured = next(d.value for d in at.dataframe if "Campo" in d.value.columns)
+    reasons = dict(zip(unmeasured["Campo"], unmeasured["Motivo"], strict=True))
+    assert reasons["peak_allocated_bytes"] == cpu_memory
+    assert reasons["power_w"] == "sensor unplugged on the shared box"  # not bench's sentence: as the file has it
+    loader = next(d.value for d in at.dataframe if "Procesos de carga (num_workers)" in d.value.columns)
+    assert list(loader["Motivo"]) == ["", "pin_memory solo importa en las copias a un dispositivo CUDA"]
+    texts_shown, tables = page_texts(at)
+    assert "1.234,6" in texts_shown  # the loader's throughput in es-AR, not the browser's 1234.56
+    assert not english_in(texts_shown) + en_numbers(texts_shown) + tables + missing_shown_as_words(at)
+
+
 def test_benchmarks_published_tab_lists_the_corpus_with_citations_and_filters(home):
     at = page("benchmarks")
     table = frame(at, "pub_table")

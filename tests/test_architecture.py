@@ -115,3 +115,18 @@ def test_every_path_the_readme_names_exists():
     assert len(named) >= 10, named  # the test reads real paths, not nothing
     missing = [p for p in named if not (ROOT / p.rstrip("/")).exists() and p not in CREATED_AT_RUN_TIME]
     assert not missing, f"README names paths that do not exist: {missing}"
+
+
+def test_every_app_table_goes_through_the_one_dataframe_helper():
+    """ui.i18n_ui.dataframe draws a missing cell as "—" (st.dataframe draws "None" whatever the styler says): a
+    page calling st.dataframe itself would bring "None" back (tests/test_spanish_everywhere.py finds it per page)."""
+    calls = {}
+    for path in sorted((ROOT / "ui").glob("*.py")):
+        if path.name == "i18n_ui.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                 and node.attr == "dataframe" and isinstance(node.value, ast.Name) and node.value.id == "st"]
+        if found:
+            calls[path.name] = found
+    assert not calls, f"st.dataframe outside ui/i18n_ui.py (use its dataframe helper): {calls}"

@@ -131,6 +131,71 @@ def test_t_falls_back_to_english_and_fills_params():
         i18n.t("app.no_such_key", "en")
 
 
+# ---------------------------------------------------------------- reasons read from result files
+
+def _string_constants(paths) -> set[str]:
+    """Every string literal of these Python files (implicit concatenation joined; an f-string's fixed parts)."""
+    import ast
+
+    out: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                out.add(node.value)
+    return out
+
+
+def test_bench_reasons_are_the_sentences_bench_writes():
+    # The catalog's English bench_reason texts are how the Benchmarks page recognises a file's reason: a sentence
+    # bench no longer writes word for word would silently show in English again, so each must be made of bench's
+    # own string literals (one sentence can be two literals: f"{no_device}, so there is no time to measure").
+    sources = [*sorted((ROOT / "bench").rglob("*.py")), ROOT / "planner" / "inputs" / "actuals.py"]
+    constants = _string_constants(sources)
+    literals = sorted((c for c in constants if len(c) >= 10), key=len, reverse=True)
+    texts = {k: v for k, v in i18n.catalog("en").items() if k.startswith("bench_reason.")}
+    assert len(texts) >= 20
+    for key, text in texts.items():
+        for piece in (literal for literal, *_ in string.Formatter().parse(text) if literal.strip()):
+            if piece in constants:  # an f-string's own fixed part ("profile ")
+                continue
+            left = piece
+            for literal in literals:
+                left = left.replace(literal, "\0")
+            assert re.fullmatch(r"[\0\s\W]*", left), f"{key}: {piece!r} is not what bench writes (left: {left!r})"
+
+
+def test_reason_text_translates_benchs_sentences_and_keeps_any_other_words():
+    from planner.present.result_views import reason_text
+
+    no_kernels = "traced on CPU fake tensors: no GPU kernels run"
+    assert reason_text(no_kernels, "en") == no_kernels
+    assert reason_text(no_kernels, "es-AR") == "trazado en la CPU con tensores ficticios: no corre ningún kernel de GPU"
+    # the filled-in parts (a profile id, a precision, an exception's message) are kept as the file has them
+    assert reason_text("profile t4-16gb lists no bf16 peak (unsupported there)", "es") == (
+        "el perfil t4-16gb no tiene pico bf16 (esa GPU no la admite)")
+    assert reason_text("trace failed: RuntimeError: boom", "es-MX") == "la traza falló: RuntimeError: boom"
+    # a sentence holding "; " is one reason; reasons joined with "; " are translated one by one
+    tf32 = "tf32 is a CUDA tensor-core mode; on CPU this is the fp32 (ieee) measurement"
+    assert reason_text(tf32, "es").startswith("tf32 es un modo de los tensor cores")
+    assert reason_text(f"{tf32}; our own note", "es") == i18n.t("bench_reason.tf32_on_cpu", "es") + "; our own note"
+    # a teammate's own words, and no reason at all
+    assert reason_text("measured on the shared box; fans at 100%", "es") == "measured on the shared box; fans at 100%"
+    assert reason_text(None, "es") == "" and reason_text("", "en") == ""
+
+
+def test_benchs_trace_reasons_all_show_in_spanish():
+    # The reasons a trace really writes (bench.trace builds them without torch), failed trace included.
+    from bench.trace import _measurement
+    from planner.present.result_views import reason_text
+
+    failed = _measurement("bf16", 8, error="RuntimeError: out of fake memory")
+    reasons = set(failed["unmeasured"].values())
+    assert len(reasons) >= 7
+    for reason in reasons:
+        assert reason_text(reason, "en") == reason
+        assert reason_text(reason, "es-AR") != reason, reason
+
+
 def _file_keys(lang: str, filename: str) -> dict[str, str]:
     import yaml
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPANISH = ("es", "es-MX", "es-AR", "es-CO", "es-CL", "es-PE", "es-ES")
 # Locales whose numbers are written 1.234,5 (CLDR); es-MX and es-PE write 1,234.5 like en-US.
 DECIMAL_COMMA = {"es", "es-AR", "es-CO", "es-CL", "es-ES"}
-PAGES = ("plan", "compare", "benchmarks", "gpus", "report")
+PAGES = ("plan", "compare", "benchmarks", "gpus", "report", "actuals")
 TODAY = dt.date(2026, 12, 1)
 
 # Money per CLDR (babel 2.18's data, checked against CLDR 47 currencyFormats + currencySpacing): the symbol and
@@ -205,6 +205,45 @@ def page_texts(at) -> tuple[list[str], list[str]]:
     return [t for t in texts if t.strip()], problems
 
 
+# What a table shows for a missing value: "—" in every language (fmt.MISSING), never Python's or pandas' words.
+DASH = "—"
+NULL_WORDS = {"None", "nan", "NaN", "NaT", "<NA>", "null"}  # "none" is a value (sharding: none)
+
+
+def missing_shown_as_words(at) -> list[str]:
+    """Table cells a browser would draw as "None"/"nan": a null the table does not draw as "—" (Streamlit draws a
+    null cell as its placeholder, "None" by default, whatever the styler's display text says), or the text of one
+    (str(None), str(float("nan"))) in a cell."""
+    import pyarrow as pa
+
+    found: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None and hasattr(proto, "arrow_data"):
+            kind = type(proto).__name__
+            raw = pa.ipc.open_stream(proto.arrow_data.data).read_all()
+            config = json.loads(getattr(proto, "columns", "") or "{}")
+            drawn = getattr(proto, "placeholder", "") or "None"
+            for name, column in zip(raw.schema.names, raw.columns, strict=True):
+                shown = not str(name).startswith("__index_level") and not config.get(name, {}).get("hidden")
+                if shown and column.null_count and drawn != DASH:
+                    found.append(f"{kind} column {name!r}: {column.null_count} missing value(s) drawn as {drawn!r}")
+            tables = [raw]
+            if proto.arrow_data.styler.display_values:
+                tables.append(pa.ipc.open_stream(proto.arrow_data.styler.display_values).read_all())
+            for table in tables:
+                for name, column in zip(table.schema.names, table.columns, strict=True):
+                    words = {v for v in column.to_pylist() if isinstance(v, str) and v.strip() in NULL_WORDS}
+                    if words:
+                        found.append(f"{kind} column {name!r} shows {sorted(words)}")
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return list(dict.fromkeys(found))
+
+
 def _html_text(doc: str) -> str:
     doc = re.sub(r"<style.*?</style>", "", doc, flags=re.S)
     return html.unescape(re.sub(r"<[^>]+>", "\n", doc))
@@ -287,6 +326,14 @@ def test_every_page_and_report_is_spanish(loc):
     if loc in DECIMAL_COMMA:
         problems += [f"report: en-US number: {x}" for x in en_numbers(report)]
     assert not problems, "\n".join(dict.fromkeys(problems))
+
+
+@pytest.mark.parametrize("loc", ["en", "es-AR"])
+@pytest.mark.parametrize("name", PAGES)
+def test_no_table_shows_none_or_nan_for_a_missing_value(name, loc):
+    # A GPU without a price, an unpublished peak, a figure a result file left null: "—" in every language.
+    problems = missing_shown_as_words(_open(name, loc))
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("loc", sorted(MONEY))

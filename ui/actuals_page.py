@@ -19,7 +19,7 @@ from planner.inputs.scenario import Scenario, scenario_to_dict
 from planner.present import fmt, planjson
 from planner.present.charts import option_label
 from ui import page_data
-from ui.i18n_ui import begin_run, locale, localized, tr
+from ui.i18n_ui import begin_run, dataframe, locale, localized, tr
 from ui.markup import md, trm
 
 log = logging.getLogger("trainplan.app")
@@ -176,7 +176,7 @@ def _table() -> None:
         formats[tr(f"actuals.col.{figure}_pred")] = how
         formats[tr(f"actuals.col.{figure}_actual")] = how
         formats[tr(f"actuals.col.{figure}_error")] = 1
-    st.dataframe(localized(frame, formats), hide_index=True, width="stretch", key="act_table")
+    dataframe(localized(frame, formats), hide_index=True, width="stretch", key="act_table")
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from planner.inputs.userdata import user_results_dir
 from planner.inputs.zoo_catalog import load_catalog
 from planner.present import fmt, result_views
 from ui import bench_runner, page_data
-from ui.i18n_ui import begin_run, choice_label, locale, localized, tr
+from ui.i18n_ui import begin_run, choice_label, dataframe, locale, localized, tr
 from ui.markup import md, trm
 
 RUN_KEY = "_bench_run"
@@ -48,16 +48,19 @@ def _published() -> None:
         st.info(tr("pages.bench.published.none"))
         return
     gpus = {r.gpu_id: r.gpu_name for r in rows}
+    # the labels in this run's language: Streamlit (and AppTest) may call format_func outside the run
+    all_gpus, all_models = tr("pages.bench.published.all_gpus"), tr("pages.bench.all_models")
+    all_sources = tr("pages.bench.published.all_sources")
     c1, c2, c3 = st.columns(3)
     with c1:
         st.selectbox(tr("pages.bench.filter_gpu"), [ALL, *sorted(gpus)], key="pub_gpu",
-                     format_func=lambda g: tr("pages.bench.published.all_gpus") if g == ALL else g)
+                     format_func=lambda g: all_gpus if g == ALL else g)
     with c2:
         st.selectbox(tr("pages.bench.filter_model"), [ALL, *sorted({r.model for r in rows})], key="pub_model",
-                     format_func=lambda m: tr("pages.bench.all_models") if m == ALL else m)
+                     format_func=lambda m: all_models if m == ALL else m)
     with c3:
         st.selectbox(tr("pages.bench.published.filter_source"), [ALL, *sorted({r.source_slug for r in rows})],
-                     key="pub_source", format_func=lambda s: tr("pages.bench.published.all_sources") if s == ALL else s)
+                     key="pub_source", format_func=lambda s: all_sources if s == ALL else s)
     shown = result_views.filter_published(rows, gpu=None if ss["pub_gpu"] == ALL else ss["pub_gpu"],
                                           model=None if ss["pub_model"] == ALL else ss["pub_model"],
                                           source=None if ss["pub_source"] == ALL else ss["pub_source"])
@@ -81,8 +84,8 @@ def _published() -> None:
     config = {col["planned"]: st.column_config.CheckboxColumn(),
               # the link shows the cited file and line; the full URL pins the commit
               col["citation"]: st.column_config.LinkColumn(display_text=r"/blob/[0-9a-f]+/(.*)$")}
-    st.dataframe(localized(frame, {col["step_ms"]: 2, col["value"]: "g"}), hide_index=True, width="stretch",
-                 column_config=config, key="pub_table")
+    dataframe(localized(frame, {col["step_ms"]: 2, col["value"]: "g"}), hide_index=True, width="stretch",
+              column_config=config, key="pub_table")
     st.caption(tr("pages.bench.published.not_built"))
     st.caption(tr("pages.bench.published.add_source"))
 
@@ -140,7 +143,7 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
     st.caption(trm("pages.bench.file_path", path=r.path))
     if r.partial:
         st.warning(tr("pages.bench.partial_note"))
-    rows = result_views.measurement_rows(r)
+    rows = result_views.measurement_rows(r, loc)
     cols: tuple[str, ...] = ("precision", "batch", "status", "step_ms", "p10_ms", "p90_ms", "samples_per_s",
                              "peak_gib", "reserved_gib", "tflops", "mfu_pct", "gpu_util_pct", "power_w", "energy_j",
                              "reason")
@@ -151,7 +154,7 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
         ("step_ms", 2), ("p10_ms", 2), ("p90_ms", 2), ("samples_per_s", 1), ("peak_gib", 2),
         ("reserved_gib", 2), ("tflops", 2), ("mfu_pct", 1), ("gpu_util_pct", 0),
         ("power_w", 0), ("energy_j", 2))}
-    st.dataframe(localized(frame, digits), hide_index=True, width="stretch", key="bench_measurements")
+    dataframe(localized(frame, digits), hide_index=True, width="stretch", key="bench_measurements")
     # Throughput and peak memory say loudly when missing; MFU and energy are often unmeasured (CPU) and say it quietly.
     for pair, say_missing in ((("samples_per_s", "peak_gib"), st.info), (("mfu_pct", "energy_j"), st.caption)):
         for col, field in zip(st.columns(2), pair, strict=True):
@@ -160,43 +163,45 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
                 if chart is not None:
                     st.altair_chart(chart, width="stretch")
                 else:
-                    say_missing(tr(f"pages.bench.no_{field}", why=_why(r, field)))
+                    say_missing(tr(f"pages.bench.no_{field}", why=_why(r, field, loc)))
     phases = result_views.phase_chart(result_views.phase_rows(r), loc)
     if phases is not None:
         st.altair_chart(phases, width="stretch")
-    mb = result_views.max_batch_rows(r)
+    mb = result_views.max_batch_rows(r, loc)
     st.markdown("**" + tr("pages.bench.max_batch_title") + "**")
     if mb:
-        st.dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in
-                                    ("precision", "max_batch", "safe_batch", "trials", "reason")} for row in mb]),
-                     hide_index=True, width="stretch", key="bench_max_batch")
+        dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in
+                                 ("precision", "max_batch", "safe_batch", "trials", "reason")} for row in mb]),
+                  hide_index=True, width="stretch", key="bench_max_batch")
     else:
         st.caption(tr("pages.bench.no_max_batch"))
-    dl = result_views.dataloader_rows(r)
+    dl = result_views.dataloader_rows(r, loc)
     if dl:
         st.markdown("**" + tr("pages.bench.dataloader_title") + "**")
-        st.dataframe(pd.DataFrame(dl), hide_index=True, width="stretch")
-    unmeasured = result_views.unmeasured_rows(r)
+        frame = pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in row} for row in dl])
+        dataframe(localized(frame, {tr("pages.bench.col.samples_per_s"): 1, tr("pages.bench.col.per_sample_cpu_s"): "g"}),
+                  hide_index=True, width="stretch", key="bench_dataloader")
+    unmeasured = result_views.unmeasured_rows(r, loc)
     with st.expander(tr("pages.bench.unmeasured", n=len(unmeasured))):
         if unmeasured:
-            st.dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in ("field", "reason", "where")}
-                                       for row in unmeasured]), hide_index=True, width="stretch")
+            dataframe(pd.DataFrame([{tr(f"pages.bench.col.{k}"): row[k] for k in ("field", "reason", "where")}
+                                    for row in unmeasured]), hide_index=True, width="stretch")
     with st.expander(tr("pages.bench.environment")):
         _kv(result_views.key_value_rows(env))
     with st.expander(tr("pages.bench.settings")):
         _kv(result_views.key_value_rows({**r.model, **{f"settings.{k}": v for k, v in r.settings.items()}}))
 
 
-def _why(r: ResultFile, field: str) -> str:
+def _why(r: ResultFile, field: str, loc: str) -> str:
     key = {"samples_per_s": "samples_per_s", "peak_gib": "peak_allocated_bytes", "mfu_pct": "mfu",
            "energy_j": "energy_j_per_step"}[field]
-    reasons = {str(m.unmeasured[key]) for m in r.measurements if m.unmeasured.get(key)}
+    reasons = {result_views.reason_text(m.unmeasured[key], loc) for m in r.measurements if m.unmeasured.get(key)}
     return "; ".join(sorted(reasons)) or tr("pages.bench.no_reason")
 
 
 def _kv(rows) -> None:
-    st.dataframe(pd.DataFrame(rows, columns=[tr("pages.bench.col.key"), tr("pages.bench.col.value")]),
-                 hide_index=True, width="stretch")
+    dataframe(pd.DataFrame(rows, columns=[tr("pages.bench.col.key"), tr("pages.bench.col.value")]),
+              hide_index=True, width="stretch")
 
 
 # ---------------------------------------------------------------- run here
@@ -232,7 +237,8 @@ def _detect_panel() -> bench_runner.Detection:
                 for g in found.gpus]
         st.success(trm("pages.bench.gpu_found", n=len(rows), torch=facts.get("torch"),
                        cuda=facts.get("cuda") or "?"))
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="bench_gpus")
+        dataframe(localized(pd.DataFrame(rows), {tr("pages.bench.col.memory_gib"): 1}), hide_index=True, width="stretch",
+                  key="bench_gpus")
         if any(not g.get("profile_id") for g in found.gpus):
             st.info(tr("pages.bench.unknown_gpu"))
     else:

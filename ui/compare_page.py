@@ -14,7 +14,7 @@ from planner.present import compare, fmt
 from planner.present.charts import option_label
 from planner.present.viewmodel import plan_view
 from ui import page_data
-from ui.i18n_ui import begin_run, locale, localized, tr
+from ui.i18n_ui import begin_run, dataframe, locale, localized, tr
 from ui.markup import md, trm
 
 CURRENT = "__current__"
@@ -180,7 +180,7 @@ def _scaling_section(items) -> None:
     if any(r.hours is not None for r in rows):
         st.altair_chart(compare.scaling_chart(rows, loc, [it.label for it in items]), width="stretch")
     st.caption(tr("pages.compare.scaling_caption"))
-    st.dataframe(localized(scaling_frame(rows), {tr(f"pages.compare.col.{c}"): d for c, d in (
+    dataframe(localized(scaling_frame(rows), {tr(f"pages.compare.col.{c}"): d for c, d in (
         ("hours", 2), ("cost_usd", 2), ("gpu_hours", 1), ("speedup", 2), ("efficiency", 1), ("comm_efficiency", 1))}),
         hide_index=True, width="stretch", key="cmp_scaling_table")
 
@@ -232,8 +232,8 @@ def main() -> None:
     items = _load(picked, names, current, known)
     if not items:
         return
-    st.dataframe(summary_frame(items), width="stretch", key="cmp_summary",
-                 height=38 + 35 * 13)
+    dataframe(summary_frame(items), width="stretch", key="cmp_summary",
+              height=38 + 35 * 13)
 
     st.subheader(tr("pages.compare.frontier_title"))
     points = compare.cost_time_points(items)
@@ -242,9 +242,9 @@ def main() -> None:
     else:
         st.altair_chart(compare.cost_time_chart(points, locale(), [it.label for it in items]), width="stretch")
         st.caption(tr("compare_frontier.caption", n=len(compare.frontier(points)), total=len(points)))
-        st.dataframe(localized(frontier_frame(points), {tr("pages.compare.col.hours"): 2,
-                                                         tr("pages.compare.col.cost_usd"): 2}),
-                     hide_index=True, width="stretch", key="cmp_frontier")
+        dataframe(localized(frontier_frame(points), {tr("pages.compare.col.hours"): 2,
+                                                      tr("pages.compare.col.cost_usd"): 2}),
+                  hide_index=True, width="stretch", key="cmp_frontier")
     _scaling_section(items)
 
 

@@ -23,7 +23,7 @@ from planner.present.charts import option_label
 from planner.present.notes import number_text
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
-from ui.i18n_ui import begin_run, choice_label, locale, localized, tr
+from ui.i18n_ui import begin_run, choice_label, dataframe, locale, localized, tr
 from ui.markup import md, trm
 
 BILLING = (3600, 60, 1)
@@ -84,8 +84,8 @@ def _table(inputs, today: dt.date) -> list[gpu_table.ProfileRow]:
     shown: dict[str, int | str] = {tr("pages.gpus.col.price"): "usd2", tr("pages.gpus.col.latam_price"): "usd2",
              tr("pages.gpus.col.memory_gib"): 1,
              **{c: "g" for c in frame.columns if frame[c].dtype.kind == "f" and c not in config}}
-    st.dataframe(localized(frame, shown), hide_index=True, width="stretch", column_config=config, key="gpus_table",
-                 height=38 + 35 * min(len(rows), 16))
+    dataframe(localized(frame, shown), hide_index=True, width="stretch", column_config=config, key="gpus_table",
+              height=38 + 35 * min(len(rows), 16))
     n_stale = sum(1 for r in rows if r.stale)
     n_none = sum(1 for r in rows if r.usd_per_gpu_hour is None)
     st.caption(tr("pages.gpus.table_caption", n=len(rows), stale=n_stale, none=n_none,
@@ -155,8 +155,8 @@ def _refresh_section() -> None:
     for key, title, entries, old, new in tables:
         if entries:
             st.markdown(f"**{md(title)}**")
-            st.dataframe(localized(changes_frame(entries, old, new), prices), hide_index=True, width="stretch",
-                         key=key, height=38 + 35 * min(len(entries), 10))
+            dataframe(localized(changes_frame(entries, old, new), prices), hide_index=True, width="stretch",
+                      key=key, height=38 + 35 * min(len(entries), 10))
 
 
 # ---------------------------------------------------------------- price overrides
@@ -201,7 +201,7 @@ def _overrides(inputs, current, today: dt.date) -> None:
     gpu = inputs.profiles[ss["price_gpu"]]
     quotes = gpu_table.quotes_of(gpu, inputs.price_overrides.get(gpu.id, []), today)
     if quotes:
-        st.dataframe(localized(pd.DataFrame([{
+        dataframe(localized(pd.DataFrame([{
             tr("pages.gpus.col.provider"): f"{q['provider']} · {q['instance']}", tr("pages.gpus.col.tier"):
             tr(f"common.tier.{q['tier']}"), tr("pages.gpus.col.price"): q["usd_per_gpu_hour"],
             tr("pages.gpus.col.gpus_per_instance"): q["gpus_per_instance"], tr("pages.gpus.col.region"): q["region"] or "—",
@@ -209,7 +209,7 @@ def _overrides(inputs, current, today: dt.date) -> None:
             tr("pages.gpus.col.stale"): q["stale"], tr("pages.gpus.col.replaced"): q["replaced"],
             tr("pages.gpus.col.origin"): tr(f"common.origin.{q['origin']}"),
             tr("pages.gpus.col.collected"): (tr("pages.gpus.quote.collected_catalog", day=fmt.date(q["retrieved"], loc))
-                                             if q["retrieved"] else tr("pages.gpus.quote.collected_hand")),
+                                          if q["retrieved"] else tr("pages.gpus.quote.collected_hand")),
             tr("pages.gpus.col.source"): q["source"]} for q in quotes]), {tr("pages.gpus.col.price"): "usd2"}),
             hide_index=True, width="stretch", key="price_quotes")
     else:
@@ -270,12 +270,13 @@ def _overrides(inputs, current, today: dt.date) -> None:
         _effect(plan, current, gpu)
     if inputs.price_overrides:
         with st.expander(tr("pages.gpus.all_overrides", n=sum(len(v) for v in inputs.price_overrides.values()))):
-            st.dataframe(pd.DataFrame([{tr("pages.gpus.col.id"): gid, tr("pages.gpus.col.provider"):
-                                        f"{q.provider} · {q.instance}", tr("pages.gpus.col.tier"): tr(f"common.tier.{q.tier}"),
-                                        tr("pages.gpus.col.price"): q.usd_per_gpu_hour,
-                                        tr("pages.gpus.col.as_of"): fmt.date(q.as_of, loc) if q.as_of else "—"}
-                                       for gid, qs in inputs.price_overrides.items() for q in qs]),
-                         hide_index=True, width="stretch")
+            yours = pd.DataFrame([{tr("pages.gpus.col.id"): gid, tr("pages.gpus.col.provider"): f"{q.provider} · {q.instance}",
+                                   tr("pages.gpus.col.tier"): tr(f"common.tier.{q.tier}"),
+                                   tr("pages.gpus.col.price"): q.usd_per_gpu_hour,
+                                   tr("pages.gpus.col.as_of"): fmt.date(q.as_of, loc)}
+                                  for gid, qs in inputs.price_overrides.items() for q in qs])
+            dataframe(localized(yours, {tr("pages.gpus.col.price"): "usd3"}), hide_index=True, width="stretch",
+                      key="all_overrides")
 
 
 def _effect(plan, current, gpu) -> None:
@@ -294,9 +295,9 @@ def _effect(plan, current, gpu) -> None:
                      tr("pages.gpus.col.price_origin_key"): c.price.origin if c and c.price else None,
                      tr("pages.gpus.col.option_id"): o.id})
     if rows:
-        st.dataframe(localized(pd.DataFrame(rows), {tr("pages.gpus.col.price"): "usd3", tr("pages.gpus.col.hours"): 2,
-                                                    tr("pages.gpus.col.cost_usd"): "usd2"}),
-                     hide_index=True, width="stretch", key="price_effect")
+        dataframe(localized(pd.DataFrame(rows), {tr("pages.gpus.col.price"): "usd3", tr("pages.gpus.col.hours"): 2,
+                                                 tr("pages.gpus.col.cost_usd"): "usd2"}),
+                  hide_index=True, width="stretch", key="price_effect")
     primary = plan.option(plan.recommendation.primary)
     if primary is not None and primary.cost is not None and primary.cost.price is not None:
         p = primary.cost.price

@@ -90,7 +90,7 @@ def choice_label(prefix: str | None, special: dict | None = None):
 def _cell(show: Callable[[float], str]) -> Callable[[object], str]:
     def cell(x: object) -> str:
         if x is None or (isinstance(x, float) and not math.isfinite(x)):
-            return "—"
+            return fmt.MISSING
         if isinstance(x, bool) or not isinstance(x, int | float):
             return str(x)
         return show(float(x))
@@ -114,7 +114,14 @@ def localized(frame, formats: Mapping[str, int | str]):
     loc = locale()
     shown: dict[str, str | Callable[[object], str] | None] = {
         column: _cell(_shown(how, loc)) for column, how in formats.items() if column in frame.columns}
-    return styled(frame).format(shown, na_rep="—")
+    return styled(frame).format(shown, na_rep=fmt.MISSING)
+
+
+def dataframe(data, **kwargs):
+    """st.dataframe with a missing cell drawn as "—" (fmt.MISSING). The browser draws a null cell as "None" whatever
+    the styler says (na_rep only fills the display text, which it skips for a null), and a number column keeps its
+    nulls so that it sorts as numbers."""
+    return st.dataframe(data, placeholder=fmt.MISSING, **kwargs)
 
 
 def styled(frame: pd.DataFrame) -> Styler:

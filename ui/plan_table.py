@@ -16,7 +16,7 @@ from planner.engine.recommend import costed, deadline_hours
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.vocab import GIB
-from ui.i18n_ui import locale, note, styled, tr, tr_or
+from ui.i18n_ui import dataframe, locale, note, styled, tr, tr_or
 from ui.markup import md, source_text
 from ui.panels import lazy_expander
 
@@ -248,8 +248,8 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
     # and its notes and sources most of the run's time (perf/app_speed.py --browser).
     config = {k: v for k, v in config.items() if k in df.columns}
     shown = styled(df).format({c: f for c, f in formats.items() if c in df.columns}, na_rep="—")
-    st.dataframe(shown, hide_index=True, column_config=config,
-                 height=min(420, 38 + 35 * max(1, len(df))), width="stretch")
+    dataframe(shown, hide_index=True, column_config=config, height=min(420, 38 + 35 * max(1, len(df))),
+              width="stretch")
     _full_sources(plan)
     return df
 

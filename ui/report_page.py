@@ -11,7 +11,7 @@ import streamlit as st
 from planner.inputs.errors import InputError
 from planner.inputs.scenario import Scenario, dump_scenario_yaml, scenario_to_dict
 from ui import page_data, scenario_files, state
-from ui.i18n_ui import LOCALES, tr
+from ui.i18n_ui import LOCALES, choice_label, tr
 from ui.markup import md
 
 log = logging.getLogger("trainplan.app")
@@ -102,7 +102,8 @@ def main() -> None:
     with c2:
         st.checkbox(tr("report.page.all_options"), key="report_all_options")
     with c3:
-        st.radio(tr("report.page.paper"), PAPERS, key="report_paper", horizontal=True)
+        st.radio(tr("report.page.paper"), PAPERS, key="report_paper", horizontal=True,
+                 format_func=choice_label("report.page.paper_size"))
     loc, all_options, paper = ss["report_locale"], bool(ss["report_all_options"]), ss["report_paper"]
     runs, runs_key = _recorded_runs()
     args = (scenario_yaml, fingerprint, today, loc, all_options, paper, scenario, runs_key, runs)

@@ -11,6 +11,8 @@ from babel import Locale
 from babel.dates import format_date
 from babel.numbers import NumberPattern, format_scientific, parse_pattern
 
+MISSING = "—"  # a figure there is none of (no price, no memory estimate): never 0, never "None" or "nan"
+
 # At or beyond this size a figure prints in scientific notation: a plan can multiply large inputs (years of
 # training, a weak currency, many runs) into numbers whose hundreds of digits say nothing and break layouts.
 SCIENTIFIC_FROM = 1e12
@@ -33,7 +35,7 @@ def babel_locale(locale: str | None) -> str:
 
 def number(x: float | None, locale: str | None = "en", digits: int = 1) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—"
+        return MISSING
     if _huge(x):
         return _scientific(x, locale)
     pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
@@ -61,7 +63,7 @@ def _decimal(x: float, pattern: str, bl: str) -> str:
 def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) -> str:
     """Up to `decimals` decimals, trailing zeros dropped: 1.3, 1.25, 12 (for numbers inside sentences)."""
     if not math.isfinite(x):
-        return "—"
+        return MISSING
     if _huge(x):
         return _scientific(x, locale)
     pattern = "#,##0" + ("." + "#" * decimals if decimals > 0 else "")
@@ -71,7 +73,7 @@ def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) ->
 def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
     """A number with about `figures` significant figures (step times, ratios)."""
     if x is None or not math.isfinite(x):
-        return "—"
+        return MISSING
     if x == 0:
         return number(0, locale, 0)
     digits = max(0, figures - 1 - int(math.floor(math.log10(abs(x)))))
@@ -81,7 +83,7 @@ def sig(x: float | None, locale: str | None = "en", figures: int = 3) -> str:
 def money(x: float | None, currency: str = "USD", locale: str | None = "en", digits: int | None = None) -> str:
     """Money in the locale's own CLDR pattern: es-ES "9,52 US$", es-AR "US$9,52", es-MX "USD 9.52", en "$9.52"."""
     if x is None or not math.isfinite(x):
-        return "—"
+        return MISSING
     if digits is None:
         digits = 0 if abs(x) >= 100 else 2
     bl = babel_locale(locale)
@@ -120,7 +122,7 @@ def _spaced(text: str, symbol: str) -> str:
 
 def date(d: dt.date | str | None, locale: str | None = "en") -> str:
     if d is None:
-        return "—"
+        return MISSING
     if isinstance(d, str):
         d = dt.date.fromisoformat(d[:10])
     return format_date(d, format="medium", locale=babel_locale(locale))
@@ -128,13 +130,13 @@ def date(d: dt.date | str | None, locale: str | None = "en") -> str:
 
 def hours(x: float | None, locale: str | None = "en") -> str:
     if x is None or not math.isfinite(x):
-        return "—"
+        return MISSING
     return number(x, locale, 1 if x < 100 else 0) + " h"
 
 
 def percent(x: float | None, locale: str | None = "en", digits: int = 0) -> str:
     if x is None or not math.isfinite(x):
-        return "—"
+        return MISSING
     return number(100 * x, locale, digits) + " %"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
+from planner.present.fmt import MISSING
 from planner.present.notes import english
 from planner.present.viewmodel import trade_off
 from planner.vocab import GIB
@@ -16,7 +17,6 @@ COLUMNS = (
 )
 
 
-MISSING = "—"  # a figure the plan does not have (no price, no memory estimate): never 0, never nan
 SCIENTIFIC_FROM = 1e12  # the same limit as present/fmt.py: larger figures print as 3.84e+17
 
 
