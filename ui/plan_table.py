@@ -91,6 +91,10 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
         priced = c is not None and c.price is not None
         return (pick, {True: 0, None: 1, False: 2}[o.fits], not priced, c.usd if c is not None and priced else 0.0, c.hours if c else 0.0)
 
+    def short(x: object) -> str:  # a figure's source kind in a word or two, translated once per kind
+        source = getattr(x, "source", None)
+        return once(("short", getattr(source, "kind", None)), short_source, source)
+
     # One cell maker per column: (option, its memory, step, cost, convergence) -> value.
     cells: dict[str, Callable[..., object]] = {
         "role": lambda o, m, s, c, conv: roles.get(o.id, ""),
@@ -107,7 +111,7 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
             f"{fmt.money(c.amount_range_in_currency[0], c.currency, loc)} – "
             f"{fmt.money(c.amount_range_in_currency[1], c.currency, loc)}") if c and c.price else "—",
         "gpu_hours": lambda o, m, s, c, conv: _round(c.gpu_hours, 1) if c else None,
-        "sources": lambda o, m, s, c, conv: " / ".join(short_source(x.source if x else None) for x in (s, m, conv)),
+        "sources": lambda o, m, s, c, conv: " / ".join(short(x) for x in (s, m, conv)),
         "topology": lambda o, m, s, c, conv: tr(f"common.topology.{o.topology}") if o.topology else "—",
         "micro_batch": lambda o, m, s, c, conv: o.micro_batch,
         "grad_accum": lambda o, m, s, c, conv: o.grad_accum,
