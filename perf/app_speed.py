@@ -17,6 +17,9 @@ app measured in the same minutes, so a busy machine shifts both):
   PDF          perf/report_speed.py's render_report(..., "pdf") of the default scenario in a warm process < 0.8 s:
                with its charts drawn, and after the HTML preview drew them (the Report page's order)
 
+Reference, not a target: the same empty app with as many plain texts as the Plan page sends elements per run (the
+"floor" app), timed the same way: what Streamlit itself takes for that many elements on this machine.
+
 "Settled": the server has sent script_finished for the run the action started (read off the page's websocket,
 not the status widget: Streamlit shows "Running..." only after 500 ms and fades it out over 200 ms), and then, in
 the same animation frame, the expected text is on screen, no element is stale (data-stale) or a placeholder
@@ -51,6 +54,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 VIEWPORT = {"width": 1400, "height": 1600}
 # The empty app: one text and the one number input the widget timing needs.
 EMPTY_APP = 'import streamlit as st\n\nn = st.number_input("n", value=1)\nst.write(f"x {n}")\n'
+# The floor: the empty app plus as many plain texts as our Plan page sends elements per run (ELEMENTS: counted on
+# its websocket: ~115 deltas for the default scenario), so no work but the element count: what Streamlit itself
+# costs per element on this machine (server sending + browser rendering), apart from what our code does.
+ELEMENTS = 115
+FLOOR_APP = EMPTY_APP + f'for i in range({ELEMENTS - 2}):\n    st.markdown(f"line {{i}} of {{n}}")\n'
 PAGES = (("Compare", "h1", "Compare scenarios"), ("GPUs & prices", "h1", "GPUs & prices"),
          ("Report", "h1", "Report"), ("Plan", "metric", "Time to train"))
 TARGETS = {"cold_load_over_empty_s": 0.4, "page_switch_s": 1.5, "widget_change_s": 0.3, "pdf_s": 0.8}
@@ -253,19 +261,22 @@ EMPTY_FIRST = ("text", "x 1")
 
 
 def browser_timing(n: int) -> dict[str, list[float]]:
-    """Loads (our app and the empty app interleaved, so both see the same machine load), widget changes and page
-    switches in chromium; seconds."""
+    """Loads (our app, the empty app and the floor app interleaved, so all see the same machine load), widget
+    changes and page switches in chromium; seconds."""
     from playwright.sync_api import sync_playwright
 
     out: dict[str, list[float]] = defaultdict(list)
     home = tempfile.mkdtemp()
     with tempfile.TemporaryDirectory() as tmp:
-        empty = Path(tmp) / "empty_app.py"
+        empty, floor = Path(tmp) / "empty_app.py", Path(tmp) / "floor_app.py"
         empty.write_text(EMPTY_APP, encoding="utf-8")
-        with _server(APP, home) as app_url, _server(str(empty), home) as empty_url, sync_playwright() as pw:
+        floor.write_text(FLOOR_APP, encoding="utf-8")
+        with _server(APP, home) as app_url, _server(str(empty), home) as empty_url, \
+                _server(str(floor), home) as floor_url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
-                apps = (("", app_url, APP_FIRST), ("empty_", empty_url, EMPTY_FIRST))
+                apps = (("", app_url, APP_FIRST), ("empty_", empty_url, EMPTY_FIRST),
+                        ("floor_", floor_url, EMPTY_FIRST))
                 # The first session after a server start imports the app's modules: reported, not in the medians.
                 # Its context stays open: its HTTP cache is the warm one of the warm-cache loads below.
                 warm = {}
@@ -279,7 +290,7 @@ def browser_timing(n: int) -> dict[str, list[float]]:
                         dt, settled, page, runs = _load(browser, url, *first)  # cold: a fresh browser profile
                         out[f"{prefix}cold_load_s"].append(dt)
                         out[f"{prefix}cold_load_settled_s"].append(settled)
-                        if prefix:  # the empty app's number input, n -> i + 2
+                        if prefix:  # the empty (or floor) app's number input, n -> i + 2
                             box = page.get_by_role("spinbutton", name="n")
                             box.fill(str(i + 2))
                             dt = _timed(lambda b=box: b.press("Enter"), runs, "text", f"x {i + 2}")
@@ -367,6 +378,10 @@ def print_targets(table: list[dict[str, Any]], br: dict[str, list[float]]) -> No
               f"{s(r['judged_s'], r['relative']):>10s} {limit:>12s}  {'met' if r['met'] else 'MISSED'}")
     empty = _median(br.get("empty_widget_change_s", []))
     print(f"{'  (the empty app: widget change)':38s} {s(empty):>9s}")
+    floor = _median(br.get("floor_widget_change_s", []))
+    floor_load = _median(br.get("floor_cold_load_s", []))
+    print(f"{f'  (empty app + {ELEMENTS - 2} texts: widget change)':38s} {s(floor):>9s}   (Streamlit's own cost of "
+          f"this page's element count; its cold load {s(floor_load)})")
 
 
 def main(argv: list[str] | None = None) -> int:
