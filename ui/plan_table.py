@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import pandas as pd
@@ -201,6 +201,18 @@ def number_formatter(digits: int):
     return cell
 
 
+ROWS_IN_VIEW = 11  # the table is 420 px high: a header and 11 rows of 35 px
+MAIN_WIDTH_PX = 930  # the decision columns' total: the main column is ~938 px at 1,400 px with the sidebar open
+# role 92 + GPU 175 + count 50 + precision 62 + fits 40 + hours 62 + cost 72 + GPU-hours 66
+FIXED_WIDTH_PX = 619
+
+
+def _text_width_px(values: Iterable[object], *, lo: int, hi: int) -> int:
+    """A text column's width for its longest cell in the grid's font (~6.6 px a character, 18 px of padding)."""
+    longest = max((len(str(v)) for v in values), default=0)
+    return max(lo, min(hi, round(6.6 * longest) + 18))
+
+
 def _filters(plan: Plan, scenario: Scenario | None) -> dict:
     """The table's filters (keyed widgets); a constraint the scenario does not set has no filter to tick."""
     c = scenario.constraints if scenario is not None else None
@@ -227,19 +239,25 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
                        columns=COLUMNS if details else DECISION)
     st.caption(tr("app.table.caption", n=len(df), total=len(plan.options)) + " " + tr("plan_page.table.pinned"))
     currency = _currency_of(plan)
-    # Pixel widths that keep the decision columns in view at 1,400 px without sideways scrolling: they add up to
-    # 927 px, the main column being ~938 px wide at 1,400 px with the sidebar open (browser screenshots).
+    # Pixel widths that keep the decision columns in view at 1,400 px without sideways scrolling: the main column is
+    # ~938 px wide at 1,400 px with the sidebar open (browser screenshots). The two ranges are as wide as their
+    # longest text in view in this locale (es-AR's "US$25,61 – US$30,67" is wider than "$25.61 – $30.67": a cut
+    # range hid the high end of the cost); the short source labels take what is left.
+    in_view = df.head(ROWS_IN_VIEW)  # the rows the table shows before scrolling: the picks and the cheapest
+    hours_w = _text_width_px(in_view.get(header("hours_range", currency), ()), lo=80, hi=130)
+    cost_w = _text_width_px(in_view.get(header("cost_range", currency), ()), lo=100, hi=190)
+    sources_w = max(80, MAIN_WIDTH_PX - FIXED_WIDTH_PX - hours_w - cost_w)
     config = {tr("app.col.fits"): st.column_config.CheckboxColumn(tr("app.col.fits"), width=40),
               tr("app.col.role"): st.column_config.TextColumn(width=92, pinned=True),
               tr("app.col.gpu"): st.column_config.TextColumn(width=175, pinned=True),
               tr("app.col.n_gpus"): st.column_config.NumberColumn(width=50),
               tr("app.col.precision"): st.column_config.TextColumn(width=62),
               tr("app.col.topology"): st.column_config.TextColumn(help=tr("app.col_help.topology")),
-              header("sources", currency): st.column_config.TextColumn(width=100,
+              header("sources", currency): st.column_config.TextColumn(width=sources_w,
                                                                        help=tr("plan_page.table.sources_help")),
-              header("hours_range", currency): st.column_config.TextColumn(width=90, help=tr("app.col_help.hours_low")
-                                                                           + " / " + tr("app.col_help.hours_high")),
-              header("cost_range", currency): st.column_config.TextColumn(width=118)}
+              header("hours_range", currency): st.column_config.TextColumn(
+                  width=hours_w, help=tr("app.col_help.hours_low") + " / " + tr("app.col_help.hours_high")),
+              header("cost_range", currency): st.column_config.TextColumn(width=cost_w)}
     formats = {header("cost", currency): number_formatter(0 if currency != "USD" else 2)}
     narrow = {"hours": 62, "gpu_hours": 66}
     for key, digits in TABLE_DIGITS:
