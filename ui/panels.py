@@ -6,7 +6,7 @@ before it showed the headline (perf/app_speed.py --browser: cold load and widget
 open state (Streamlit's on_change expanders) and its body runs only when `.open` is true; opening one reruns the
 page, which reads the plan from the cache.
 
-Its label may carry a figure ("Memory: 12.3 GiB") and Streamlit names a stateful expander by its label, so the open
+Its label may carry a figure ("Why 28.7 h?") and Streamlit names a stateful expander by its label, so the open
 state is kept here, under OPEN_KEY, by panel name: a panel stays open across plan changes.
 """
 
