@@ -114,8 +114,8 @@ def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup)
     file_params = rf.model.get("params")
     if file_params and abs(float(file_params) - model.params) > 0.01 * model.params:
         return f"another size of the model ({float(file_params):,.0f} parameters, the scenario has {model.params:,})"
-    seq = rf.model.get("seq_len") or (rf.model.get("transformer") or {}).get("seq_len")
-    if seq and model.seq_len and int(seq) != int(model.seq_len):
+    seq = rf.seq_len
+    if seq and model.seq_len and seq != int(model.seq_len):
         return f"sequence length {seq} differs from the scenario's {model.seq_len}"
     s = rf.settings
     if bool(s.get("activation_checkpointing", False)) and not training.activation_checkpointing:
@@ -158,8 +158,7 @@ def _trace_key(rf: ResultFile) -> tuple[str, ...]:
     """Traces of one model that answer the same scenarios: a newer one supersedes an older one (a trace at another
     sequence length answers other scenarios)."""
     s = rf.settings
-    seq = rf.model.get("seq_len") or (rf.model.get("transformer") or {}).get("seq_len")
-    return (canonical_id(rf.model_name)[0], str(seq), str(s.get("attention") or "sdpa"),
+    return (canonical_id(rf.model_name)[0], str(rf.seq_len), str(s.get("attention") or "sdpa"),
             str(bool(s.get("activation_checkpointing", False))), str(s.get("optimizer") or "adamw"),
             str(s.get("optimizer_impl") or "foreach"), str(s.get("frozen_fraction") or 0.0), str(s.get("adapter")))
 

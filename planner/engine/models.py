@@ -85,11 +85,6 @@ def _file_shape(d: object) -> TransformerShape | None:
     return shape
 
 
-def _file_seq_len(rf: ResultFile) -> int | None:
-    seq = rf.model.get("seq_len") or (rf.model.get("transformer") or {}).get("seq_len")
-    return int(seq) if seq else None
-
-
 def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: str = "<scenario>") -> ResolvedModel:
     """Fill every number the planner needs, saying where each came from."""
     catalog = load_catalog()
@@ -105,7 +100,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     # A file of this model at another sequence length (bench trace --seq-len) holds another step's FLOPs and shape.
     seq = (spec.transformer.seq_len if spec.transformer is not None else None) or (
         zoo_shape.seq_len if zoo_shape is not None else None)
-    files = [r for r in results if canonical_id(r.model_name)[0] == name and _file_seq_len(r) in (None, seq)]
+    files = [r for r in results if canonical_id(r.model_name)[0] == name and r.seq_len in (None, seq)]
     file_model = files[-1].model if files else {}
     # A model of the published corpus the zoo does not build (planner/inputs/published_models.json).
     # Read only when the scenario and the files leave the size open: a broken corpus file must not block a model

@@ -278,6 +278,12 @@ class ResultFile:
         return str(self.model.get("name"))
 
     @property
+    def seq_len(self) -> int | None:
+        """The sequence length the file measured (model.seq_len, else its transformer shape's); None for others."""
+        seq = self.model.get("seq_len") or (self.model.get("transformer") or {}).get("seq_len")
+        return int(seq) if seq else None
+
+    @property
     def device(self) -> str:
         return str(self.environment.get("device"))
 
