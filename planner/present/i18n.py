@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import yaml
+from planner.inputs import loader
 
 LOCALES_DIR = Path(__file__).resolve().parent / "locales"
 LANGUAGES = ("en", "es")
@@ -17,9 +17,9 @@ def language_of(locale: str | None) -> str:
     return base if base in LANGUAGES else "en"
 
 
-# libyaml's parser when PyYAML has it (ten times faster on these 160 kB: the app's and the CLI's start-up), else
-# the pure-Python one; both are safe loaders and read these files the same.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Read by the project's one YAML loader (planner.inputs.loader: libyaml when PyYAML has it, safe types, size caps,
+# errors naming the file), like profiles, scenarios and price catalogs.
+CATALOG_FILE = loader.FileKind("translation catalog (YAML)", "yaml", 1 * loader.MIB)
 
 
 @cache
@@ -27,7 +27,7 @@ def catalog(lang: str) -> dict[str, str]:
     """All keys of one language: every locales/<lang>/*.yaml file merged (flat 'section.key' names)."""
     out: dict[str, str] = {}
     for path in sorted((LOCALES_DIR / lang).glob("*.yaml")):
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or {}
+        data = loader.load_file(path, CATALOG_FILE) or {}
         _flatten(data, "", out, path)
     return out
 
