@@ -64,10 +64,10 @@ def pdf_in_process(repeats: int = 5, locale: str = "en") -> dict[str, list[float
 
 
 def clear_charts() -> None:
-    """Forget the chart images drawn so far in this process (a no-op before the chart cache existed)."""
+    """Forget the chart images drawn so far in this process."""
     from planner.present.report import images
 
-    getattr(images, "clear_cache", lambda: None)()
+    images.clear_cache()
 
 
 def main(repeats: int = 7, cli_repeats: int = 5) -> None:

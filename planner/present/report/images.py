@@ -9,72 +9,43 @@ everything a chart shows (data, titles, locale), so equal JSON means an equal im
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
-from typing import TypeVar
+from functools import lru_cache
 
 PNG_SCALE = 2.0  # pixels per CSS pixel: sharp when printed
 CACHE_CHARTS = 48  # images kept per kind: a report has three charts, so the last sixteen plans/locales
 
-_lock = threading.Lock()  # app sessions run in threads: one LRU, updated under the lock
-_svgs: OrderedDict[str, str] = OrderedDict()
-_pngs: OrderedDict[tuple[str, float], bytes] = OrderedDict()
-
 
 def _key(spec: dict) -> str:
+    """The spec as canonical JSON: the cache key, and what vl-convert draws (it takes a JSON string too)."""
     return json.dumps(spec, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
+@lru_cache(maxsize=CACHE_CHARTS)  # thread-safe: app sessions run in threads
+def _svg(key: str) -> str:
+    import vl_convert as vlc
+
+    return vlc.vegalite_to_svg(key, allowed_base_urls=[])
 
 
-def _get(cache: OrderedDict[_K, _V], key: _K) -> _V | None:
-    with _lock:
-        value = cache.get(key)
-        if value is not None:
-            cache.move_to_end(key)
-        return value
+@lru_cache(maxsize=CACHE_CHARTS)
+def _png(key: str, scale: float) -> bytes:
+    import vl_convert as vlc
 
-
-def _put(cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
-    with _lock:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > CACHE_CHARTS:
-            cache.popitem(last=False)
-
-
-def _svg(spec: dict, key: str) -> str:
-    svg = _get(_svgs, key)
-    if svg is None:
-        import vl_convert as vlc
-
-        svg = vlc.vegalite_to_svg(spec, allowed_base_urls=[])
-        _put(_svgs, key, svg)
-    return svg
+    return bytes(vlc.svg_to_png(_svg(key), scale=scale))
 
 
 def to_svg(spec: dict) -> str:
-    return _svg(spec, _key(spec))
+    return _svg(_key(spec))
 
 
 def to_png(spec: dict, scale: float = PNG_SCALE) -> bytes:
-    key = _key(spec)
-    png = _get(_pngs, (key, scale))
-    if png is None:
-        import vl_convert as vlc
-
-        png = bytes(vlc.svg_to_png(_svg(spec, key), scale=scale))
-        _put(_pngs, (key, scale), png)
-    return png
+    return _png(_key(spec), scale)
 
 
 def clear_cache() -> None:
     """Forget every image drawn (perf scripts time the drawing itself)."""
-    with _lock:
-        _svgs.clear()
-        _pngs.clear()
+    _svg.cache_clear()
+    _png.cache_clear()
 
 
 def png_size(png: bytes) -> tuple[int, int]:
