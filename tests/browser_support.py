@@ -95,3 +95,24 @@ def with_env(**overrides: str | None) -> dict[str, str]:
 # package: without it the modules fail to import, loudly).
 NEEDS_BROWSER = pytest.mark.skipif(missing() is not None,
                                    reason="needs Debian's chromium at /usr/bin/chromium (real-browser tests)")
+
+
+# Settled: Streamlit finished the run (no 'Running...' status widget), every lazily loaded element replaced its
+# placeholder (no skeleton) and, with `stale`, no element of the previous run is left greyed out; then the last
+# paint (charts) gets `paint_ms`.
+_SETTLED_JS = ("!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
+               "!document.querySelector('[data-testid=\"stSkeleton\"]')")
+
+
+def settle(page, *, timeout_ms: int = 60_000, paint_ms: int = 700, stale: bool = False) -> None:
+    page.wait_for_timeout(300)
+    page.wait_for_function(_SETTLED_JS + (" && !document.querySelector('[data-stale=\"true\"]')" if stale else ""),
+                           timeout=timeout_ms)
+    page.wait_for_timeout(paint_ms)
+
+
+def no_exception(page) -> None:
+    """No Streamlit exception box on the page (a traceback shown to the user)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)

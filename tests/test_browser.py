@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import NEEDS_BROWSER, streamlit_server, with_env
+from tests.browser_support import NEEDS_BROWSER, settle, streamlit_server, with_env
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -43,21 +43,12 @@ def _hours(text: str) -> float:
     return float(text.replace(",", "").split()[0])
 
 
-def _settle(page: Page) -> None:
-    """Wait until the app is not running (no status widget) and every lazily loaded element has replaced its
-    placeholder (no skeletons), then let the last paint finish."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-                           "!document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=30_000)
-    page.wait_for_timeout(700)
-
-
 def test_plan_page_renders_updates_and_shares(app_url, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = _open(browser, app_url)
     expect(page.get_by_text("Recommended:").first).to_be_visible()
     expect(page.get_by_text("Memory per GPU against its capacity")).to_be_visible()
-    _settle(page)
+    settle(page)
     assert "?s=" in page.url  # the scenario is in the address
     hours_before = _metric(page, "Time to train")
     page.screenshot(path=str(ARTIFACTS / "plan_en.png"), full_page=True)
@@ -67,7 +58,7 @@ def test_plan_page_renders_updates_and_shares(app_url, browser):
     page.get_by_text(re.compile(r"^Why \$[\d.,]+\?$")).click()
     expect(page.get_by_text("Required = weights + gradients", exact=False)).to_be_visible()
     expect(page.get_by_text("Price source", exact=True).first).to_be_visible()
-    _settle(page)
+    settle(page)
     page.locator('[data-testid="stExpander"]').filter(has_text="Required = weights").screenshot(
         path=str(ARTIFACTS / "plan_why_memory.png"))
     # the cost "why" expander (the options table's sources expander also names the price source)
@@ -80,7 +71,7 @@ def test_plan_page_renders_updates_and_shares(app_url, browser):
     box.fill("30")
     box.press("Enter")
     page.wait_for_function("u => window.location.href !== u", arg=url_before, timeout=30_000)
-    _settle(page)
+    settle(page)
     hours_after = _metric(page, "Time to train")
     assert _hours(hours_after) < 0.5 * _hours(hours_before), (hours_before, hours_after)
     shared = page.url
@@ -88,7 +79,7 @@ def test_plan_page_renders_updates_and_shares(app_url, browser):
 
     # The copied link reproduces the plan in a fresh session.
     other = _open(browser, shared)
-    _settle(other)
+    settle(other)
     assert _metric(other, "Time to train") == hours_after
     assert other.get_by_role("spinbutton", name="Epochs").input_value() == "30"
     other.close()
@@ -96,7 +87,7 @@ def test_plan_page_renders_updates_and_shares(app_url, browser):
     # Language switch: labels and the number format follow.
     page.get_by_text("Español", exact=True).click()
     expect(page.get_by_text("Recomendación:").first).to_be_visible(timeout=30_000)
-    _settle(page)
+    settle(page)
     expect(page.get_by_text("Tiempo de entrenamiento", exact=True)).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "plan_es.png"), full_page=True)
     page.close()
@@ -111,7 +102,7 @@ def test_bad_upload_shows_a_message_not_a_traceback(app_url, browser, tmp_path):
     expect(page.get_by_text("This file could not be loaded")).to_be_visible(timeout=30_000)
     expect(page.get_by_text("workload.epochs", exact=False).first).to_be_visible()
     assert page.locator('[data-testid="stException"]').count() == 0
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ARTIFACTS / "plan_bad_upload.png"), full_page=True)
     page.close()
 
@@ -130,6 +121,6 @@ def test_a_link_to_an_impossible_plan_says_does_not_fit(app_url, browser):
     page.goto(f"{app_url}/?{URL_PARAM}={encode_scenario(impossible)}")
     expect(page.get_by_text("Does not fit:").first).to_be_visible(timeout=60_000)
     expect(page.get_by_text("needs", exact=False).first).to_be_visible()
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(ARTIFACTS / "plan_does_not_fit.png"), full_page=True)
     page.close()

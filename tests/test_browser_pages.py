@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import NEEDS_BROWSER, streamlit_server, with_env
+from tests.browser_support import NEEDS_BROWSER, no_exception, settle, streamlit_server, with_env
 from tests.fixtures.make_fixtures import resnet50_h100
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,17 +64,6 @@ def _open(page: Page, url: str, heading: str) -> None:
     expect(page.get_by_role("heading", name=heading, level=1)).to_be_visible(timeout=60_000)
 
 
-def _settle(page: Page) -> None:
-    """Wait until Streamlit has finished the current run (no 'Running...' status widget) and charts are drawn."""
-    page.wait_for_timeout(300)
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=60_000)
-    page.wait_for_timeout(700)
-
-
-def _no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
 def _shot(page: Page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"pages-{name}.png"
@@ -84,19 +73,19 @@ def _shot(page: Page, name: str) -> Path:
 
 def test_compare_page(page, app_url):
     _open(page, f"{app_url}/compare", "Compare scenarios")
-    _settle(page)
+    settle(page)
     expect(page.get_by_role("heading", name="Side by side")).to_be_visible()
     # the saved scenario is compared with the current one: two columns in the side-by-side table
     expect(page.locator('[data-testid="stMultiSelect"]').get_by_text("BERT fine-tune")).to_be_visible()
     expect(page.locator(".vega-embed")).to_have_count(2, timeout=30_000)
     expect(page.get_by_text(re.compile(r"options are on their scenario's frontier"))).to_be_visible()
-    _no_exception(page)
+    no_exception(page)
     _shot(page, "compare")
 
 
 def test_gpus_page_and_a_price_override(page, app_url, home):
     _open(page, f"{app_url}/gpus", "GPUs & prices")
-    _settle(page)
+    settle(page)
     expect(page.get_by_text(re.compile(r"\d+ GPUs\. \d+ have a price older than 180 days"))).to_be_visible()
     _shot(page, "gpus")
     price = page.get_by_role("spinbutton", name="USD per GPU-hour")
@@ -104,25 +93,25 @@ def test_gpus_page_and_a_price_override(page, app_url, home):
     price.press("Tab")
     page.get_by_role("button", name="Save my price").click()
     expect(page.get_by_text(re.compile("Saved your price for"))).to_be_visible(timeout=30_000)
-    _settle(page)
+    settle(page)
     assert (home / "price_overrides.yaml").exists()
     expect(page.get_by_text(re.compile(r"Recommended for the current scenario: .* \(price: your price override"))
            ).to_be_visible()
-    _no_exception(page)
+    no_exception(page)
     _shot(page, "gpus-override")
 
 
 def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
     _open(page, f"{app_url}/benchmarks", "Benchmarks")
-    _settle(page)
+    settle(page)
     # the shipped results/ are listed too: pick this test's file by GPU and model
     for box, option in (("GPU", re.compile(r"h100-sxm-80gb")), ("Model", "resnet50")):
         page.get_by_role("combobox", name=box).click()
         page.get_by_role("option", name=option).first.click()
-        _settle(page)
+        settle(page)
     expect(page.get_by_text(re.compile(r"resnet50 on .*h100.*, measured"))).to_be_visible(timeout=30_000)
     expect(page.locator(".vega-embed")).not_to_have_count(0, timeout=30_000)
-    _no_exception(page)
+    no_exception(page)
     _shot(page, "benchmarks-browse")
 
     page.get_by_role("tab", name="Run a benchmark here").click()
@@ -134,7 +123,7 @@ def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
         box = page.get_by_role("spinbutton", name=label)
         box.fill(value)
         box.press("Enter")
-    _settle(page)
+    settle(page)
     start = page.get_by_role("button", name="Run the benchmark")
     expect(start).to_be_enabled(timeout=30_000)
     start.click()
@@ -145,8 +134,8 @@ def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
     expect(page.get_by_text(re.compile(r"[1-3] of 3 configurations measured"))).to_be_visible(timeout=180_000)
     _shot(page, "benchmarks-run-progress")
     expect(page.get_by_text(re.compile(r"Done: 3 configuration\(s\) measured"))).to_be_visible(timeout=180_000)
-    _settle(page)
-    _no_exception(page)
+    settle(page)
+    no_exception(page)
     _shot(page, "benchmarks-run-done")
     [landed] = list((home / "results" / "cpu").glob("mlp-*.json"))
 
@@ -161,8 +150,8 @@ def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
     bad.write_text(json.dumps({**resnet50_h100(), "schema": "trainplan.bench/0"}))
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
     expect(page.get_by_text(re.compile(r"Not imported: broken\.json: schema"))).to_be_visible(timeout=30_000)
-    _settle(page)
-    _no_exception(page)
+    settle(page)
+    no_exception(page)
     _shot(page, "benchmarks-import-bad")
     before = sorted(p.name for p in (home / "results").rglob("*.json"))
     good = resnet50_h100()
@@ -173,29 +162,29 @@ def test_benchmarks_browse_run_here_and_import(page, app_url, home, tmp_path):
         timeout=30_000)
     assert sorted(p.name for p in (home / "results").rglob("*.json")) == sorted(
         [*before, "resnet50-20261121T080000Z.json"])
-    _settle(page)
+    settle(page)
     _shot(page, "benchmarks-import-good")
 
 
 def test_benchmarks_trace_memory_without_a_gpu(page, app_url, home):
     _open(page, f"{app_url}/benchmarks", "Benchmarks")
-    _settle(page)
+    settle(page)
     page.get_by_role("tab", name="Trace memory without a GPU").click()
     panel = page.get_by_role("tabpanel", name="Trace memory without a GPU")
     panel.get_by_role("combobox", name="Model").click()
     page.get_by_role("option", name="mlp · mlp").click()
-    _settle(page)
+    settle(page)
     batches = panel.get_by_role("textbox", name="Batch sizes")
     batches.fill("4,8")
     batches.press("Enter")
-    _settle(page)
+    settle(page)
     panel.get_by_role("button", name="Trace", exact=True).click()
     expect(page.get_by_text(re.compile(r"Traced in [0-9.]+ s and saved to .*traced/mlp-"))).to_be_visible(
         timeout=120_000)
-    _settle(page)
+    settle(page)
     errors = page.locator('[data-testid="stAlertContentError"]')
     assert errors.count() == 0, errors.all_inner_texts()
-    _no_exception(page)
+    no_exception(page)
     _shot(page, "benchmarks-trace")
     [landed] = list((home / "results" / "traced").glob("mlp-*.json"))
     page.get_by_role("tab", name="Browse result files").click()
@@ -208,17 +197,17 @@ def test_benchmarks_trace_memory_without_a_gpu(page, app_url, home):
 
 def test_pages_in_spanish(page, app_url):
     _open(page, app_url, "ResNet-50 on ImageNet-1k (90 epochs)")
-    _settle(page)
+    settle(page)
     page.get_by_text("Español", exact=True).click()
     expect(page.get_by_text("Recomendación:").first).to_be_visible(timeout=30_000)
-    _settle(page)
+    settle(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_text("Comparar").click()
     expect(page.get_by_role("heading", name="Comparar escenarios", level=1)).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle(page)
     expect(page.get_by_role("heading", name="Lado a lado")).to_be_visible()
-    _no_exception(page)
+    no_exception(page)
     _shot(page, "compare-es")
     page.locator('[data-testid="stSidebarNav"]').get_by_text("GPUs y precios").click()
     expect(page.get_by_role("heading", name="GPUs y precios", level=1)).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle(page)
     _shot(page, "gpus-es")

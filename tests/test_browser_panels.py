@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.browser_support import NEEDS_BROWSER
+from tests.browser_support import NEEDS_BROWSER, settle
 
 pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
@@ -28,17 +28,9 @@ def page(browser, fresh_app_url) -> Page:
     p = context.new_page()
     p.goto(fresh_app_url)
     p.wait_for_selector('[data-testid="stDataFrame"]', timeout=90_000)
-    _settle(p)
+    settle(p, stale=True)
     yield p
     context.close()
-
-
-def _settle(page: Page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-                           "!document.querySelector('[data-testid=\"stSkeleton\"]') && "
-                           "!document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
-    page.wait_for_timeout(300)
 
 
 def _panel(page: Page, label: re.Pattern):
@@ -62,7 +54,7 @@ def test_a_why_panel_is_built_when_opened_and_stays_open_across_a_plan_change(pa
     expect(hours.locator('[data-testid="stTable"]')).to_have_count(0)
     hours.locator("summary").click()
     expect(hours.locator('[data-testid="stTable"]')).to_have_count(1, timeout=60_000)
-    _settle(page)
+    settle(page, stale=True)
     expect(hours.locator('[data-testid="stTable"]')).to_contain_text("Early-stop fraction")
     assert _panel(page, MEMORY_PANEL).locator('[data-testid="stTable"]').count() == 0  # the others stay closed
 
@@ -74,7 +66,7 @@ def test_a_why_panel_is_built_when_opened_and_stays_open_across_a_plan_change(pa
     box.press("Enter")
     expect(page.locator('[data-testid="stExpander"] summary').filter(has_text=label)).to_have_count(
         0, timeout=60_000)
-    _settle(page)
+    settle(page, stale=True)
     hours = _panel(page, HOURS_PANEL)
     expect(hours.locator('[data-testid="stTable"]')).to_have_count(1, timeout=60_000)
     expect(hours.locator('[data-testid="stTable"]')).to_contain_text("Early-stop fraction")
@@ -90,6 +82,6 @@ def test_the_table_sends_its_detail_columns_only_with_show_details(page: Page):
     assert _heads(page)[:2] == ["Pick", "GPU"], _heads(page)
     page.get_by_text("Show details", exact=False).first.click()
     expect(_grid(page)).not_to_have_attribute("aria-colcount", "11", timeout=60_000)
-    _settle(page)
+    settle(page, stale=True)
     assert int(_grid(page).get_attribute("aria-colcount") or 0) >= 30
     assert _heads(page)[:2] == ["Pick", "GPU"]  # the decision first, the details after

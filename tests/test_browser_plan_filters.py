@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import NEEDS_BROWSER
+from tests.browser_support import NEEDS_BROWSER, no_exception, settle
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -171,21 +171,10 @@ def shown_of_total(page: Page) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def _settle(page: Page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-                           "!document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=60_000)
-    page.wait_for_timeout(500)
-
-
-def _no_exception(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
 def _open(page: Page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=90_000)
-    _settle(page)
+    settle(page)
 
 
 def _after(page: Page, action) -> list[Row]:
@@ -194,7 +183,7 @@ def _after(page: Page, action) -> list[Row]:
     action()
     expect(page.locator('[data-testid="stCaptionContainer"]').filter(has_text=_CAPTION).first).not_to_have_text(
         before, timeout=60_000)
-    _settle(page)
+    settle(page)
     shown, _total = shown_of_total(page)
     expect(page.locator('[data-testid="stDataFrame"] table[role=grid]').first).to_have_attribute(
         "aria-rowcount", str(shown + 1), timeout=30_000)
@@ -267,7 +256,7 @@ def test_picks_are_pinned_on_top_then_the_cheapest_that_fit(table_page, everythi
     out_of_order = [(rest[i], rest[i + 1]) for i in range(len(keys) - 1) if keys[i] > keys[i + 1]]
     assert not out_of_order, out_of_order[:2]
     assert {r.fits for r in rest} >= {"true", "false"}, "the default scenario should have rows that do not fit"
-    _no_exception(page)
+    no_exception(page)
 
 
 def test_fits_only_drops_every_row_that_does_not_fit(table_page, everything):
@@ -289,7 +278,7 @@ def test_fits_only_drops_every_row_that_does_not_fit(table_page, everything):
 
     _after(page, _tick(page, "Fits only"))  # unticked: every row is back
     assert shown_of_total(page) == (len(everything), len(everything))
-    _no_exception(page)
+    no_exception(page)
 
 
 def test_gpu_family_filter_leaves_only_that_family(table_page, everything):
@@ -319,7 +308,7 @@ def test_gpu_family_filter_leaves_only_that_family(table_page, everything):
     _assert_picks_on_top(rows, picks)
     kept, _ = _kept_and_dropped(everything, rows)
     assert kept == Counter(r for r in everything[2:] if family[r.gpu] in chosen and r.fits == "true")
-    _no_exception(page)
+    no_exception(page)
 
     _after(page, _tick(page, "Fits only"))
     _after(page, lambda: page.locator('[data-testid="stMultiSelect"]').filter(has_text="GPU family").get_by_role(
@@ -361,7 +350,7 @@ def test_within_deadline_and_within_budget_drop_the_rows_that_miss(table_page, e
     both, _ = _kept_and_dropped(everything, rows)
     assert both <= kept
     assert all(_high_hours(r) is not None and _high_hours(r) <= DEADLINE_H + 0.05 for r in both)
-    _no_exception(page)
+    no_exception(page)
     _after(page, _tick(page, "Within the deadline"))
     _after(page, _tick(page, "Within the budget"))
     assert shown_of_total(page) == (len(everything), len(everything))
@@ -372,7 +361,7 @@ def test_within_deadline_and_within_budget_drop_the_rows_that_miss(table_page, e
 def _gallery_pick(page: Page, name: str) -> None:
     page.locator('[data-testid="stButtonGroup"]').get_by_text(name, exact=True).click()
     expect(page.get_by_role("heading", name=name, level=1)).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle(page)
 
 
 def _gpu_names(ids: list[str]) -> set[str]:
@@ -397,7 +386,7 @@ def test_gallery_loads_a_preset_and_a_spanish_scenario_and_the_ui_stays_english(
     assert {r.precision for r in rows} == set(preset.training.precisions)
     assert len(rows) != total_before
     _assert_english(page)
-    _no_exception(page)
+    no_exception(page)
 
     # A shipped scenario written for es-AR readers: it loads, and the interface stays English (and en numbers).
     qlora = load_scenario_file(ROOT / "scenarios" / "llama7b-qlora-24gb.yaml")
@@ -417,7 +406,7 @@ def test_gallery_loads_a_preset_and_a_spanish_scenario_and_the_ui_stays_english(
     assert "?s=" in page.url
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "plan_gallery_qlora_en.png"))
-    _no_exception(page)
+    no_exception(page)
 
 
 def _assert_english(page: Page) -> None:
@@ -433,12 +422,12 @@ def _assert_english(page: Page) -> None:
 def _to_es_ar(page: Page) -> None:
     page.get_by_text("Español", exact=True).click()
     expect(page.get_by_text("Recomendación:").first).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle(page)
     page.get_by_role("combobox", name="Formato de números y fechas").click()
     page.get_by_role("option", name=re.compile(r"^es-AR ")).click()
     expect(page.get_by_role("combobox", name="Formato de números y fechas")).to_have_value(re.compile(r"^es-AR\b"),
                                                                                         timeout=60_000)
-    _settle(page)
+    settle(page)
 
 
 def _assert_spanish_es_ar(page: Page) -> None:
@@ -483,4 +472,4 @@ def test_in_es_ar_the_gallery_keeps_spanish_and_the_filters_work(page, app_url):
     assert shown_of_total(page) == (len(rows), len(everything))
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "plan_gallery_filters_es_ar.png"))
-    _no_exception(page)
+    no_exception(page)

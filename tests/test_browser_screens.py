@@ -12,11 +12,15 @@ import re
 import shutil
 import struct
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.browser_support import NEEDS_BROWSER
+from tests.browser_support import NEEDS_BROWSER, no_exception, settle
+
+# Every page once, some cold (the first Report render draws its charts): a longer wait, and time for charts to paint.
+settle_cold = partial(settle, timeout_ms=120_000, paint_ms=800)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENS = ROOT / "test-artifacts" / "screens"
@@ -54,16 +58,8 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def _settle(page: Page) -> None:
-    """No 'Running...' status widget, no skeleton placeholder; then let charts draw."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-                           "!document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000)
-    page.wait_for_timeout(800)
-
-
 def _healthy(page: Page) -> None:
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    no_exception(page)
     errors = page.locator('[data-testid="stAlertContentError"]')
     assert errors.count() == 0, errors.all_inner_texts()
 
@@ -97,7 +93,7 @@ def _shoot(page: Page, path: Path) -> None:
             break
         height = now
     page.set_viewport_size({"width": WIDTH, "height": max(900, min(MAX_HEIGHT, height + 40))})
-    _settle(page)
+    settle_cold(page)
     page.screenshot(path=str(path))
     page.set_viewport_size({"width": WIDTH, "height": 1000})
 
@@ -105,12 +101,12 @@ def _shoot(page: Page, path: Path) -> None:
 def _to_spanish(page: Page) -> None:
     page.get_by_text("Español", exact=True).click()
     expect(page.get_by_text("Recomendación:").first).to_be_visible(timeout=60_000)
-    _settle(page)
+    settle_cold(page)
     box = page.get_by_role("combobox", name=t("app.sidebar.locale", "es"))
     box.click()
     page.get_by_role("option", name=re.compile(r"^es-AR ")).click()
     expect(box).to_have_value(re.compile(r"^es-AR\b"), timeout=60_000)
-    _settle(page)
+    settle_cold(page)
 
 
 def _report_pdf_page1(page: Page, loc: str) -> tuple[Path, str]:
@@ -145,7 +141,7 @@ def test_every_page_and_the_report_in(loc, browser, app_url):
     try:
         page.goto(app_url)
         page.wait_for_selector('[data-testid="stMetric"]', timeout=90_000)
-        _settle(page)
+        settle_cold(page)
         if loc != "en":
             _to_spanish(page)
         nav = page.locator('[data-testid="stSidebarNav"]')
@@ -161,14 +157,14 @@ def test_every_page_and_the_report_in(loc, browser, app_url):
                 hours = page.locator('[data-testid="stMetric"]').filter(has_text=t("app.metric.hours", loc)).first
                 decimal = r"\d+\.\d h" if loc == "en" else r"\d+,\d h"  # 28.7 h / 28,7 h
                 expect(hours.locator('[data-testid="stMetricValue"]')).to_have_text(re.compile(f"^{decimal}$"))
-            _settle(page)
+            settle_cold(page)
             if name == "report" and loc != "en":  # the report's language is the scenario's: pick es-AR
                 box = page.get_by_role("combobox", name=t("report.page.locale", loc))
                 box.click()
                 page.get_by_role("option", name=re.compile(r"· es-AR$")).click()
                 expect(box).to_have_value(re.compile(r"es-AR$"), timeout=60_000)
                 expect(page.get_by_text(t("report.title", loc)).first).to_be_visible(timeout=60_000)
-                _settle(page)
+                settle_cold(page)
             _healthy(page)
             # every nav entry is in the interface language
             for key, _ in PAGES.values():
