@@ -8,7 +8,16 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import streamlit as st
 
-from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
+from planner.engine.estimates import (
+    ConvergenceEstimate,
+    MemoryEstimate,
+    Plan,
+    PlanOption,
+    ScalingEstimate,
+    Source,
+    StepEstimate,
+    cost_of,
+)
 from planner.engine.notes import Note
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
@@ -34,15 +43,15 @@ def render_why(plan: Plan, o: PlanOption | None, scenario: Scenario) -> None:
     st.subheader(trm("app.why.title", option=option_label(o)))
     m, s, conv, c = o.memory, o.step, o.convergence, o.cost
     if m is not None:
-        _panel(tr("app.why.memory", total=gib(m.total)), "why_memory", lambda: _memory(o, loc))
+        _panel(tr("app.why.memory", total=gib(m.total)), "why_memory", lambda: _memory(o, m, loc))
     if s is not None:
-        _panel(tr("app.why.step", step=fmt.sig(s.step_time_s, loc) + " s"), "why_step", lambda: _step(o, loc))
-    if o.scaling is not None:
-        _panel(tr("app.why.scaling", efficiency=fmt.percent(o.scaling.efficiency, loc)), "why_scaling",
-               lambda: _scaling(o, loc))
+        _panel(tr("app.why.step", step=fmt.sig(s.step_time_s, loc) + " s"), "why_step", lambda: _step(o, s, loc))
+    if (sc := o.scaling) is not None:
+        _panel(tr("app.why.scaling", efficiency=fmt.percent(sc.efficiency, loc)), "why_scaling",
+               lambda: _scaling(sc, loc))
     if conv is not None:
         _panel(tr("app.why.steps", steps=fmt.number(conv.steps, loc, 0)), "why_steps",
-               lambda: _steps(o, scenario, loc))
+               lambda: _steps(conv, scenario, loc))
     if c is not None:
         _panel(tr("app.why.hours", hours=fmt.hours(c.hours, loc)), "why_hours", lambda: _hours(o, scenario, loc))
         _panel(tr("app.why.cost", cost=fmt.money(c.amount_in_currency, c.currency, loc)), "why_cost",
@@ -56,8 +65,7 @@ def _panel(label: str, name: str, body: Callable[[], None]) -> None:
             body()
 
 
-def _memory(o: PlanOption, loc: str) -> None:
-    m = memory_of(o)
+def _memory(o: PlanOption, m: MemoryEstimate, loc: str) -> None:
     rows = [(tr(f"common.part.{p}"), fmt.number(v, loc, 2) + " GiB") for p, v in m.parts_gib().items()]
     rows += [(tr("app.why.allocated_peak"), gib(m.allocated_peak, 2)),
              (tr("app.why.reserved_peak"), gib(m.reserved_peak, 2)),
@@ -65,39 +73,26 @@ def _memory(o: PlanOption, loc: str) -> None:
              (tr("app.why.capacity"), gib(m.capacity, 2)),
              (tr("app.why.usable"), gib(m.usable, 2)), (tr("app.why.headroom"), fmt.percent(m.headroom, loc)),
              (tr("app.col.micro_batch"), str(o.micro_batch)), (tr("app.col.grad_accum"), str(o.grad_accum))]
-    _kv_table(rows)
-    st.markdown(tr("app.why.memory_formula"))
-    st.markdown(trm("app.why.source", source=source_text(m.source)))
-    _bullets(m.notes)
+    _explained(rows, formula="app.why.memory_formula", source=m.source, notes=m.notes)
 
 
-def _step(o: PlanOption, loc: str) -> None:
-    s = o.step
-    assert s is not None
+def _step(o: PlanOption, s: StepEstimate, loc: str) -> None:
     rows = [(tr("app.why.micro_step"), fmt.sig(s.micro_step_time_s, loc) + " s"),
             (tr("app.col.grad_accum"), str(o.grad_accum)),
             (tr("app.why.exposed_comm"), fmt.sig(s.exposed_comm_s, loc) + " s"),
             (tr("app.why.input_time"), fmt.sig(s.input_time_s, loc) + " s" if s.input_time_s else "—"),
             (tr("app.why.band"), f"{fmt.sig(s.band_s[0], loc)} – {fmt.sig(s.band_s[1], loc)} s"),
             (tr("app.col.samples_per_s"), fmt.number(s.samples_per_s, loc, 1))]
-    _kv_table(rows)
-    st.markdown(tr("app.why.step_formula"))
-    st.markdown(trm("app.why.source", source=source_text(s.source)))
-    _bullets(s.notes)
+    _explained(rows, formula="app.why.step_formula", source=s.source, notes=s.notes)
 
 
-def _scaling(o: PlanOption, loc: str) -> None:
-    sc = o.scaling
-    assert sc is not None
-    _kv_table([(tr("app.why.efficiency"), fmt.percent(sc.efficiency, loc)),
-               (tr("app.why.allreduce"), fmt.sig(sc.allreduce_s, loc) + " s"),
-               (tr("app.why.exposed_comm"), fmt.sig(sc.exposed_comm_s, loc) + " s")])
-    st.markdown(trm("app.why.source", source=source_text(sc.source)))
+def _scaling(sc: ScalingEstimate, loc: str) -> None:
+    _explained([(tr("app.why.efficiency"), fmt.percent(sc.efficiency, loc)),
+                (tr("app.why.allreduce"), fmt.sig(sc.allreduce_s, loc) + " s"),
+                (tr("app.why.exposed_comm"), fmt.sig(sc.exposed_comm_s, loc) + " s")], source=sc.source)
 
 
-def _steps(o: PlanOption, scenario: Scenario, loc: str) -> None:
-    conv = o.convergence
-    assert conv is not None
+def _steps(conv: ConvergenceEstimate, scenario: Scenario, loc: str) -> None:
     rows = [(tr("app.col.steps"), fmt.number(conv.steps, loc, 0)),
             (tr("app.why.samples"), fmt.number(conv.samples, loc, 0))]
     if conv.epochs is not None:
@@ -108,15 +103,13 @@ def _steps(o: PlanOption, scenario: Scenario, loc: str) -> None:
     if conv.b_crit:
         rows.append((tr("app.why.b_crit"), fmt.number(conv.b_crit, loc, 0)))
     rows.append((tr("app.sidebar.global_batch"), fmt.number(scenario.training.global_batch, loc, 0)))
-    _kv_table(rows)
-    st.markdown(trm("app.why.source", source=source_text(conv.source)))
-    _bullets(conv.notes)
+    _explained(rows, source=conv.source, notes=conv.notes)
 
 
 def _hours(o: PlanOption, scenario: Scenario, loc: str) -> None:
     c, s, conv = cost_of(o), o.step, o.convergence
     w, p = scenario.workload, scenario.pricing
-    _kv_table([(tr("app.col.steps"), fmt.number(conv.steps, loc, 0) if conv else "—"),
+    _explained([(tr("app.col.steps"), fmt.number(conv.steps, loc, 0) if conv else "—"),
                (tr("app.sidebar.early_stop"), fmt.number(w.early_stop_fraction, loc, 2)),
                (tr("app.col.step_s"), fmt.sig(s.step_time_s, loc) if s else "—"),
                (tr("app.sidebar.eval_overhead"), fmt.percent(w.eval_overhead, loc)),
@@ -124,8 +117,7 @@ def _hours(o: PlanOption, scenario: Scenario, loc: str) -> None:
                (tr("app.sidebar.failure_overhead"), fmt.percent(p.failure_overhead, loc)),
                (tr("app.sidebar.runs"), str(p.runs)),
                (tr("app.why.hours_range"), f"{fmt.hours(c.hours_range[0], loc)} – "
-                                            f"{fmt.hours(c.hours_range[1], loc)}")])
-    st.markdown(tr("app.why.hours_formula"))
+                                            f"{fmt.hours(c.hours_range[1], loc)}")], formula="app.why.hours_formula")
 
 
 def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
@@ -151,9 +143,7 @@ def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
         rows.append((tr("app.why.preemptions"), fmt.number(c.preemptions, loc, 1)))
     if c.energy_kwh is not None:
         rows.append((tr("app.col.energy_kwh"), fmt.number(c.energy_kwh, loc, 0)))
-    _kv_table(rows)
-    st.markdown(tr("app.why.cost_formula"))
-    _bullets(c.notes)
+    _explained(rows, formula="app.why.cost_formula", notes=c.notes)
 
 
 def _inputs(plan: Plan) -> None:
@@ -163,6 +153,17 @@ def _inputs(plan: Plan) -> None:
         _bullets(plan.result_files_used)
     else:
         st.markdown(tr("app.why.no_result_files"))
+
+
+def _explained(rows: Sequence[tuple[str, str]], *, formula: str | None = None, source: Source | None = None,
+               notes: Sequence[Note] = ()) -> None:
+    """A panel's body: its inputs as a table, then the formula (a catalog key), the source and the notes."""
+    _kv_table(rows)
+    if formula:
+        st.markdown(tr(formula))
+    if source is not None:
+        st.markdown(trm("app.why.source", source=source_text(source)))
+    _bullets(notes)
 
 
 def _bullets(items: Sequence[Note | str]) -> None:
