@@ -12,6 +12,7 @@ from planner.engine import (
     calibration,
     convergence,
     cost,
+    memo,
     memory,
     published_memory,
     scaling,
@@ -324,7 +325,10 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
         published = ctx.published_memory.get((gpu.id, precision, b)) if n == 1 else None
         return published_memory.decided_by(est, published) if published else est
 
-    micro, mem = _largest_fitting(candidates, memory_at)
+    # The search reads the model, the training set-up, the workspace and this option (and the inputs): a what-if
+    # that changes the workload, pricing or constraints reuses it (memo.py).
+    micro, mem = memo.memoized(ctx.inputs, ("fit", scenario.model, t, scenario.hardware.workspace_gib, gpu.id, n,
+                                            precision), lambda: _largest_fitting(candidates, memory_at))
     option = replace(option, micro_batch=micro, grad_accum=per_gpu // micro)
     notes = list(mem.notes)
     ckpt = memory.checkpoint_bytes(memory.total_params(ctx.model, t), ctx.trainable, optimizer=t.optimizer,
@@ -342,26 +346,27 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     # hardware (issue 18). On-prem and unpriced options are timed on the scenario's hardware.
     hw = scenario.hardware
     overrides = ctx.inputs.price_overrides.get(gpu.id, [])
-    billings: list[cost.Billing | None] = [None]
+    billings: tuple[cost.Billing | None, ...] = (None,)
     no_quote: Note | None = None
     if scenario.pricing.tier != "on_prem":
-        try:
-            billings = list(cost.billing_candidates(gpu.prices, scenario.pricing, overrides, ctx.today, n_gpus=n,
-                                                    gpus_per_node=hw.gpus_per_node, networks=ctx.inputs.networks,
-                                                    gpu_name=gpu.name, gpu_id=gpu.id))
-        except cost.NoQuoteError as exc:
-            no_quote = exc.note
+        billings, no_quote = memo.memoized(ctx.inputs, ("rentals", gpu.id, n, scenario.pricing, hw.gpus_per_node,
+                                                        ctx.today), lambda: _rentals(ctx, gpu, n))
     else:  # no cited purchase price and no override: unpriced, with a note saying how to price it
         no_quote = cost.on_prem_unpriced(gpu, scenario.pricing.on_prem)
     power_w = ctx.idx.power_w.get((gpu.id, precision))
     activation_bytes = _activation_bytes(ctx, option)
+    # Everything _step reads besides the inputs: the model, the training set-up, the scenario's hardware (input
+    # workers), the padding factor of the workload's rows, this option and the rental's layout.
+    step_key = ("step", scenario.model, t, hw, ctx.work.time_factor if ctx.work else None, gpu.id, n, precision,
+                micro, activation_bytes)
 
     def priced(billing: cost.Billing | None) -> tuple[StepEstimate, ScalingEstimate | None, CostEstimate]:
         timing_hw = hw
         if billing is not None:
             timing_hw = replace(hw, gpus_per_node=billing.gpus_per_node,
                                 inter_node_gb_per_s=billing.inter_node_gb_per_s or hw.inter_node_gb_per_s)
-        step, scale = _step(ctx, option, activation_bytes, hardware=timing_hw)
+        step, scale = memo.memoized(ctx.inputs, (*step_key, timing_hw),
+                                    lambda: _step(ctx, option, activation_bytes, hardware=timing_hw))
         if no_quote is None:
             c = cost.estimate_cost(option, step, ctx.conv, scenario.pricing, scenario.workload, mean_power_w=power_w,
                                    overrides=overrides, today=ctx.today, gpus_per_node=hw.gpus_per_node,
@@ -389,6 +394,17 @@ def _option(ctx: _Context, gpu: GpuProfile, n: int, precision: str) -> PlanOptio
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=mem.fits, micro_batch=micro, grad_accum=option.grad_accum, memory=mem, step=step, cost=c,
                    scaling=scale, checkpoint_gib=ckpt, topology=topology, notes=tuple(dict.fromkeys(notes)))
+
+
+def _rentals(ctx: _Context, gpu: GpuProfile, n: int) -> tuple[tuple[cost.Billing | None, ...], Note | None]:
+    """The rentals that can run n of this GPU (cost.billing_candidates), or none and the note saying why."""
+    hw = ctx.scenario.hardware
+    try:
+        return tuple(cost.billing_candidates(gpu.prices, ctx.scenario.pricing, ctx.inputs.price_overrides.get(gpu.id, []),
+                                            ctx.today, n_gpus=n, gpus_per_node=hw.gpus_per_node,
+                                            networks=ctx.inputs.networks, gpu_name=gpu.name, gpu_id=gpu.id)), None
+    except cost.NoQuoteError as exc:
+        return (None,), exc.note
 
 
 def _rental_preference(c: CostEstimate, constraints: Constraints) -> tuple[bool, float, float]:
