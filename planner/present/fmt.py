@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from decimal import Decimal, InvalidOperation
 from functools import cache
 
 from babel import Locale
@@ -56,8 +57,67 @@ def _pattern(pattern: str) -> NumberPattern:
 
 def _decimal(x: float, pattern: str, bl: str) -> str:
     """babel.numbers.format_decimal(x, format=pattern, locale=bl)."""
+    fast = _applied(x, pattern, bl, None)
+    if fast is not None:
+        return fast
     return _pattern(pattern).apply(x, _babel(bl), decimal_quantization=True, group_separator=True,
                                    numbering_system="latn")
+
+
+# babel's NumberPattern.apply, for the plain patterns of this module ("#,##0.00", "¤#,##0.00;¤-#,##0.00"...), with the
+# locale's symbols and the pattern's affixes looked up once instead of on every call (and the currency's plural name,
+# which apply works out for every figure whether the pattern shows it or not): the options table formats ~700 numbers
+# per widget change. Same decimal steps as apply (str -> Decimal, normalize, quantize half-even in the default
+# context, group by 3); tests/test_fmt_fast.py compares the two on every locale, pattern and a grid of values.
+@cache
+def _affixes(pattern: str, bl: str, currency: str | None) -> tuple[tuple[str, str], tuple[str, str], str, str] | None:
+    """((positive, negative) prefixes, suffixes, decimal symbol, group symbol); None: the pattern needs babel."""
+    from babel.numbers import get_currency_symbol, get_decimal_symbol, get_group_symbol
+
+    p = _pattern(pattern)
+    if p.grouping != (3, 3) or p.scale or p.exp_prec or "@" in p.pattern or p.int_prec[0] != 1 or not p.number_pattern:
+        return None
+    affixes = (*p.prefix, *p.suffix)
+    if any("¤¤" in a for a in affixes) or (currency is None and any("¤" in a for a in affixes)):
+        return None
+    symbol = get_currency_symbol(currency, _babel(bl)) if currency else ""
+
+    def text(affix: str) -> str:
+        return re.sub(r"'([^']*)'", lambda m: m.group(1) or "'", affix.replace("¤", symbol))
+
+    return ((text(p.prefix[0]), text(p.prefix[1])), (text(p.suffix[0]), text(p.suffix[1])),
+            get_decimal_symbol(_babel(bl), numbering_system="latn"), get_group_symbol(_babel(bl), numbering_system="latn"))
+
+
+@cache
+def _quantum(digits: int) -> Decimal:
+    return Decimal(10) ** -digits
+
+
+def _applied(x: float, pattern: str, bl: str, currency: str | None) -> str | None:
+    """NumberPattern.apply(x, locale, currency=currency, currency_digits=False) for finite x, or None (use babel)."""
+    affixes = _affixes(pattern, bl, currency)
+    if affixes is None or isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    (prefixes, suffixes, decimal_symbol, group_symbol), (low, high) = affixes, _pattern(pattern).frac_prec
+    value = Decimal(str(x))
+    negative = int(value.is_signed())
+    try:
+        rounded = abs(value).normalize().quantize(_quantum(high))
+    except InvalidOperation:  # more digits than the context holds: babel says what it does
+        return None
+    whole, _, frac = f"{rounded:f}".partition(".")
+    grouped = whole[-3:]
+    whole = whole[:-3]
+    while whole:
+        grouped = whole[-3:] + group_symbol + grouped
+        whole = whole[:-3]
+    frac = (frac or "0").ljust(low, "0")
+    if high == 0 or (low == 0 and int(frac) == 0):
+        frac = ""
+    else:
+        frac = decimal_symbol + (frac.rstrip("0").ljust(low, "0") if len(frac) > low else frac)
+    return prefixes[negative] + grouped + frac + suffixes[negative]
 
 
 def optional_decimals(x: float, locale: str | None = "en", decimals: int = 2) -> str:
@@ -94,8 +154,10 @@ def money(x: float | None, currency: str = "USD", locale: str | None = "en", dig
         text = pattern.split(";")[0].replace(grouped, "\x00").replace("¤", symbol)
         return _spaced(text.replace("\x00", _scientific(x, locale)), symbol)
     # babel.numbers.format_currency(x, currency, format=pattern, locale=bl, currency_digits=False)
-    text = _pattern(pattern).apply(x, _babel(bl), currency=currency, currency_digits=False, decimal_quantization=True,
-                                   group_separator=True, numbering_system="latn")
+    fast = _applied(x, pattern, bl, currency)
+    text = fast if fast is not None else _pattern(pattern).apply(
+        x, _babel(bl), currency=currency, currency_digits=False, decimal_quantization=True, group_separator=True,
+        numbering_system="latn")
     return _spaced(text, symbol)
 
 
