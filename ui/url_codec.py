@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import zlib
 from collections.abc import Iterable
 
@@ -15,6 +16,7 @@ URL_SOURCE = "link (URL parameter s)"
 MAX_URL_CHARS = 16 * 1024
 
 
+@functools.lru_cache(maxsize=64)  # every Plan page run writes the link; a Scenario is frozen and hashable
 def encode_scenario(s: Scenario) -> str:
     """urlsafe base64 of zlib-compressed scenario YAML, padding dropped: ~700 characters for a typical plan."""
     raw = zlib.compress(dump_scenario_yaml(s).encode("utf-8"), 9)
