@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import streamlit as st
 
@@ -126,31 +125,12 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
     ss["_focus_gpus"] = [o.gpu_id for o in (plan.option(plan.recommendation.primary),
                                              plan.option(plan.recommendation.runner_up)) if o is not None]
     focus, attention = plan_headline.headline(plan, scenario)
-    _let_the_browser_paint(ss)
+    plan_headline.let_the_browser_paint(ss)
     plan_memory.render_memory(plan, focus)
     plan_table.render_table(plan, scenario)
     plan_notes.render_notes(plan, focus, attention)
     plan_why.render_why(plan, focus, scenario)
     return scenario
-
-
-# A session's first run sends ~120 elements in one burst, and the browser lays them all out (the table, the chart,
-# sixty widgets: each kind's code fetched and compiled on first use) before it paints any of them: the decision's
-# numbers came ~1.9 s after navigation where an empty Streamlit app shows its page at ~0.9 s. Pausing that run for
-# FIRST_PAINT_PAUSE_S after the headline lets the browser paint the numbers while the server waits; the rest follows
-# and the page is complete no later (perf/app_speed.py --browser; A/B in one run, 8 fresh loads each: first numbers
-# 1.86 -> 1.06 s, page settled 2.33 -> 2.36 s; 0.1 s of pause: 1.48 s). Widget changes and later runs do not pause,
-# nor does a run without a browser (AppTest: no request headers).
-FIRST_PAINT_PAUSE_S = 0.3
-PAINTED_KEY = "_first_paint_done"
-
-
-def _let_the_browser_paint(ss) -> None:
-    if ss.get(PAINTED_KEY):
-        return
-    ss[PAINTED_KEY] = True
-    if st.context.headers.get("User-Agent"):
-        time.sleep(FIRST_PAINT_PAUSE_S)
 
 
 # Widget keys whose sidebar label has another name (the rest: app.sidebar.<key>).
