@@ -13,7 +13,8 @@ app measured in the same minutes, so a busy machine shifts both):
                (a new session either way; the first session after a server start is reported apart)
   page switch  in one session, Plan -> Compare -> GPUs & prices -> Report -> Plan: click to settled < 1.5 s
   widget       one sidebar number (Epochs 90 -> 89, 88, ...: a plan not computed before), Enter to settled with
-               the new "Time to train" shown < 0.3 s (the empty app's number input is timed the same way)
+               the new "Time to train" shown < 0.3 s (the empty app's number input is timed the same way): the
+               first change after a load, and a later one in the same session, reported apart
   PDF          perf/report_speed.py's render_report(..., "pdf") of the default scenario in a warm process < 0.8 s:
                with its charts drawn, and after the HTML preview drew them (the Report page's order)
 
@@ -290,17 +291,22 @@ def browser_timing(n: int) -> dict[str, list[float]]:
                         dt, settled, page, runs = _load(browser, url, *first)  # cold: a fresh browser profile
                         out[f"{prefix}cold_load_s"].append(dt)
                         out[f"{prefix}cold_load_settled_s"].append(settled)
-                        if prefix:  # the empty (or floor) app's number input, n -> i + 2
-                            box = page.get_by_role("spinbutton", name="n")
-                            box.fill(str(i + 2))
-                            dt = _timed(lambda b=box: b.press("Enter"), runs, "text", f"x {i + 2}")
-                        else:  # Epochs 90 -> 89, 88, ...: a scenario not planned before
-                            box = page.get_by_role("spinbutton", name="Epochs")
-                            before = _metric_value(page, "Time to train")
-                            box.fill(str(89 - i))
-                            dt = _timed(lambda b=box: b.press("Enter"), runs, *APP_FIRST, before,
-                                        server=out["widget_change_script_finished_s"])
-                        out[f"{prefix}widget_change_s"].append(dt)
+                        # the first change after the load, then a later one in the same session (the browser has
+                        # run its update code once: chromium compiles each element kind's on first use)
+                        for key, server, value in (("widget_change_s", "widget_change_script_finished_s", 89 - i),
+                                                   ("widget_change_later_s", "widget_change_later_script_finished_s",
+                                                    50 - i)):
+                            if prefix:  # the empty (or floor) app's number input, n -> value
+                                box = page.get_by_role("spinbutton", name="n")
+                                box.fill(str(value))
+                                dt = _timed(lambda b=box: b.press("Enter"), runs, "text", f"x {value}")
+                            else:  # Epochs 90 -> 89, 88, ... (then 50, 49, ...): a scenario not planned before
+                                box = page.get_by_role("spinbutton", name="Epochs")
+                                before = _metric_value(page, "Time to train")
+                                box.fill(str(value))
+                                dt = _timed(lambda b=box: b.press("Enter"), runs, *APP_FIRST, before,
+                                            server=out[server])
+                            out[f"{prefix}{key}"].append(dt)
                         page.context.close()
                 for _ in range(n):
                     for prefix, url, first in apps:  # a new tab of a browser that has the app's files cached
@@ -361,7 +367,9 @@ def verdicts(br: dict[str, list[float]], pdf: dict[str, list[float]]) -> list[di
                 "empty_warm_cache_load_s"),
             row(f"page switch, slowest (to {slowest})", f"page_switch_to_{slowest}_s", TARGETS["page_switch_s"],
                 "<"),
-            row("widget change -> settled", "widget_change_s", TARGETS["widget_change_s"], "<",
+            row("widget change -> settled, first after load", "widget_change_s", TARGETS["widget_change_s"], "<",
+                None),
+            row("widget change -> settled, later ones", "widget_change_later_s", TARGETS["widget_change_s"], "<",
                 None),
             row("PDF in process, charts drawn", "pdf_s", TARGETS["pdf_s"], "<", source=pdf),
             row("PDF after the preview drew them", "pdf_after_preview_s", TARGETS["pdf_s"], "<", source=pdf)]
@@ -371,17 +379,19 @@ def print_targets(table: list[dict[str, Any]], br: dict[str, list[float]]) -> No
     def s(x: float | None, sign: bool = False) -> str:
         return "—" if x is None else f"{x:+.3f} s" if sign else f"{x:.3f} s"
 
-    print(f"\n{'issue 19 target':38s} {'ours':>9s} {'empty app':>10s} {'judged':>10s} {'limit':>12s}  verdict")
+    print(f"\n{'issue 19 target':44s} {'ours':>9s} {'empty app':>10s} {'judged':>10s} {'limit':>12s}  verdict")
     for r in table:
         limit = f"{r['op']} {'+' if r['relative'] else ''}{r['limit_s']:.2f} s"
-        print(f"{r['target']:38s} {s(r['median_s']):>9s} {s(r['empty_app_s']):>10s} "
+        print(f"{r['target']:44s} {s(r['median_s']):>9s} {s(r['empty_app_s']):>10s} "
               f"{s(r['judged_s'], r['relative']):>10s} {limit:>12s}  {'met' if r['met'] else 'MISSED'}")
     empty = _median(br.get("empty_widget_change_s", []))
-    print(f"{'  (the empty app: widget change)':38s} {s(empty):>9s}")
+    print(f"{'  (the empty app: widget change)':44s} {s(empty):>9s}")
     floor = _median(br.get("floor_widget_change_s", []))
+    floor_later = _median(br.get("floor_widget_change_later_s", []))
     floor_load = _median(br.get("floor_cold_load_s", []))
-    print(f"{f'  (empty app + {ELEMENTS - 2} texts: widget change)':38s} {s(floor):>9s}   (Streamlit's own cost of "
+    print(f"{f'  (floor app: {ELEMENTS - 2} texts, first change)':44s} {s(floor):>9s}   (Streamlit's own cost of "
           f"this page's element count; its cold load {s(floor_load)})")
+    print(f"{'  (floor app: later change)':44s} {s(floor_later):>9s}")
 
 
 def main(argv: list[str] | None = None) -> int:
