@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from planner.present import fmt
 from tests.browser_support import NEEDS_BROWSER, no_exception, settle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,7 +234,12 @@ def _profiles() -> dict:
 
 def _families() -> dict[str, str]:
     """GPU name (as the table shows it) -> family (as the filter names it): 'h100-sxm-80gb' -> 'H100'."""
-    return {p.name: gpu_id.split("-")[0].upper() for gpu_id, p in _profiles().items()}
+    return {fmt.gpu_short_name(p.name): gpu_id.split("-")[0].upper() for gpu_id, p in _profiles().items()}
+
+
+def _full_name(table_name: str) -> str:
+    """The profile's name, as the headline writes it, of a GPU the table names (fmt.gpu_short_name)."""
+    return next(p.name for p in _profiles().values() if fmt.gpu_short_name(p.name) == table_name)
 
 
 # ---------------------------------------------------------------- the options table
@@ -244,10 +250,10 @@ def test_picks_are_pinned_on_top_then_the_cheapest_that_fit(table_page, everythi
     rec, runner = rows[0], rows[1]
     assert (rec.role, runner.role) == ("recommended", "runner-up")
     # the pinned rows are the headline's picks
-    expect(page.get_by_role("heading", name=f"Recommended: {rec.n_gpus} × {rec.gpu} · {rec.precision}")
+    expect(page.get_by_role("heading", name=f"Recommended: {rec.n_gpus} × {_full_name(rec.gpu)} · {rec.precision}")
            ).to_be_visible()
-    expect(page.get_by_text(f"Runner-up: {runner.n_gpus} × {runner.gpu} · {runner.precision}", exact=False)
-           ).to_be_visible()
+    expect(page.get_by_text(f"Runner-up: {runner.n_gpus} × {_full_name(runner.gpu)} · {runner.precision}",
+                            exact=False)).to_be_visible()
     assert len({r.option for r in rows}) == len(rows), "an option is listed twice"
     # then: what fits, priced, from cheapest; then unpriced; then what does not fit
     rest = rows[2:]
@@ -365,8 +371,9 @@ def _gallery_pick(page: Page, name: str) -> None:
 
 
 def _gpu_names(ids: list[str]) -> set[str]:
+    """The GPU column's names (the table drops product-line words: fmt.gpu_short_name)."""
     profiles = _profiles()
-    return {profiles[i].name for i in ids}
+    return {fmt.gpu_short_name(profiles[i].name) for i in ids}
 
 
 def test_gallery_loads_a_preset_and_a_spanish_scenario_and_the_ui_stays_english(page, app_url):

@@ -63,3 +63,11 @@ def test_cldr_money_strings_unchanged():
     assert fmt.money(9.52, "USD", "en") == "$9.52"
     assert fmt.money(-1234.5, "USD", "es-CL", 2) == "US$-1.234,50"
     assert fmt.number(1234567.125, "es-AR", 2) == "1.234.567,12"
+
+
+def test_gpu_short_names_keep_maker_model_and_memory():
+    """The options table's GPU column (fmt.gpu_short_name): product-line words out, nothing else."""
+    assert fmt.gpu_short_name("NVIDIA GeForce RTX 4090 24GB") == "NVIDIA RTX 4090 24GB"
+    assert fmt.gpu_short_name("NVIDIA Tesla P100 PCIe 16GB") == "NVIDIA P100 PCIe 16GB"
+    assert fmt.gpu_short_name("AMD Instinct MI300X 192GB") == "AMD MI300X 192GB"
+    assert fmt.gpu_short_name("NVIDIA H100 SXM5 80GB") == "NVIDIA H100 SXM5 80GB"

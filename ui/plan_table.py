@@ -98,7 +98,7 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
     # One cell maker per column: (option, its memory, step, cost, convergence) -> value.
     cells: dict[str, Callable[..., object]] = {
         "role": lambda o, m, s, c, conv: roles.get(o.id, ""),
-        "gpu": lambda o, m, s, c, conv: o.gpu_name,
+        "gpu": lambda o, m, s, c, conv: fmt.gpu_short_name(o.gpu_name),
         "n_gpus": lambda o, m, s, c, conv: o.n_gpus,
         "precision": lambda o, m, s, c, conv: o.precision,
         "fits": lambda o, m, s, c, conv: o.fits,
@@ -203,8 +203,9 @@ def number_formatter(digits: int):
 
 ROWS_IN_VIEW = 11  # the table is 420 px high: a header and 11 rows of 35 px
 MAIN_WIDTH_PX = 930  # the decision columns' total: the main column is ~938 px at 1,400 px with the sidebar open
-# role 92 + GPU 175 + count 50 + precision 62 + fits 40 + hours 62 + cost 72 + GPU-hours 66
-FIXED_WIDTH_PX = 619
+# role 92 + count 50 + precision 62 + fits 40 + hours 62 + cost 72 + GPU-hours 66 (the GPU, the two ranges and the
+# sources are as wide as their text in view)
+FIXED_WIDTH_PX = 444
 
 
 def _text_width_px(values: Iterable[object], *, lo: int, hi: int) -> int:
@@ -244,12 +245,13 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
     # longest text in view in this locale (es-AR's "US$25,61 – US$30,67" is wider than "$25.61 – $30.67": a cut
     # range hid the high end of the cost); the short source labels take what is left.
     in_view = df.head(ROWS_IN_VIEW)  # the rows the table shows before scrolling: the picks and the cheapest
+    gpu_w = _text_width_px(in_view.get(header("gpu", currency), ()), lo=120, hi=175)
     hours_w = _text_width_px(in_view.get(header("hours_range", currency), ()), lo=80, hi=130)
     cost_w = _text_width_px(in_view.get(header("cost_range", currency), ()), lo=100, hi=190)
-    sources_w = max(80, MAIN_WIDTH_PX - FIXED_WIDTH_PX - hours_w - cost_w)
+    sources_w = max(80, MAIN_WIDTH_PX - FIXED_WIDTH_PX - gpu_w - hours_w - cost_w)
     config = {tr("app.col.fits"): st.column_config.CheckboxColumn(tr("app.col.fits"), width=40),
               tr("app.col.role"): st.column_config.TextColumn(width=92, pinned=True),
-              tr("app.col.gpu"): st.column_config.TextColumn(width=175, pinned=True),
+              tr("app.col.gpu"): st.column_config.TextColumn(width=gpu_w, pinned=True),
               tr("app.col.n_gpus"): st.column_config.NumberColumn(width=50),
               tr("app.col.precision"): st.column_config.TextColumn(width=62),
               tr("app.col.topology"): st.column_config.TextColumn(help=tr("app.col_help.topology")),

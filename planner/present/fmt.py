@@ -205,3 +205,17 @@ def percent(x: float | None, locale: str | None = "en", digits: int = 0) -> str:
 def offer(provider: str, instance: str, region: str | None = None) -> str:
     """Where a price comes from, the same everywhere: "aws · p5.48xlarge · us-east-1" (no region: the first two)."""
     return " · ".join(x for x in (provider, instance, region) if x)
+
+
+# Product-line words a GPU's name carries besides its maker and model ("NVIDIA GeForce RTX 4090 24GB"): the options
+# table's GPU column is ~24 characters wide at 1,400 px, so it shows "NVIDIA RTX 4090 24GB" (the full name is in the
+# plan, the reports and the memory chart).
+_PRODUCT_LINES = ("GeForce ", "Tesla ", "Instinct ")
+
+
+def gpu_short_name(name: str) -> str:
+    """'NVIDIA GeForce RTX 4090 24GB' -> 'NVIDIA RTX 4090 24GB'; 'AMD Instinct MI300X 192GB' -> 'AMD MI300X 192GB'."""
+    for word in _PRODUCT_LINES:
+        name = name.replace(word, "")
+    return name
+
