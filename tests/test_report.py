@@ -479,3 +479,22 @@ def test_report_page_offers_the_five_downloads():
     at.selectbox(key="report_locale").set_value("es-AR").run()
     preview = at.get("html")[0].proto.body
     assert 'lang="es"' in preview and "Resumen ejecutivo" in preview
+
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+CHART_SCENARIOS = sorted(SCENARIO_DIR.glob("*.yaml")) + sorted((SCENARIO_DIR / "presets").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CHART_SCENARIOS, ids=[p.stem for p in CHART_SCENARIOS])
+def test_chart_axes_write_plain_numbers(path):
+    """A manager reads "1,000" on an axis, never "1e+3" (Vega narrows a linear axis's "g" format to the ticks'
+    precision, which writes 1,000 as 1e+3): every report chart of every shipped scenario, in en and es-AR."""
+    from planner.present.report import images
+
+    inputs = load_inputs()
+    plan = build_plan(load_scenario_file(path, list(inputs.profiles)), inputs)
+    for loc in ("en", "es-AR"):
+        for spec in (gpu_count_spec(plan, loc), cost_time_spec(plan, loc), memory_spec(plan, loc)):
+            labels = re.findall(r"<text[^>]*>([^<>]{1,24})</text>", images.to_svg(spec))
+            exponent = [t for t in labels if re.fullmatch(r"[\d.,\s]+e[+-]?\d+", t)]
+            assert not exponent, f"{path.name} ({loc}): axis labels in exponent notation {exponent}"

@@ -242,7 +242,9 @@ def gpu_count_spec(plan: Plan, locale: str | None = "en") -> dict:
         "legend": {"orient": "bottom", "columns": 2, "labelLimit": 300}}
 
     def panel(field: str, title: str, log: bool) -> dict:
-        yenc = {"field": field, "type": "quantitative", "title": title, "axis": {"format": ",~g"}}
+        # Vega narrows a linear axis's format to the ticks' significant digits, and "g" then writes 1,000 as
+        # "1e+3": a linear axis uses "r" (plain decimals at that precision), a log axis keeps "~g"
+        yenc = {"field": field, "type": "quantitative", "title": title, "axis": {"format": ",~g" if log else ",~r"}}
         if log:
             yenc["scale"] = {"type": "log"}
         return {"width": WIDTH // 2 - 40, "height": 220, "mark": {"type": "line", "point": True},
