@@ -42,7 +42,11 @@ CSS = """
 %R figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
 %R ul { padding-left: 22px; }
 %R li { margin: 3px 0; }
-%R .sources li, %R .prices td { overflow-wrap: anywhere; }
+%R .sources li { overflow-wrap: anywhere; }
+/* prices: only the source (URLs, repository paths) breaks anywhere, at 12em or more; provider and tier keep a line */
+%R .prices td:last-child { overflow-wrap: anywhere; min-width: 12em; }
+%R .prices td:first-child { min-width: 9em; }
+%R .prices td:nth-child(2), %R .prices td:nth-child(4) { white-space: nowrap; }
 %R .risks { padding-left: 0; }
 %R .risks li { list-style: none; margin: 8px 0; padding: 8px 12px; border-left: 4px solid var(--warn);
                background: #fdf3ec; }
