@@ -14,6 +14,7 @@ from planner.engine import (
     cost,
     memo,
     memory,
+    op_classes,
     published_memory,
     scaling,
     sequences,
@@ -129,9 +130,16 @@ def _class_terms(ctx: _Context, gpu: GpuProfile, precision: str, micro_batch: in
     """The micro-step by operator class at 100% of this GPU's dense peak and bandwidth (None without a split): the
     model's own trace, else a traced model of the same transformer shape (measurements.shape_twin_op_classes)."""
     # Worked out here, not per plan: only the calibration's measurement (perf/class_roofline.py) reads the split.
-    classes = _same_step(dict(ctx.idx.op_classes) or shape_twin_op_classes(ctx.inputs.results, ctx.model,
-                                                                           ctx.scenario.training),
-                         ctx.model, ctx.scenario)
+    # The first split that counts the scenario's FLOPs: the model's own trace, a traced twin, the shape per layer.
+    splits: tuple[Callable[[], dict[str, OpClassLine]], ...] = (
+        lambda: dict(ctx.idx.op_classes),
+        lambda: shape_twin_op_classes(ctx.inputs.results, ctx.model, ctx.scenario.training),
+        lambda: _analytic_op_classes(ctx))
+    classes: dict[str, OpClassLine] = {}
+    for split in splits:
+        classes = _same_step(split(), ctx.model, ctx.scenario)
+        if classes:
+            break
     line = classes.get(precision)
     peak = _transfer_peak(gpu, precision)
     if line is None or not peak:
@@ -217,6 +225,21 @@ class _Context:
 # A trace's split is the scenario's step only when it counts the same FLOPs (a sequence classifier traced as the
 # zoo's masked-LM model carries a vocabulary projection the scenario does not run, for one).
 SAME_STEP_FLOPS_TOLERANCE = 0.05
+
+
+def _analytic_op_classes(ctx: _Context) -> dict[str, OpClassLine]:
+    """A typed transformer shape with neither a trace nor a traced twin: its split per layer (op_classes.py), for
+    plain training only, as the twin (recompute, frozen layers and adapters change the op mix)."""
+    shape, t = ctx.model.transformer, ctx.scenario.training
+    if shape is None or t.activation_checkpointing or t.frozen_fraction or t.adapter:
+        return {}
+    out = {}
+    for precision in t.precisions:
+        line = op_classes.analytic_op_classes(shape, family=ctx.model.family, precision=precision,
+                                              attention=ctx.model.attention, parameters=ctx.model.params)
+        if line is not None:
+            out[precision] = line
+    return out
 
 
 def _same_step(classes: dict[str, OpClassLine], model: ResolvedModel, scenario: Scenario) -> dict[str, OpClassLine]:
