@@ -12,6 +12,8 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 # Selectors start with %R, the root: :root in the standalone file, .tp-report in the app's preview (so the
 # report's styles never leak into the page around it).
+# The price table: only the source column (URLs, repository paths) breaks anywhere, at 12em or more; provider and
+# tier keep one line; the GPU wraps at words from 9em (a word broken mid-way read "hypersta ck", "on-dem and").
 CSS = """
 %R { --ink: #1f2933; --muted: #52606d; --line: #d9e2ec; --accent: #0b5394; --warn: #b44d12; --bg: #f5f7fa;
      color: var(--ink); font: 15px/1.5 "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif; }
@@ -43,7 +45,6 @@ CSS = """
 %R ul { padding-left: 22px; }
 %R li { margin: 3px 0; }
 %R .sources li { overflow-wrap: anywhere; }
-/* prices: only the source (URLs, repository paths) breaks anywhere, at 12em or more; provider and tier keep a line */
 %R .prices td:last-child { overflow-wrap: anywhere; min-width: 12em; }
 %R .prices td:first-child { min-width: 9em; }
 %R .prices td:nth-child(2), %R .prices td:nth-child(4) { white-space: nowrap; }
