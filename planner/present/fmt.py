@@ -218,4 +218,3 @@ def gpu_short_name(name: str) -> str:
     for word in _PRODUCT_LINES:
         name = name.replace(word, "")
     return name
-

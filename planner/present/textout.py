@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
-from planner.present.fmt import MISSING
+from planner.present.fmt import MISSING, SCIENTIFIC_FROM
 from planner.present.notes import english
 from planner.present.viewmodel import trade_off
 from planner.vocab import GIB
@@ -15,9 +15,6 @@ COLUMNS = (
     ("step s", 8), ("source", 12), ("steps", 9), ("hours [low-high]", 20), ("GPU-h", 8), ("cost USD", 10),
     ("local", 14), ("price (provider, tier, date)", 36), ("kWh", 7),
 )
-
-
-SCIENTIFIC_FROM = 1e12  # the same limit as present/fmt.py: larger figures print as 3.84e+17
 
 
 def _fmt(x: float | None, spec: str = ",.1f") -> str:
