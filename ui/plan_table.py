@@ -104,12 +104,12 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
         "fits": lambda o, m, s, c, conv: o.fits,
         "hours": lambda o, m, s, c, conv: _round(c.hours, 2) if c else None,
         "hours_range": lambda o, m, s, c, conv: (
-            f"{fmt.number(c.hours_range[0], loc, 1)} – {fmt.number(c.hours_range[1], loc, 1)}" if c else "—"),
+            f"{fmt.number(c.hours_range[0], loc, 1)} – {fmt.number(c.hours_range[1], loc, 1)}" if c else fmt.MISSING),
         "cost": lambda o, m, s, c, conv: _round(
             (c.amount_in_currency if c else None) if currency != "USD" else (c.usd if c else None), 2),
         "cost_range": lambda o, m, s, c, conv: (
             f"{fmt.money(c.amount_range_in_currency[0], c.currency, loc)} – "
-            f"{fmt.money(c.amount_range_in_currency[1], c.currency, loc)}") if c and c.price else "—",
+            f"{fmt.money(c.amount_range_in_currency[1], c.currency, loc)}") if c and c.price else fmt.MISSING,
         "gpu_hours": lambda o, m, s, c, conv: _round(c.gpu_hours, 1) if c else None,
         "sources": lambda o, m, s, c, conv: " / ".join(short(x) for x in (s, m, conv)),
         "topology": lambda o, m, s, c, conv: tr(f"common.topology.{o.topology}") if o.topology else "—",
