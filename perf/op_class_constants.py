@@ -80,8 +80,8 @@ def _lstsq2(xs: Sequence[tuple[float, float]], ys: Sequence[float]) -> tuple[flo
     d = sum(x0 * y for (x0, _), y in zip(xs, ys, strict=True))
     e = sum(x1 * y for (_, x1), y in zip(xs, ys, strict=True))
     det = a * c - b * b
-    if abs(det) < 1e-12 * max(a * c, 1.0):  # one regressor is all zeros: fit the other alone
-        return (d / a if a else 0.0), (e / c if c and not a else 0.0)
+    if abs(det) < 1e-12 * max(a * c, 1.0):
+        raise SystemExit("the traces do not separate the two terms (a regressor is all zeros or proportional)")
     return (d * c - b * e) / det, (a * e - b * d) / det
 
 
