@@ -9,7 +9,10 @@ from fpdf import FPDF
 from fpdf.fonts import FontFace
 
 from planner.present.i18n import t
+from planner.present.report import fpdf_speed
 from planner.present.report.model import ReportModel, Table
+
+fpdf_speed.install()  # fpdf2's line widths from kept sums: the same PDF, ~0.07 s sooner (fpdf_speed.py)
 
 FONTS_DIR = Path(__file__).resolve().parent / "fonts"
 FONT = "DejaVu"
