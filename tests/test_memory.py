@@ -491,12 +491,18 @@ def test_a_frozen_base_keeps_less_and_a_quantised_one_keeps_its_linear_inputs():
     full = layer_activation_coefficients(LLAMA7B, "bf16", layout="pure_bf16", dropout=False)[0]
     frozen = layer_activation_coefficients(LLAMA7B, "bf16", layout="pure_bf16", dropout=False, adapter=lora)[0]
     quantised = layer_activation_coefficients(LLAMA7B, "bf16", layout="pure_bf16", dropout=False, adapter=qlora)[0]
+    old_bnb = layer_activation_coefficients(LLAMA7B, "bf16", layout="pure_bf16", dropout=False,
+                                            adapter=replace(qlora, nf4_keeps_input=True))[0]
+    int8 = layer_activation_coefficients(LLAMA7B, "bf16", layout="pure_bf16", dropout=False,
+                                         adapter=replace(qlora, base_dtype="int8"))[0]
     f_over_h = 11008 / 4096
     # frozen: 2 RMSNorm fp32 upcasts 8 + Q, K, V, out 8 + SiLU input, SiLU and up outputs 6f/h + LoRA input 2
     assert frozen == pytest.approx(8 + 8 + 6 * f_over_h + 2)
-    # bitsandbytes keeps the MLP and down-projection inputs too: + 2 + 2f/h
-    assert quantised == pytest.approx(frozen + 2 + 2 * f_over_h)
-    assert frozen < quantised < full
+    # bitsandbytes >= 0.43.2's 4-bit matmul keeps only the weight: as a 16-bit frozen base
+    assert quantised == pytest.approx(frozen)
+    # before 0.43.2 (and int8 in every version) it keeps the MLP and down-projection inputs too: + 2 + 2f/h
+    assert old_bnb == pytest.approx(frozen + 2 + 2 * f_over_h) == pytest.approx(int8)
+    assert frozen < old_bnb < full
     dropped = layer_activation_coefficients(LLAMA7B, "bf16", layout="pure_bf16", dropout=False,
                                             adapter=replace(lora, dropout=0.05))[0]
     # with lora_dropout the adapters keep a mask and a dropped copy per adapted matrix (q, v) instead of the input
@@ -721,3 +727,15 @@ def test_fsdp_with_adapters_in_mixed_units_keeps_the_frozen_bases_gradients():
     (note,) = [n for n in with_frozen.notes if n.key == "fsdp_frozen_grads"]
     assert note.params["grads_gib"] == round(2 * model.params / 2 / GIB, 2)  # the base's bf16 gradients, sharded
     assert with_frozen.total > without.total and not any(n.key == "fsdp_frozen_grads" for n in without.notes)
+
+
+def test_nf4_keeps_input_is_read_from_the_scenario_and_a_wrong_value_names_the_field():
+    from planner.inputs.scenario import load_scenario_text
+
+    base = ("schema: trainplan.scenario/1\nname: q\nmodel: {name: llama2_7b}\n"
+            "workload: {dataset_samples: 1000, epochs: 1}\n"
+            "training: {global_batch: 8, adapter: {kind: qlora, rank: 8, targets: qv%s}}\n")
+    assert load_scenario_text(base % "").training.adapter.nf4_keeps_input is False  # bitsandbytes >= 0.43.2
+    assert load_scenario_text(base % ", nf4_keeps_input: true").training.adapter.nf4_keeps_input is True
+    with pytest.raises(InputError, match="nf4_keeps_input"):
+        load_scenario_text(base % ", nf4_keeps_input: sometimes")

@@ -26,10 +26,10 @@ _spec.loader.exec_module(memory_report)
 KNOWN_MISSES = {
     "litgpt-a100-llama2-7b-lora-b2": "LitGPT's LoRA run grows 7.2 GiB per sample at 1,304 tokens; the frozen-base "
                                      "model 6.5 (-5.6% at micro-batch 2): ~12 B·s·h per layer unexplained",
-    "litgpt-a100-llama2-7b-qlora-nf4": "QLoRA allocated ≈10% low (1.28 GiB), not in bitsandbytes: 0.41's MatMul4Bit "
-                                       "keeps only its input (counted) and dequantizes one weight at a time "
-                                       "(≤ 0.13 GiB; bitsandbytes@a06a0f6a:bitsandbytes/autograd/_functions.py"
-                                       "#L516-L547), PagedAdamW's states are managed memory outside "
+    "litgpt-a100-llama2-7b-qlora-nf4": "QLoRA allocated ≈10% low (1.28 GiB) with bitsandbytes 0.41.1's kept 4-bit "
+                                       "linear inputs counted (nf4_keeps_input): 0.41's MatMul4Bit dequantizes one "
+                                       "weight at a time (≤ 0.13 GiB; bitsandbytes@a06a0f6a:bitsandbytes/autograd/"
+                                       "_functions.py#L516-L547), PagedAdamW's states are managed memory outside "
                                        "max_memory_allocated, LitGPT does not call PEFT (no fp32 upcast); the gap "
                                        "scales with s·b·h·L (8.0 B per token, hidden unit and layer here and on 13B): "
                                        "an activation-shaped tensor per layer",
@@ -40,17 +40,16 @@ KNOWN_MISSES = {
                                             "frozen base's unsharded gradients (fsdp_frozen_grads, no_sync); "
                                             "micro-batch 1 is +1.8%: the model's activation growth from 1 to 4 "
                                             "under checkpointing is ~2 GiB more than LitGPT's 1.1 GiB",
-    "fms-a100-mistral-7b-qlora-peft-b4": "HF/PEFT QLoRA (nf4-dq, packed 4096, checkpointing, flash-attn 2) +10.2%: the "
-                                         "published peak grows 3.80 GiB per sample (L58 to L60), the model 4.17; the "
-                                         "intercept is 4.04 GiB published vs 4.52 modelled (kbit_upcast's +0.49 GiB of fp32 "
-                                         "weights is not in the CSV's end-of-training allocation, which equals the "
-                                         "plugin rows' to 0.01%)",
-    "fms-a100-mistral-7b-qlora-peft-b8": "as fms-a100-mistral-7b-qlora-peft-b4 at batch 8: +10.0%",
-    "fms-a100-mistral-7b-qlora-plugin-b4": "QLoRA without the fp32 upcast +9.1%: the published peak grows 2.80 GiB per "
-                                           "4096-token sample (L78 to L80), the model 3.17 (1.0 of checkpointed layer "
-                                           "inputs, 0.89 for one recomputed block, 1.28 for logits and loss): 0.37 GiB "
-                                           "per sample too many (≈24 B·s·h), intercept 4.04 published vs 3.93",
-    "fms-a100-mistral-7b-qlora-plugin-b8": "as fms-a100-mistral-7b-qlora-plugin-b4 at batch 8: +10.8%",
+    "fms-a100-mistral-7b-qlora-peft-b4": "HF/PEFT QLoRA (nf4-dq, packed 4096, checkpointing, flash-attn 2, "
+                                         "bitsandbytes 0.43.3) +6.7%: the published peak grows 3.80 GiB per sample "
+                                         "(L58 to L60), the model 4.00; the intercept is 4.04 GiB published vs 4.53 "
+                                         "modelled (kbit_upcast's +0.49 GiB of fp32 weights is not in the CSV's "
+                                         "end-of-training allocation, which equals the plugin rows' to 0.01%)",
+    "fms-a100-mistral-7b-qlora-peft-b8": "as fms-a100-mistral-7b-qlora-peft-b4 at batch 8: +6.0%",
+    "fms-a100-mistral-7b-qlora-plugin-b8": "QLoRA without the fp32 upcast at batch 8: +5.6% (b4: +4.6%): the "
+                                           "published peak grows 2.80 GiB per 4096-token sample (L78 to L80), the "
+                                           "model 3.00 (1.0 of checkpointed layer inputs, 0.72 for one recomputed "
+                                           "block, 1.28 for logits and loss): 0.2 GiB per sample too many (≈13 B·s·h)",
     "mesa-deit-b-amp-b128": "ViT-B/16 eager attention under AMP ≈23% low: 4 GiB unexplained (the counter is "
                             "inferred from the demo code and the GPU and PyTorch version are not published)",
 }

@@ -164,9 +164,9 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     Autograd saves what the gradient of something trainable needs (checked with saved_tensors_hooks: a frozen
     nn.Linear saves no input): a frozen linear keeps no input and a frozen norm no normalised output; the
     attention kernel still keeps Q, K, V (flash: at kv_heads) and its output (not eager's), the activation
-    function its input (GeLU f/h; SwiGLU gate, SiLU and up outputs, 3f/h). bitsandbytes' 4/8-bit matmuls
-    (MatMul4Bit, MatMul8bitLt) save their input whatever needs a gradient, so a quantised base keeps the linear
-    inputs after all. Adapters add their input: once when lora_dropout is 0 (the shared tensor), else a mask
+    function its input (GeLU f/h; SwiGLU gate, SiLU and up outputs, 3f/h). bitsandbytes' 8-bit matmul
+    (MatMul8bitLt) saves its input whatever needs a gradient, and so did its 4-bit one before 0.43.2
+    (quantized_base_keeps_inputs): such a base keeps the linear inputs after all. Adapters add their input: once when lora_dropout is 0 (the shared tensor), else a mask
     and a dropped copy per adapted matrix (PEFT's per-layer nn.Dropout) instead of the input itself (checked:
     with p > 0 the undropped input is not kept by the adapter). LitGPT's fused qkv adapter drops once for q and
     v together: PEFT's count is the upper one.
@@ -181,7 +181,7 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     # Adapted matrices per input: q, k, v share the attention input; gate and up (SwiGLU) the MLP input.
     adapted = {"qv": {"qkv": 2}, "attention": {"qkv": 3, "o": 1},
                "all_linear": {"qkv": 3, "o": 1, "mlp": 2 if shape.mlp == "swiglu" else 1, "down": 1}}[adapter.targets]
-    if adapter.base_dtype in QUANTIZED_BASE_DTYPES:  # bitsandbytes keeps every linear's input
+    if quantized_base_keeps_inputs(adapter):  # bitsandbytes keeps every linear's input
         kept = dict(inputs)
     elif adapter.dropout > 0:  # the adapters keep their dropped copies (below), not the input
         kept = {}
@@ -193,6 +193,15 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     if adapter.dropout > 0:  # a mask and a dropped copy per adapted matrix
         lora += sum(n * inputs[k] * (MASK_BYTES + t) for k, n in adapted.items())
     return norms + attention_saved + mlp_saved + lora
+
+
+def quantized_base_keeps_inputs(adapter: Adapter) -> bool:
+    """Whether the frozen base's quantised linears keep their input for backward: bitsandbytes' MatMul8bitLt does
+    (int8, every version); MatMul4Bit did before 0.43.2 (`adapter.nf4_keeps_input`; bitsandbytes@9e753741,
+    #1270: bitsandbytes/autograd/_functions.py ctx.tensors = (A, B) -> (None, B)). A 16-bit base does not."""
+    if adapter.base_dtype == "int8":
+        return True
+    return adapter.base_dtype in QUANTIZED_BASE_DTYPES and adapter.nf4_keeps_input
 
 
 def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, attention: str = "sdpa",
@@ -341,7 +350,7 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         if adapter is not None:
             detail += (f"; frozen base ({adapter.kind} on {adapter.targets}, base {adapter.base_dtype}): no input "
                        "kept for frozen linears" + (" except bitsandbytes' quantised ones"
-                                                    if adapter.base_dtype in QUANTIZED_BASE_DTYPES else ""))
+                                                    if quantized_base_keeps_inputs(adapter) else ""))
         return value, Source("analytic", detail)
     if model.activation_bytes_per_sample is not None:
         extra = [f"model.activation_bytes_per_sample = {model.activation_bytes_per_sample:.3g} B"]

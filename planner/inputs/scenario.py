@@ -98,6 +98,11 @@ class Adapter:
     # peft.prepare_model_for_kbit_training casts a quantised base's unquantised parameters (embeddings, LM head,
     # norms) to fp32 (the HF/PEFT QLoRA stack); False: they stay 16-bit (LitGPT). Unused without a quantised base.
     kbit_upcast: bool = True
+    # bitsandbytes before 0.43.2 kept every 4-bit linear's input for backward (MatMul4Bit ctx.tensors = (A, B)),
+    # though a frozen base needs only the weight; 0.43.2 dropped it (bitsandbytes@9e753741 "fix QLoRA mem bug:
+    # delete useless buffered activation", #1270). True: an older bitsandbytes (LitGPT's 2023-24 tables ran 0.42.0).
+    # int8 bases keep it in every version (MatMul8bitLt). Unused without an nf4 base.
+    nf4_keeps_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -359,6 +364,7 @@ def _training(r: Reader) -> TrainingSetup:
             base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"], BASE_DTYPES),
             dropout=a.number("dropout", ad["dropout"], minimum=0, maximum=0.99),
             kbit_upcast=a.boolean("kbit_upcast", ad["kbit_upcast"]),
+            nf4_keeps_input=a.boolean("nf4_keeps_input", ad["nf4_keeps_input"]),
         )
     setup = TrainingSetup(
         global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
