@@ -739,3 +739,44 @@ def test_nf4_keeps_input_is_read_from_the_scenario_and_a_wrong_value_names_the_f
     assert load_scenario_text(base % ", nf4_keeps_input: true").training.adapter.nf4_keeps_input is True
     with pytest.raises(InputError, match="nf4_keeps_input"):
         load_scenario_text(base % ", nf4_keeps_input: sometimes")
+
+
+def test_softmax_keeps_input_before_pytorch_1_11_adds_one_score_tensor_to_eager_attention():
+    # PyTorch < 1.11 kept softmax's input besides its output (pytorch/pytorch#49600): under AMP the fp32 upcast
+    # (4 B per score: 4 + 2 + 4), in fp32 the scores themselves (4 + 4); fused attention keeps no scores at all.
+    old = {"softmax_keeps_input": True}
+    assert layer_activation_coefficients(GPT2, "fp16", attention="eager", dropout=False)[1] == 6
+    assert layer_activation_coefficients(GPT2, "fp16", attention="eager", dropout=False, **old)[1] == 10
+    assert layer_activation_coefficients(GPT2, "fp32", attention="eager", dropout=False, **old)[1] == 8
+    assert layer_activation_coefficients(GPT2, "bf16", attention="eager", dropout=False, layout="pure_bf16",
+                                         **old)[1] == 4
+    assert layer_activation_coefficients(GPT2, "fp16", attention="sdpa", dropout=False, **old) == \
+        layer_activation_coefficients(GPT2, "fp16", attention="sdpa", dropout=False)
+    # the loss's log_softmax under AMP kept the logits' fp32 upcast: + 4·s·b·V; in fp32 the logits are counted
+    s, v = GPT2.seq_len, GPT2.vocab
+    amp = [transformer_activation_bytes(GPT2, 1, "fp16", attention="sdpa", dropout=False, softmax_keeps_input=k)
+           for k in (False, True)]
+    assert amp[1] - amp[0] == pytest.approx(4 * s * v)
+    fp32 = [transformer_activation_bytes(GPT2, 1, "fp32", attention="sdpa", dropout=False, softmax_keeps_input=k)
+            for k in (False, True)]
+    assert fp32[1] == fp32[0]
+
+
+def test_softmax_keeps_input_is_read_from_the_scenario_and_named_in_the_source():
+    from planner.inputs.scenario import load_scenario_text
+
+    base = ("schema: trainplan.scenario/1\nname: v\nmodel: {name: vit_b16, attention: eager}\n"
+            "workload: {dataset_samples: 1000, epochs: 1}\ntraining: {global_batch: 64%s}\n")
+    assert load_scenario_text(base % "").training.softmax_keeps_input is False
+    old = load_scenario_text(base % ", softmax_keeps_input: true")
+    assert old.training.softmax_keeps_input is True
+    with pytest.raises(InputError, match="softmax_keeps_input"):
+        load_scenario_text(base % ", softmax_keeps_input: 2")
+    model = ResolvedModel("vit_b16", "vit", 86_567_656, transformer=TransformerShape(
+        layers=12, hidden=768, heads=12, seq_len=197, vocab=0, mlp="gelu", ffn=3072, dropout=0.0), attention="eager")
+    est_new = estimate_memory(model, replace(old.training, softmax_keeps_input=False),
+                              option("fp16", 128, 1, 1, 32.0, "7.0"))
+    est_old = estimate_memory(model, old.training, option("fp16", 128, 1, 1, 32.0, "7.0"))
+    assert est_old.activations - est_new.activations == pytest.approx(4 * 12 * 12 * 197 * 197 * 128)
+    assert "softmax input kept (PyTorch < 1.11)" in est_old.source.detail
+    assert "softmax input" not in est_new.source.detail

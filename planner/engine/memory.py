@@ -564,7 +564,8 @@ def option_activation_bytes(model: ResolvedModel, training: TrainingSetup, optio
                                        compute_capability=option.gpu.compute_capability)
     return activation_bytes(model, option.precision, option.micro_batch,
                             checkpointing=training.activation_checkpointing, line=line,
-                            layout=training.state_layout, attention=attention, attention_why=why, adapter=adapter)
+                            layout=training.state_layout, attention=attention, attention_why=why, adapter=adapter,
+                            softmax_keeps_input=training.softmax_keeps_input)
 
 
 def head_gradient_bytes(model: ResolvedModel, training: TrainingSetup, *, precision: str) -> float:

@@ -16,6 +16,10 @@ ATTENTIONS = MODEL_ATTENTIONS  # eager (softmax(QK^T)V) | sdpa (PyTorch's fused 
 MASK_BYTES = 1  # dropout masks are torch.bool on CUDA (Korthikanti et al. 2022 §4.1: "1 byte")
 LOGSUMEXP_BYTES = 4  # flash / memory-efficient SDPA keep an fp32 logsumexp per head and token for backward
 LOG_SOFTMAX_BYTES = 4  # cross_entropy runs in fp32 (autocast fp32 op list): saved log-softmax, 4 B per logit
+# PyTorch before 1.11 kept softmax's and log_softmax's INPUT for backward besides the output, though the backward
+# reads only the output (pytorch/pytorch#49600; removed by #65242, relanded as #66018 on 2021-10-01: first in 1.11):
+# training.softmax_keeps_input. Under AMP that input is softmax's fp32 upcast (4 B per score), else the scores' own
+# dtype; the loss's log_softmax under AMP keeps the logits' fp32 upcast (4 B per logit).
 # RMSNorm as Hugging Face (LlamaRMSNorm), LitGPT and torchtitan write it: the input is upcast to fp32, which pow
 # and mul save (4 B per element), and the normalised tensor is saved by the weight multiply (residual dtype).
 # A fused LayerNorm saves only its input (and per-row statistics).
@@ -123,7 +127,8 @@ def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> fl
 
 def layer_activation_coefficients(shape: TransformerShape, precision: str, *, attention: str = "sdpa",
                                   dropout: bool | None = None, layout: str = "torch_amp",
-                                  adapter: Adapter | None = None) -> tuple[float, float, float]:
+                                  adapter: Adapter | None = None,
+                                  softmax_keeps_input: bool = False) -> tuple[float, float, float]:
     """(c_sbh, c_as2b, c_asb): one block keeps c_sbh·s·b·h + c_as2b·a·s²·b + c_asb·a·s·b bytes.
 
     Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", §4.1, eq. 1):
@@ -135,6 +140,7 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     (mlp_activation_coefficient) + m. Scores (eager attention): softmax output t, + with dropout its mask and
     output (1 + t); under AMP softmax runs in fp32 (4) and the PV matmul saves a 16-bit copy (2), + mask.
     SDPA/flash store no s² tensor, only an fp32 logsumexp (4·a·s·b) and regenerate dropout from its RNG state.
+    `softmax_keeps_input` (PyTorch < 1.11): eager softmax also keeps its input, 4 under AMP (the fp32 upcast), else t.
     Results (checked in tests): 16-bit 34 + 5as/h / 32 + 2as/h, fp32 66 + 9as/h / 64 + 4as/h, AMP 38 + 7as/h /
     36 + 6as/h; SDPA 34/32, 66/64, 38/36. With an adapter the base is frozen: see frozen_block_coefficient.
     """
@@ -154,6 +160,8 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
         c_scores = 4 + 2 + m
     else:
         c_scores = t + (MASK_BYTES + t if m else 0)
+    if softmax_keeps_input:
+        c_scores += 4 if kind == "amp" else t
     return c_sbh, float(c_scores), 0.0
 
 
@@ -206,10 +214,11 @@ def quantized_base_keeps_inputs(adapter: Adapter) -> bool:
 
 def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, attention: str = "sdpa",
                            dropout: bool | None = None, layout: str = "torch_amp",
-                           adapter: Adapter | None = None) -> float:
+                           adapter: Adapter | None = None, softmax_keeps_input: bool = False) -> float:
     """Bytes one transformer block keeps for backward (Korthikanti et al. 2022 eq. 1 and variants)."""
     c_sbh, c_as2b, c_asb = layer_activation_coefficients(shape, precision, attention=attention, dropout=dropout,
-                                                         layout=layout, adapter=adapter)
+                                                         layout=layout, adapter=adapter,
+                                                         softmax_keeps_input=softmax_keeps_input)
     s, b, h, a = shape.seq_len, micro_batch, shape.hidden, shape.heads
     return c_sbh * s * b * h + c_as2b * a * s * s * b + c_asb * a * s * b
 
@@ -220,14 +229,17 @@ def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
 
 
 def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool | None = None,
-                          layout: str = "torch_amp", adapter: Adapter | None = None) -> float:
+                          layout: str = "torch_amp", adapter: Adapter | None = None,
+                          softmax_keeps_input: bool = False) -> float:
     """Embedding dropout mask, final norm input, LM-head input and the logits/loss tensors.
 
     Logits (ESTIMATION.md §1): the model's logits (t·sbV, kept by the training loop that returned them), the
     fp32 log-softmax 4sbV, and a backward transient of the same size (its gradient) at the start of backward.
     A chunked or fused cross-entropy (`loss: chunked`) never holds the whole logits, and a sequence-level head
     (`loss: sequence`: classification) has none: only the head input counts. A frozen head (adapters: the head
-    stays a 16-bit nn.Linear) keeps no input, and a frozen final norm no normalised output.
+    stays a 16-bit nn.Linear) keeps no input, and a frozen final norm no normalised output. Before PyTorch 1.11
+    (`softmax_keeps_input`) log_softmax kept its input too: under AMP the logits' fp32 upcast (4sbV); otherwise the
+    logits themselves, already counted.
     """
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
@@ -241,26 +253,29 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     logits = 0.0
     if shape.loss == "standard":
         logits = t * sb * shape.vocab + 2 * logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
+        if softmax_keeps_input and kind == "amp":
+            logits += logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
     return (m + norm + t_head) * sb * shape.hidden + logits
 
 
 def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *,
                                  attention: str = "sdpa", dropout: bool | None = None, checkpointing: bool = False,
-                                 layout: str = "torch_amp", adapter: Adapter | None = None) -> float:
+                                 layout: str = "torch_amp", adapter: Adapter | None = None,
+                                 softmax_keeps_input: bool = False) -> float:
     """Activations of a decoder/encoder stack at micro-batch b: L blocks + embeddings/head (bytes per GPU).
 
     Checkpointing (ESTIMATION.md §1): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
     fp32, whose residual stream is fp32) and one block's full working set exists during its recomputation.
     """
     per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
-                                       layout=layout, adapter=adapter)
+                                       layout=layout, adapter=adapter, softmax_keeps_input=softmax_keeps_input)
     if checkpointing:
         r = _residual_bytes(activation_kind(precision, layout))
         blocks = shape.layers * r * shape.seq_len * micro_batch * shape.hidden + per_layer
     else:
         blocks = shape.layers * per_layer
     return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout,
-                                          adapter=adapter)
+                                          adapter=adapter, softmax_keeps_input=softmax_keeps_input)
 
 
 def activation_element_bytes(precision: str, layout: str) -> float:
@@ -304,7 +319,7 @@ def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_preci
 
 
 def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str, attention_why: str,
-                    checkpointing: bool) -> str:
+                    checkpointing: bool, softmax_keeps_input: bool = False) -> str:
     """How the transformer formula was set up, knob by knob (the plan's source line for the activations)."""
     variant = {"fp32": "fp32", "amp": "torch AMP", "half": "16-bit"}[activation_kind(precision, layout)]
     if shape.dropout is None:
@@ -320,17 +335,20 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
     else:
         loss = f"{shape.loss} loss: no whole logits"
     return (f"Korthikanti et al. 2022, s·b·h·(34 + 5as/h) per layer: {variant}, {attention} attention{why}{kv}, "
-            f"{shape.norm_kind}, {dropout}{', checkpointing' if checkpointing else ''}; {loss}")
+            f"{shape.norm_kind}, {dropout}{', softmax input kept (PyTorch < 1.11)' if softmax_keeps_input else ''}"
+            f"{', checkpointing' if checkpointing else ''}; {loss}")
 
 
 def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, checkpointing: bool = False,
                      line: ActivationLine | None = None, layout: str = "torch_amp", attention: str = "sdpa",
-                     attention_why: str = "", adapter: Adapter | None = None) -> tuple[float, Source]:
+                     attention_why: str = "", adapter: Adapter | None = None,
+                     softmax_keeps_input: bool = False) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
     Precedence (ESTIMATION.md: measured > traced > formula): a fitted line (its intercept included; lines are
     taken as measured without checkpointing), the transformer formula, then the user's per-sample figure.
-    `attention` is the resolved kind (resolve_attention) and `attention_why` how it was chosen.
+    `attention` is the resolved kind (resolve_attention) and `attention_why` how it was chosen;
+    `softmax_keeps_input`: training.softmax_keeps_input (PyTorch < 1.11, formula only).
     """
     if micro_batch < 1:
         raise InputError(None, "micro_batch", micro_batch, "an integer >= 1")
@@ -344,9 +362,10 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
     if model.transformer is not None:
         shape = model.transformer
         value = transformer_activation_bytes(shape, micro_batch, precision, attention=attention,
-                                             checkpointing=checkpointing, layout=layout, adapter=adapter)
+                                             checkpointing=checkpointing, layout=layout, adapter=adapter,
+                                             softmax_keeps_input=softmax_keeps_input)
         detail = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
-                                 checkpointing=checkpointing)
+                                 checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input)
         if adapter is not None:
             detail += (f"; frozen base ({adapter.kind} on {adapter.targets}, base {adapter.base_dtype}): no input "
                        "kept for frozen linears" + (" except bitsandbytes' quantised ones"

@@ -120,6 +120,9 @@ class TrainingSetup:
     # optimizer.zero_grad(set_to_none=True), PyTorch >= 2.0's default, frees gradients before forward; False keeps
     # zeroed gradients alive through forward (PyTorch 1.x's default, and the loops written for it).
     set_grads_to_none: bool = True
+    # PyTorch before 1.11 kept softmax's (and log_softmax's) input for backward as well as its output
+    # (pytorch/pytorch#49600; removed by #66018, 2021-10): eager attention keeps one more s x s tensor per layer.
+    softmax_keeps_input: bool = False
     # FSDP's no_sync() during gradient accumulation (LitGPT/Fabric no_backward_sync, Accelerate's accumulate):
     # gradients accumulate unsharded until the last micro-batch. False: reduce-scatter every micro-batch (FSDP2).
     fsdp_no_sync: bool = False
@@ -378,6 +381,7 @@ def _training(r: Reader) -> TrainingSetup:
         frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
         adapter=adapter,
         set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
+        softmax_keeps_input=r.boolean("softmax_keeps_input", td["softmax_keeps_input"]),
         fsdp_no_sync=r.boolean("fsdp_no_sync", td["fsdp_no_sync"]),
         fsdp_frozen_grads=r.boolean("fsdp_frozen_grads", td["fsdp_frozen_grads"]),
         lr_reference_batch=r.integer("lr_reference_batch", td["lr_reference_batch"], minimum=1, maximum=10**9),
