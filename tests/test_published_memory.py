@@ -51,10 +51,12 @@ KNOWN_MISSES = {
                                            "model 3.00 (1.0 of checkpointed layer inputs, 0.72 for one recomputed "
                                            "block, 1.28 for logits and loss): 0.2 GiB per sample too many (≈13 B·s·h)",
     "mesa-deit-b-amp-b128": "ViT-B/16 eager attention under AMP, PyTorch 1.7.1: -7.2% with softmax's kept fp32 "
-                            "input counted (softmax_keeps_input: was -22.6% without); 1.25 GiB unexplained, about "
-                            "0.1 GiB per layer, not modelled: the attention backward's s x s gradients (~0.44 GiB at "
-                            "its start) and DeiT's cudnn.benchmark search for the patch-embedding convolution's "
-                            "backward at the activation peak (the GPU is not published)",
+                            "input counted (softmax_keeps_input: was -22.6% without); 1.25 GiB unexplained. Not "
+                            "the attention backward's s x s gradients (8 B per score while the last block's MLP "
+                            "tensors are already freed: net -0.1 GB); a candidate not modelled is DeiT's "
+                            "cudnn.benchmark search for the patch-embedding convolution's weight gradient at the "
+                            "first backward, whose workspace PyTorch 1.7 sizes up to the largest cached free block "
+                            "(the GPU is not published)",
 }
 
 
