@@ -270,6 +270,7 @@ def test_the_shipped_traces_carry_op_counts_and_the_planner_reads_them():
     from planner.engine.models import resolve_model
     from planner.inputs.folders import load_inputs
     from planner.inputs.scenario import parse_scenario
+    from planner.present.notes import english
 
     # the shipped traces, plus the earlier /1 resnet50 trace they replaced (kept as a fixture)
     inputs = load_inputs([ROOT / "results" / "traced", ROOT / "tests" / "fixtures" / "traced_v1"],
@@ -285,7 +286,8 @@ def test_the_shipped_traces_carry_op_counts_and_the_planner_reads_them():
     ops, _, label = idx.aten_ops["fp32"]
     assert ops == 408 and label.startswith("resnet50-20261202T")
     # the newer trace supersedes the older one of the same configuration (peaks included)
-    assert any("superseded by the newer trace" in s for s in idx.skipped)
+    assert any(n.params["why"].key == "file_superseded" and ": not used (superseded by the newer trace " in english(n)
+               for n in idx.skipped), [english(n) for n in idx.skipped]
     assert all(pt.label.startswith("resnet50-20261202T") for pt in idx.peaks[("traced", "fp32")])
 
 
@@ -357,6 +359,7 @@ def test_a_trace_at_another_sequence_length_neither_supersedes_nor_sizes_the_mod
     from planner.engine.models import resolve_model
     from planner.inputs.folders import load_inputs
     from planner.inputs.scenario import parse_scenario
+    from planner.present.notes import english
 
     inputs = load_inputs([ROOT / "results" / "traced"], include_user_data=False)
     seqs = {(rf.model.get("transformer") or {}).get("seq_len") for rf in inputs.results if rf.model_name == "bert_large"}
@@ -374,7 +377,8 @@ def test_a_trace_at_another_sequence_length_neither_supersedes_nor_sizes_the_mod
         idx = index_measurements(inputs.results, resolved, scenario.training)
         used = {pt.label for pts in idx.peaks.values() for pt in pts}
         assert used and all(str(seq) in _trace_seq(inputs, label) for label in used), (seq, used)
-        assert not any("superseded" in s for s in idx.skipped), idx.skipped
+        assert not any(n.params["why"].key == "file_superseded" for n in idx.skipped), idx.skipped
+        assert not any("superseded" in english(n) for n in idx.skipped), idx.skipped
         assert idx.op_classes["fp16"].at("matmul.flops", 1) > 0
     assert 2.8 < flops[384] / flops[128] < 3.6  # ~3x the tokens (+ attention's s^2)
 

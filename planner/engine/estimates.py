@@ -242,7 +242,7 @@ class Plan:
     scenario_name: str
     options: tuple[PlanOption, ...]
     recommendation: Recommendation
-    assumptions: tuple[Note | str, ...] = ()  # str: a result file's reason for not being used
+    assumptions: tuple[Note, ...] = ()
     warnings: tuple[Note | str, ...] = ()  # str: a problem reading an input folder
     profiles_used: tuple[str, ...] = ()
     result_files_used: tuple[str, ...] = ()

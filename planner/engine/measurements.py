@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.engine.estimates import ResolvedModel, TimePoint
+from planner.engine.notes import Note
 from planner.engine.steptime import TimeSeries, time_series
 from planner.inputs.resultfile import OP_CLASS_FIELDS, OP_CLASSES, REPO_SOURCE, Measurement, ResultFile
 from planner.inputs.scenario import TrainingSetup
@@ -69,7 +70,8 @@ class MeasurementIndex:
     ddp: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     dataloader: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     files_used: set[str] = field(default_factory=set)
-    skipped: list[str] = field(default_factory=list)
+    # Files of this model that were not used, and why: Note("file_not_used", file=..., why=Note("file_...")).
+    skipped: list[Note] = field(default_factory=list)
     # Step times whose per-step spread was large (result file `noisy: true`): IQR as % of the median, by
     # (file label, precision, batch); the label is a TimePoint's, so a plan can tell which points it used.
     noisy_pct: dict[tuple[str, str, int], float] = field(default_factory=dict)
@@ -107,30 +109,30 @@ class MeasurementIndex:
                                          s.labels))
 
 
-def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> str | None:
-    """None when the file measured this configuration; else why not (shown to the user)."""
+def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> Note | None:
+    """None when the file measured this configuration; else why not (shown to the user: note.file_*)."""
     if canonical_id(rf.model_name)[0] != model.name:
-        return "another model"
+        return Note("file_other_model")
     file_params = rf.model.get("params")
     if file_params and abs(float(file_params) - model.params) > 0.01 * model.params:
-        return f"another size of the model ({float(file_params):,.0f} parameters, the scenario has {model.params:,})"
+        return Note("file_other_size", file_params=round(float(file_params)), params=model.params)
     seq = rf.seq_len
     if seq and model.seq_len and seq != int(model.seq_len):
-        return f"sequence length {seq} differs from the scenario's {model.seq_len}"
+        return Note("file_seq_len", seq=int(seq), scenario_seq=int(model.seq_len))
     s = rf.settings
     if bool(s.get("activation_checkpointing", False)) and not training.activation_checkpointing:
-        return "measured with activation checkpointing, the scenario has none"
+        return Note("file_checkpointing")
     if float(s.get("frozen_fraction") or 0.0) != training.frozen_fraction:
-        return "frozen fraction differs"
+        return Note("file_frozen_fraction")
     if bool(s.get("adapter")) != (training.adapter is not None):
-        return "adapter (LoRA/QLoRA) differs"
+        return Note("file_adapter")
     file_adapter = s.get("adapter")
     if training.adapter is not None and isinstance(file_adapter, Mapping) and file_adapter.get("kind") \
             and file_adapter.get("kind") != training.adapter.kind:
-        return f"another adapter ({file_adapter.get('kind')}, the scenario has {training.adapter.kind})"
+        return Note("file_other_adapter", file_adapter=str(file_adapter.get("kind")), adapter=training.adapter.kind)
     sharding = s.get("sharding") or "none"
     if sharding not in ("none", None):
-        return f"sharded run ({sharding})"
+        return Note("file_sharded", sharding=str(sharding))
     return None
 
 
@@ -189,10 +191,10 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         if canonical_id(rf.model_name)[0] != model.name:  # a file under an old id ('llama') is the same model
             continue
         why_not = _file_applies(rf, model, training)
-        if not why_not and rf.is_traced and newest_trace.get(_trace_key(rf), rf.path) != rf.path:
-            why_not = f"superseded by the newer trace {Path(newest_trace[_trace_key(rf)]).name}"
-        if why_not:
-            idx.skipped.append(f"{rf.label}: not used ({why_not})")
+        if why_not is None and rf.is_traced and newest_trace.get(_trace_key(rf), rf.path) != rf.path:
+            why_not = Note("file_superseded", trace=Path(newest_trace[_trace_key(rf)]).name)
+        if why_not is not None:
+            idx.skipped.append(Note("file_not_used", file=rf.label, why=why_not))
             continue
         label = rf.label  # once per file: a large file has ~10^5 measurements
         gpu = rf.gpu_profile_id if rf.device == "cuda" else None

@@ -831,8 +831,8 @@ def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint
 
 
 def _assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
-                 idx: MeasurementIndex) -> list[Note | str]:
-    out: list[Note | str] = [
+                 idx: MeasurementIndex) -> list[Note]:
+    out: list[Note] = [
         Note("assumption_model_flops", model=model.name, params=model.params, flops=f"{model.flops_per_sample:.3g}",
              source=str(model.flops_source)) if model.flops_per_sample else
         Note("assumption_model", model=model.name, params=model.params),

@@ -95,12 +95,20 @@ def english(note: Note | str) -> str:
 
 # ---------------------------------------------------------------- source details
 
-# Parameters of source_detail.* that are always numbers (a number pattern keeps a match from straying).
+# Parameters of source_detail.* and formula_piece.* that are always numbers (a number pattern keeps a match from
+# straying).
 _NUMERIC = frozenset("epochs samples batch tokens seq_len n t0 c ratio limit largest smallest b1 pct ms tflops factor us "
                      "passes params bytes bw traffic flops peak eff f a mfu mb mib busbw exposed total per_direction "
-                     "bidirectional nodes nic stage gather scatter layers weight".split())
-_VERBATIM = frozenset({"cuda", "torch", "date", "labels", "files", "gpu", "model", "gen", "assumed"})  # versions, names, files
-_WORDS = frozenset({"kind", "precision", "used", "stage"})  # one word: nvlink4, pcie4_x8, bf16, extrapolated
+                     "bidirectional nodes nic stage gather scatter layers weight p".split())
+# versions, names, files (cc: a compute capability, "8.6")
+_VERBATIM = frozenset({"cuda", "torch", "date", "labels", "files", "gpu", "model", "gen", "assumed", "cc"})
+# one word: nvlink4, pcie4_x8, bf16, extrapolated, sdpa
+_WORDS = frozenset({"kind", "precision", "used", "stage", "attention"})
+# Parameters that are a comma-separated list of pieces, each said by a formula_piece.* template (the transformer
+# formula's set-up, knob by knob: "torch AMP, sdpa attention (...), rmsnorm, dropout 0, checkpointing").
+_LISTS = frozenset({"what"})
+_DETAIL = "source_detail"  # the catalog section of whole fragments
+_PIECE = "formula_piece"  # the catalog section of the pieces of a _LISTS parameter
 _WORD_RX = r"[\w.-]+"
 _NUMBER_RX = r"-?[\d.,]+(?:[eE][+-]?\d+)?"
 
@@ -116,11 +124,12 @@ def _balanced(text: str) -> bool:
 
 
 @cache
-def _detail_templates() -> tuple[tuple[re.Pattern, str], ...]:
-    """(regex of the English wording, catalog key), most specific first (the longest fixed text)."""
+def _detail_templates(section: str = _DETAIL) -> tuple[tuple[re.Pattern, str], ...]:
+    """(regex of the English wording, catalog key) of one catalog section, most specific first (the longest fixed
+    text)."""
     out = []
     for key, text in catalog("en").items():
-        if not key.startswith("source_detail."):
+        if not key.startswith(section + "."):
             continue
         parts, fixed = [], 0
         for lit, field, _, _ in string.Formatter().parse(text):
@@ -132,22 +141,22 @@ def _detail_templates() -> tuple[tuple[re.Pattern, str], ...]:
     return tuple((rx, key) for _, rx, key in sorted(out, key=lambda x: -x[0]))
 
 
-def _fragments(text: str) -> list[str]:
-    """`text` split at the "; " that are outside parentheses and brackets."""
+def _fragments(text: str, sep: str = "; ") -> list[str]:
+    """`text` split at the `sep` ("; " or ", ") that are outside parentheses and brackets."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "([":
             depth += 1
         elif ch in ")]":
             depth = max(0, depth - 1)
-        elif ch == ";" and depth == 0 and text.startswith("; ", i):
+        elif ch == sep[0] and depth == 0 and text.startswith(sep, i):
             out.append(text[start:i])
-            start = i + 2
+            start = i + len(sep)
     out.append(text[start:])
     return out
 
 
-def _param(name: str, value: str, locale: str, depth: int) -> str:
+def _param(name: str, value: str, locale: str, depth: int, section: str) -> str:
     if name == "kind":
         return t(f"common.source.{value}", locale) if f"common.source.{value}" in catalog("en") else value
     if name in _VERBATIM:
@@ -157,22 +166,24 @@ def _param(name: str, value: str, locale: str, depth: int) -> str:
     m = _WITH_UNIT.fullmatch(value)
     if m:
         return number_text(m.group("n"), locale) + m.group("unit")
-    return _translate(value, locale, depth + 1)
+    if name in _LISTS:  # each piece by itself; a piece's own parameters (the attention's why) are pieces too
+        return ", ".join(_translate(piece, locale, depth + 1, _PIECE) for piece in _fragments(value, ", "))
+    return _translate(value, locale, depth + 1, section)
 
 
-def _fragment(text: str, locale: str, depth: int) -> str:
-    for rx, key in _detail_templates():
+def _fragment(text: str, locale: str, depth: int, section: str) -> str:
+    for rx, key in _detail_templates(section):
         m = rx.match(text)
         if m and all(_balanced(v) for v in m.groupdict().values()) and (
                 key != "source_detail.source_str" or f"common.source.{m['kind']}" in catalog("en")):
-            return t(key, locale, **{k: _param(k, v, locale, depth) for k, v in m.groupdict().items()})
+            return t(key, locale, **{k: _param(k, v, locale, depth, section) for k, v in m.groupdict().items()})
     return text
 
 
-def _translate(text: str, locale: str, depth: int = 0) -> str:
+def _translate(text: str, locale: str, depth: int = 0, section: str = _DETAIL) -> str:
     if depth > 4 or not text:
         return text
-    return "; ".join(_fragment(f, locale, depth) for f in _fragments(text))
+    return "; ".join(_fragment(f, locale, depth, section) for f in _fragments(text))
 
 
 @lru_cache(maxsize=8192)
