@@ -42,8 +42,15 @@ MemoryPhase = Literal["backward", "optimizer_step"]
 MEMORY_PHASES: tuple[MemoryPhase, ...] = ("backward", "optimizer_step")
 # standard: the full logits and an fp32 log-softmax exist for backward; chunked: a fused/chunked cross-entropy
 # (Liger's fused linear cross-entropy, torchtune's chunked loss) never materialises the whole logits; sequence: a
-# sequence-level head (classification, regression) with no logits over the vocabulary at all.
-LOSS_KINDS: tuple[str, ...] = ("standard", "chunked", "sequence")
+# sequence-level head (classification, regression) with no logits over the vocabulary at all; chunked_fp32: the head
+# and cross-entropy run in chunks but every chunk's logits are kept in fp32 (LitGPT's lm_head_chunk_size under
+# Lightning Fabric, whose convert_output casts the model's output list to fp32) with an fp32 log-softmax per chunk.
+LOSS_KINDS: tuple[str, ...] = ("standard", "chunked", "sequence", "chunked_fp32")
+# How attention's q, k, v come out of the block's projections. separate: q_proj, k_proj, v_proj (Hugging Face
+# Llama/Mistral); fused: one projection whose q, k, v are views (GPT-2's c_attn, timm ViT); fused_rope: one projection,
+# RoPE makes new q and k while v stays a view of the fused output, so attention keeps the whole q|k|v buffer
+# besides the rotated q and k (LitGPT's CausalSelfAttention with multi-head attention).
+QKV_LAYOUTS: tuple[str, ...] = ("separate", "fused", "fused_rope")
 
 # Pricing tiers: the four a quote can carry, plus on_prem (priced from purchase and power, not from a quote).
 RentalTier = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]

@@ -780,3 +780,66 @@ def test_softmax_keeps_input_is_read_from_the_scenario_and_named_in_the_source()
     assert est_old.activations - est_new.activations == pytest.approx(4 * 12 * 12 * 197 * 197 * 128)
     assert "softmax input kept (PyTorch < 1.11)" in est_old.source.detail
     assert "softmax input" not in est_new.source.detail
+
+
+# ---------------------------------------------------------------- LitGPT's stack, as its code keeps tensors
+
+LITGPT_7B = replace(LLAMA7B, seq_len=1304, dropout=0.0, qkv="fused_rope", loss="chunked_fp32")
+
+
+def test_a_fused_qkv_projection_with_rope_keeps_its_buffer_beside_the_rotated_q_and_k():
+    # v is a view of the fused q|k|v output (3t kept) and RoPE makes new q and k (2t): 5t where separate
+    # projections keep 3t (Lightning-AI/litgpt@0cc02afa:lit_gpt/model.py#L192-L217)
+    separate = replace(LITGPT_7B, qkv="separate")
+    for adapter in (None, Adapter("lora", 8, "qv", "bf16", dropout=0.05)):
+        for attention in ("sdpa", "flash", "eager"):
+            fused = layer_activation_coefficients(LITGPT_7B, "bf16", layout="pure_bf16", attention=attention,
+                                                  adapter=adapter)[0]
+            plain = layer_activation_coefficients(separate, "bf16", layout="pure_bf16", attention=attention,
+                                                  adapter=adapter)[0]
+            assert fused - plain == pytest.approx(2 * 2), (adapter, attention)
+    # views all round (GPT-2's c_attn) or grouped K/V (copied by the expand): nothing more
+    assert layer_activation_coefficients(replace(LITGPT_7B, qkv="fused"), "bf16", layout="pure_bf16")[0] == \
+        layer_activation_coefficients(separate, "bf16", layout="pure_bf16")[0]
+    gqa = replace(LITGPT_7B, kv_heads=8)
+    assert layer_activation_coefficients(gqa, "bf16", layout="pure_bf16")[0] == \
+        layer_activation_coefficients(replace(gqa, qkv="separate"), "bf16", layout="pure_bf16")[0]
+
+
+def test_litgpts_fused_qkv_adapter_drops_once_and_keeps_zero_pads_source():
+    # LoRAQKVLinear on q and v, lora_dropout 0.05: one mask and one dropped copy (1 + 2) and index_copy's source,
+    # the q and v adapter outputs side by side (2h at 2 B: 4) = 7 B·h, against PEFT's two dropouts 2 x (1 + 2) = 6
+    peft = Adapter("lora", 8, "qv", "bf16", dropout=0.05)
+    shape = replace(LITGPT_7B, qkv="separate")
+    base = layer_activation_coefficients(shape, "bf16", layout="pure_bf16", adapter=peft)[0]
+    fused = layer_activation_coefficients(shape, "bf16", layout="pure_bf16", adapter=replace(peft, fused_qkv=True))[0]
+    assert fused - base == pytest.approx(7 - 6)
+    # without dropout the shared input is kept either way; the zero_pad source still adds the outputs (4)
+    no_drop = replace(peft, dropout=0.0)
+    assert layer_activation_coefficients(shape, "bf16", layout="pure_bf16", adapter=replace(no_drop, fused_qkv=True))[0] \
+        - layer_activation_coefficients(shape, "bf16", layout="pure_bf16", adapter=no_drop)[0] == pytest.approx(4)
+
+
+def test_a_chunked_head_under_fabric_keeps_fp32_logits_and_a_log_softmax():
+    # Fabric's convert_output makes the logits list fp32 (4sV) and each chunk's cross-entropy keeps an fp32
+    # log-softmax (4sV): 8sV, against the standard head's 2sV logits + 4sV log-softmax + 4sV transient
+    s, v = 1304, 32000
+    chunked = transformer_activation_bytes(LITGPT_7B, 1, "bf16", layout="pure_bf16")
+    standard = transformer_activation_bytes(replace(LITGPT_7B, loss="standard"), 1, "bf16", layout="pure_bf16")
+    assert standard - chunked == pytest.approx((2 + 8 - 8) * s * v)
+
+
+def test_the_litgpt_knobs_are_read_from_the_scenario():
+    from planner.inputs.scenario import load_scenario_text
+
+    text = ("schema: trainplan.scenario/1\nname: q\nmodel: {name: llama2_7b, transformer: {layers: 32, hidden: 4096, "
+            "heads: 32, seq_len: 1304, vocab: 32000, mlp: swiglu, ffn: 11008%s}}\n"
+            "workload: {dataset_samples: 1000, epochs: 1}\n"
+            "training: {global_batch: 8, adapter: {kind: lora, rank: 8, targets: qv%s}}\n")
+    plain = load_scenario_text(text % ("", ""))
+    assert plain.model.transformer.qkv == "separate" and plain.training.adapter.fused_qkv is False
+    lit = load_scenario_text(text % (", qkv: fused_rope, loss: chunked_fp32", ", fused_qkv: true"))
+    assert lit.model.transformer.qkv == "fused_rope" and lit.model.transformer.loss == "chunked_fp32"
+    assert lit.training.adapter.fused_qkv is True
+    with pytest.raises(InputError, match="qkv"):
+        load_scenario_text(text % (", qkv: packed", ""))

@@ -24,21 +24,13 @@ _spec.loader.exec_module(memory_report)
 
 # Rows the model misses today, each with why; strict: a fix turns the xfail into a failure until it is removed here.
 KNOWN_MISSES = {
-    "litgpt-a100-llama2-7b-lora-b2": "LitGPT's LoRA run grows 7.2 GiB per sample at 1,304 tokens; the frozen-base "
-                                     "model 6.5 (-5.6% at micro-batch 2): ~12 B·s·h per layer unexplained",
-    "litgpt-a100-llama2-7b-qlora-nf4": "QLoRA allocated ≈10% low (1.28 GiB) with bitsandbytes 0.41.1's kept 4-bit "
-                                       "linear inputs counted (nf4_keeps_input): 0.41's MatMul4Bit dequantizes one "
-                                       "weight at a time (≤ 0.13 GiB; bitsandbytes@a06a0f6a:bitsandbytes/autograd/"
-                                       "_functions.py#L516-L547), PagedAdamW's states are managed memory outside "
-                                       "max_memory_allocated, LitGPT does not call PEFT (no fp32 upcast); the gap "
-                                       "scales with s·b·h·L (8.0 B per token, hidden unit and layer here and on 13B): "
-                                       "an activation-shaped tensor per layer",
-    "litgpt-a100-llama2-13b-qlora-nf4": "QLoRA allocated ≈9% low (1.98 GiB = 7.96 B·s·b·h·L), as the 7B QLoRA row",
-    "litgpt-a10g-mistral-7b-qlora-b2": "QLoRA allocated ≈15% low (2.0 GiB = 16 B·s·b·h·L at seq 512, batch 2): as "
-                                       "the 7B QLoRA row, on the 2024 config-hub LitGPT",
-    "litgpt-a100x2-llama2-7b-lora-fsdp-b4": "LitGPT FSDP LoRA at micro-batch 4: +9.1% (23.8 vs 21.8 GiB) with the "
+    "litgpt-a10g-mistral-7b-qlora-b2": "QLoRA allocated ≈15% low (2.0 GiB) on the 2024 config-hub LitGPT (bitsandbytes "
+                                       "0.42.0, Mistral's grouped K/V): the stack knobs that explain the 2023 A100 "
+                                       "rows (fused_rope, fused_qkv, chunked_fp32) were read in that year's code only, "
+                                       "so they are not set here",
+    "litgpt-a100x2-llama2-7b-lora-fsdp-b4": "LitGPT FSDP LoRA at micro-batch 4: +8.2% (23.6 vs 21.8 GiB) with the "
                                             "frozen base's unsharded gradients (fsdp_frozen_grads, no_sync); "
-                                            "micro-batch 1 is +1.8%: the model's activation growth from 1 to 4 "
+                                            "micro-batch 1 is +1.5%: the model's activation growth from 1 to 4 "
                                             "under checkpointing is ~2 GiB more than LitGPT's 1.1 GiB",
     "fms-a100-mistral-7b-qlora-peft-b4": "HF/PEFT QLoRA (nf4-dq, packed 4096, checkpointing, flash-attn 2, "
                                          "bitsandbytes 0.43.3) +6.7%: the published peak grows 3.80 GiB per sample "

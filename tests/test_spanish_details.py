@@ -31,14 +31,16 @@ LLAMA = TransformerShape(layers=32, hidden=4096, heads=32, seq_len=2048, vocab=3
 VIT = TransformerShape(layers=12, hidden=768, heads=12, seq_len=197, vocab=0, dropout=0.1)  # no token vocabulary
 BERT_CLS = TransformerShape(layers=12, hidden=768, heads=12, seq_len=512, vocab=30522, dropout=0.1, loss="sequence")
 CHUNKED = replace(LLAMA, loss="chunked", norm="layernorm", kv_heads=None)
+LITGPT = replace(LLAMA, kv_heads=None, qkv="fused_rope", loss="chunked_fp32")  # LitGPT's fused q|k|v and head
 SHAPES = {"gpt2": (GPT2, "decoder"), "llama": (LLAMA, "decoder"), "vit": (VIT, "vit"), "bert": (BERT_CLS, "encoder"),
-          "chunked": (CHUNKED, "decoder")}
+          "chunked": (CHUNKED, "decoder"), "litgpt": (LITGPT, "decoder")}
 # (precision, state layout, compute capability): torch AMP on sm80 (flash kernel), fp32 on sm70 (memory-efficient
 # kernel, flash refused), 16-bit weights on sm86
 SETUPS = [("bf16", "torch_amp", "8.0"), ("fp32", "torch_amp", "7.0"), ("bf16", "pure_bf16", "8.6")]
 ADAPTERS = [None, Adapter(kind="lora", targets="qv"),
             Adapter(kind="qlora", targets="all_linear", base_dtype="nf4", nf4_keeps_input=True),
-            Adapter(kind="qlora", targets="all_linear", base_dtype="int8")]
+            Adapter(kind="qlora", targets="all_linear", base_dtype="int8"),
+            Adapter(kind="lora", targets="qv", dropout=0.05, fused_qkv=True)]
 
 # English that must not be left in a Spanish detail. Technical words stay (sdpa, flash, eager, rmsnorm, layernorm,
 # dropout, checkpointing, torch AMP, fp32, kernel: the es catalog's "kernels"); the config key model.attention is
@@ -85,6 +87,7 @@ def test_the_formula_details_cover_every_piece_the_engine_writes(monkeypatch):
                   ", softmax input kept (PyTorch < 1.11)", ", checkpointing; ",
                   "; no token vocabulary (image transformer): no logits", "; sequence loss: no whole logits",
                   "; chunked loss: no whole logits", "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient",
+                  ", fused QKV buffer kept (RoPE), ", "; + chunked logits kept in fp32 4sbV + fp32 log-softmax 4sbV",
                   "): no input kept for frozen linears", "except bitsandbytes' quantised ones"):
         assert piece in text, piece
     # every piece the catalog says in Spanish is said somewhere here (a new piece gets a configuration)

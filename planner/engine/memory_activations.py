@@ -143,6 +143,7 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     `softmax_keeps_input` (PyTorch < 1.11): eager softmax also keeps its input, 4 under AMP (the fp32 upcast), else t.
     Results (checked in tests): 16-bit 34 + 5as/h / 32 + 2as/h, fp32 66 + 9as/h / 64 + 4as/h, AMP 38 + 7as/h /
     36 + 6as/h; SDPA 34/32, 66/64, 38/36. With an adapter the base is frozen: see frozen_block_coefficient.
+    A fused projection with RoPE (`qkv: fused_rope`) keeps 2t more: fused_qkv_extra.
     """
     _check(attention, ATTENTIONS, "model.attention")
     kind = activation_kind(precision, layout)
@@ -154,6 +155,7 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
         norms = 2 * _norm_bytes(shape, r)
         kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
         c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t) + m)
+        c_sbh += fused_qkv_extra(shape) * t
     if attention != "eager":
         return c_sbh, 0.0, float(LOGSUMEXP_BYTES)
     if kind == "amp":
@@ -163,6 +165,18 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     if softmax_keeps_input:
         c_scores += 4 if kind == "amp" else t
     return c_sbh, float(c_scores), 0.0
+
+
+def fused_qkv_extra(shape: TransformerShape) -> float:
+    """Tensors of s·b·h (units of t) attention keeps beyond Q, K, V when q, k and v come out of one fused projection
+    and RoPE makes new q and k (`qkv: fused_rope`): v, a strided view of the fused q|k|v output, keeps that whole
+    buffer (3) alive besides the rotated q and k (2), against the 3 of separate projections: +2. With grouped K/V
+    (kv_heads < heads) k and v are expanded and copied, so no view keeps the buffer: 0. Read in LitGPT
+    (Lightning-AI/litgpt@0cc02afa:lit_gpt/model.py#L192-L217: view, permute, split, reshape; apply_rope and cat) and
+    checked on CPU with saved_tensors_hooks (SDPA saves v as passed)."""
+    if shape.qkv != "fused_rope" or shape.kv_head_count != shape.heads:
+        return 0.0
+    return 2.0
 
 
 def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int, attention: str,
@@ -176,13 +190,15 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     (MatMul8bitLt) saves its input whatever needs a gradient, and so did its 4-bit one before 0.43.2
     (quantized_base_keeps_inputs): such a base keeps the linear inputs after all. Adapters add their input: once when lora_dropout is 0 (the shared tensor), else a mask
     and a dropped copy per adapted matrix (PEFT's per-layer nn.Dropout) instead of the input itself (checked:
-    with p > 0 the undropped input is not kept by the adapter). LitGPT's fused qkv adapter drops once for q and
-    v together: PEFT's count is the upper one.
+    with p > 0 the undropped input is not kept by the adapter). LitGPT's fused adapter for q, k and v
+    (`adapter.fused_qkv`, LoRAQKVLinear) drops their shared input once, and zero_pad's index_copy keeps its
+    source, the adapted outputs side by side ((h + kv width) for q and v: Lightning-AI/litgpt@0cc02afa:
+    lit_gpt/lora.py#L290-L296; IndexCopyBackward0 saves `source` since pytorch/pytorch#52203).
     """
     f_over_h = shape.ffn_width / shape.hidden
     norms = 2 * _norm_bytes(shape, r, frozen=True)
     kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
-    attention_saved = (1 + 2 * kv) * t + (0 if attention == "eager" else t) + m
+    attention_saved = (1 + 2 * kv) * t + (0 if attention == "eager" else t) + m + fused_qkv_extra(shape) * t
     mlp_saved = (3 if shape.mlp == "swiglu" else 1) * f_over_h * t + m
     # The matmul inputs: attention input, projection input, MLP input, down-projection input (in units of sbh).
     inputs = {"qkv": 1.0, "o": 1.0, "mlp": 1.0, "down": f_over_h}
@@ -198,8 +214,14 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     if attention != "eager":
         kept.pop("o", None)  # the attention kernel's saved output is the projection input
     lora = sum(kept.values()) * t
-    if adapter.dropout > 0:  # a mask and a dropped copy per adapted matrix
-        lora += sum(n * inputs[k] * (MASK_BYTES + t) for k, n in adapted.items())
+    drops = dict(adapted)
+    if adapter.fused_qkv and "qkv" in adapted:
+        drops["qkv"] = 1  # one lora_dropout for the fused q|k|v adapter
+        kv_width = shape.kv_head_count / shape.heads
+        widths = {"qv": 1 + kv_width, "attention": 1 + 2 * kv_width, "all_linear": 1 + 2 * kv_width}
+        lora += widths[adapter.targets] * t  # zero_pad's index_copy source: the adapted outputs
+    if adapter.dropout > 0:  # a mask and a dropped copy per dropout
+        lora += sum(n * inputs[k] * (MASK_BYTES + t) for k, n in drops.items())
     return norms + attention_saved + mlp_saved + lora
 
 
@@ -235,6 +257,8 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
 
     Logits (ESTIMATION.md §1): the model's logits (t·sbV, kept by the training loop that returned them), the
     fp32 log-softmax 4sbV, and a backward transient of the same size (its gradient) at the start of backward.
+    LitGPT's chunked head under Fabric (`loss: chunked_fp32`) keeps every chunk's logits in fp32 (4sbV, Fabric's
+    convert_output) and an fp32 log-softmax per chunk (4sbV), whose gradients replace them chunk by chunk: 8sbV.
     A chunked or fused cross-entropy (`loss: chunked`) never holds the whole logits, and a sequence-level head
     (`loss: sequence`: classification) has none: only the head input counts. A frozen head (adapters: the head
     stays a 16-bit nn.Linear) keeps no input, and a frozen final norm no normalised output. Before PyTorch 1.11
@@ -251,6 +275,9 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
         t_head = t
     sb = shape.seq_len * micro_batch
     logits = 0.0
+    if shape.loss == "chunked_fp32":  # every chunk's fp32 logits kept by the loop + an fp32 log-softmax per chunk
+        logits = FP32_ACTIVATION_ELEMENT_BYTES * sb * shape.vocab + logits_loss_bytes(shape.seq_len, micro_batch,
+                                                                                        shape.vocab)
     if shape.loss == "standard":
         logits = t * sb * shape.vocab + 2 * logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
         if softmax_keeps_input and kind == "amp":
@@ -327,9 +354,13 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
     else:
         dropout = f"dropout {shape.dropout:g}"
     kv = f", {shape.kv_head_count} KV heads" if shape.kv_head_count != shape.heads else ""
+    if fused_qkv_extra(shape):
+        kv += ", fused QKV buffer kept (RoPE)"
     why = f" ({attention_why})" if attention_why else ""
     if not shape.vocab:
         loss = "no token vocabulary (image transformer): no logits"
+    elif shape.loss == "chunked_fp32":
+        loss = "+ chunked logits kept in fp32 4sbV + fp32 log-softmax 4sbV"
     elif shape.loss == "standard":
         loss = "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient"
     else:

@@ -13,7 +13,7 @@ from planner.inputs.published_models import load_published_models
 from planner.inputs.resultfile import ResultFile
 from planner.inputs.scenario import ModelSpec, TransformerShape
 from planner.inputs.zoo_catalog import canonical_id, load_catalog, lookup
-from planner.vocab import LOSS_KINDS, NORM_KINDS
+from planner.vocab import LOSS_KINDS, NORM_KINDS, QKV_LAYOUTS
 
 
 def transformer_params(shape: TransformerShape) -> int:
@@ -61,6 +61,7 @@ def shape_from_dict(d: Mapping[str, Any] | None) -> TransformerShape | None:
         dropout=float(dropout) if isinstance(dropout, int | float) and not isinstance(dropout, bool) else None,
         norm=str(d["norm"]) if d.get("norm") in NORM_KINDS else None,
         loss=str(d["loss"]) if d.get("loss") in LOSS_KINDS else "standard",
+        qkv=str(d["qkv"]) if d.get("qkv") in QKV_LAYOUTS else "separate",
     )
 
 
@@ -110,7 +111,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     corpus = load_published_models().get(name or "", {}) if needs_corpus else {}
     typed = spec.transformer
     if typed is not None and zoo_shape is not None and same_model:  # the zoo's knobs, the scenario's settings
-        typed = replace(zoo_shape, seq_len=typed.seq_len, loss=typed.loss,
+        typed = replace(zoo_shape, seq_len=typed.seq_len, loss=typed.loss, qkv=typed.qkv,
                         dropout=zoo_shape.dropout if typed.dropout is None else typed.dropout)
     shape = (typed or shape_from_dict(entry.get("transformer") if entry else None)
              or _file_shape(file_model.get("transformer"))  # a published model's shape (results/published/)

@@ -28,6 +28,7 @@ from planner.vocab import (
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
+    QKV_LAYOUTS,
     REGION_GROUPS,
     SHARDINGS,
     STATE_LAYOUTS,
@@ -52,7 +53,8 @@ class TransformerShape:
     tie_embeddings: bool | None = None  # LM head shares the token embedding; default: gelu yes, swiglu no
     dropout: float | None = None  # training dropout probability; None: not said (the memory check assumes some)
     norm: str | None = None  # layernorm | rmsnorm; default: gelu layernorm, swiglu rmsnorm
-    loss: str = "standard"  # standard | chunked (fused/chunked cross-entropy) | sequence (classification head)
+    loss: str = "standard"  # standard | chunked (fused/chunked cross-entropy) | sequence | chunked_fp32 (vocab.py)
+    qkv: str = "separate"  # separate | fused | fused_rope: how attention's q, k, v come out (vocab.QKV_LAYOUTS)
 
     @property
     def ffn_width(self) -> int:
@@ -103,6 +105,10 @@ class Adapter:
     # delete useless buffered activation", #1270). True: an older bitsandbytes (LitGPT's 2023-24 tables ran 0.42.0).
     # int8 bases keep it in every version (MatMul8bitLt). Unused without an nf4 base.
     nf4_keeps_input: bool = False
+    # LitGPT's LoRAQKVLinear: one adapter module for q, k and v on the fused projection, one lora_dropout for all of
+    # them, and zero_pad's index_copy keeps the adapted outputs ((b·s, out width) per adapted matrix) for backward;
+    # False: PEFT's one LoRA layer (and dropout) per adapted matrix.
+    fused_qkv: bool = False
 
 
 @dataclass(frozen=True)
@@ -316,6 +322,7 @@ def _model(r: Reader) -> ModelSpec:
             dropout=t.number("dropout", None, minimum=0, maximum=0.99),
             norm=t.string("norm", None, NORM_KINDS),
             loss=t.string("loss", tsd["loss"], LOSS_KINDS),
+            qkv=t.string("qkv", tsd["qkv"], QKV_LAYOUTS),
         )
         if shape.hidden % shape.heads:
             raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
@@ -368,6 +375,7 @@ def _training(r: Reader) -> TrainingSetup:
             dropout=a.number("dropout", ad["dropout"], minimum=0, maximum=0.99),
             kbit_upcast=a.boolean("kbit_upcast", ad["kbit_upcast"]),
             nf4_keeps_input=a.boolean("nf4_keeps_input", ad["nf4_keeps_input"]),
+            fused_qkv=a.boolean("fused_qkv", ad["fused_qkv"]),
         )
     setup = TrainingSetup(
         global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
