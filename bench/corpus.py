@@ -314,7 +314,8 @@ def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[st
     out = None
     if shape is not None:
         shape.reject_unknown((*SHAPE_KEYS, "mlp", "tie_embeddings", "seq_len", "loss", "norm", "dropout"))
-        out = {key: shape.integer(key, None, minimum=1, maximum=10**7) if key == "kv_heads" else
+        optional = ("kv_heads", "vocab") if family == "vit" else ("kv_heads",)  # a ViT has no token vocabulary
+        out = {key: shape.integer(key, None, minimum=1, maximum=10**7) if key in optional else
                shape.integer(key, minimum=1, maximum=10**7) for key in SHAPE_KEYS}
         out["mlp"] = shape.choice("mlp", ("gelu", "swiglu"))
         tie = shape.raw("tie_embeddings", None)

@@ -250,3 +250,12 @@ def test_a_broken_published_models_file_is_refused_naming_the_field(tmp_path, te
     with pytest.raises(InputError) as exc:
         load_published_models(path)
     assert str(path) in str(exc.value) and (field is None or field in str(exc.value))
+
+
+def test_only_an_image_transformer_may_come_without_a_token_vocabulary():
+    from planner.engine.models import _file_shape
+
+    shape = {"layers": 24, "hidden": 1024, "heads": 16, "seq_len": 197, "mlp": "gelu", "ffn": 4096}
+    assert _file_shape(shape, "vit") is not None and _file_shape(shape, "vit").vocab == 0
+    assert _file_shape(shape, "decoder") is None  # a language model without its vocabulary would lose its logits
+    assert _file_shape({**shape, "vocab": 32000}, "decoder").vocab == 32000

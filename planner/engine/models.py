@@ -75,13 +75,15 @@ def _same_architecture(zoo: TransformerShape, typed: TransformerShape) -> bool:
                for k in ("kv_heads", "tie_embeddings", "norm"))
 
 
-def _file_shape(d: object) -> TransformerShape | None:
-    """A result file's transformer shape, or None when it has none or it is not a whole, positive shape."""
+def _file_shape(d: object, family: object = None) -> TransformerShape | None:
+    """A result file's transformer shape, or None when it has none or it is not a whole, positive shape; only an
+    image transformer (family vit) may have no token vocabulary (vocab null: no embedding table, no logits)."""
     try:
         shape = shape_from_dict(d) if isinstance(d, Mapping) else None
     except (KeyError, TypeError, ValueError):
         return None
-    if shape is None or min(shape.layers, shape.hidden, shape.heads, shape.seq_len, shape.vocab) < 1:
+    smallest_vocab = 0 if family == "vit" else 1
+    if shape is None or min(shape.layers, shape.hidden, shape.heads, shape.seq_len) < 1 or shape.vocab < smallest_vocab:
         return None
     return shape
 
@@ -114,8 +116,8 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
         typed = replace(zoo_shape, seq_len=typed.seq_len, loss=typed.loss, qkv=typed.qkv,
                         dropout=zoo_shape.dropout if typed.dropout is None else typed.dropout)
     shape = (typed or shape_from_dict(entry.get("transformer") if entry else None)
-             or _file_shape(file_model.get("transformer"))  # a published model's shape (results/published/)
-             or _file_shape(corpus.get("transformer")))
+             or _file_shape(file_model.get("transformer"), file_model.get("family"))  # results/published/
+             or _file_shape(corpus.get("transformer"), corpus.get("family")))
     family = ((entry or {}).get("family") or file_model.get("family") or corpus.get("family")
               or ("decoder" if shape else "custom"))
 

@@ -35,9 +35,11 @@ def load_published_models(path: str | Path = MODELS_PATH) -> dict[str, dict[str,
         r.string_list("sources", ())
         shape = r.sub("transformer") if r.raw("transformer", None) is not None else None
         if shape is not None:
-            for key in ("layers", "hidden", "heads", "seq_len", "vocab"):
+            for key in ("layers", "hidden", "heads", "seq_len"):
                 shape.integer(key, minimum=1, maximum=10**7)
-            for key in ("ffn", "kv_heads"):
+            if r.raw("family") != "vit":  # an image transformer has no token vocabulary (the zoo's vit: vocab null)
+                shape.integer("vocab", minimum=1, maximum=10**7)
+            for key in ("ffn", "kv_heads", "vocab"):
                 shape.integer(key, None, minimum=1, maximum=10**7)
         out[str(model_id)] = dict(entry)
     return out
