@@ -82,6 +82,12 @@ def test_the_cases_cover_what_the_issue_names(results):
     assert any(c.get("n_gpus", 1) > 1 and c["scenario"]["training"].get("sharding") == "zero3" for c in cases)
     assert any(k["model"].get("attention") == "eager" and k["training"]["precisions"] == ["fp32"] for k in knobs)
     assert any(k["model"]["name"] == "vit_b16" for k in knobs)
+    # a ViT and a CNN at AMP each with a published figure inside its tolerance (not only a verdict)
+    for case, family_name in (("rasbt-vit-l16-amp-b64", "vit_l16_cls10"), ("mmcls-v100x8-resnet50-fp16-b32", "resnet50")):
+        r = results[case]
+        assert r.published_gib is not None and abs(r.error) <= memory_report.TOLERANCE[r.figure], case
+        assert [c for c in cases if c["id"] == case][0]["scenario"]["model"]["name"] == family_name
+        assert [c for c in cases if c["id"] == case][0]["scenario"]["training"]["precisions"] == ["fp16"]
     # out-of-memory rows next to a row of the same configuration that ran (a boundary): LitGPT Llama 2 7B b2/b4
     # and 13B b1/b2 on the A100 40GB; FSDP Llama 2 13B on 4 GPUs ran / on 2 OOM and Falcon 40B on 4 OOM (known
     # misses until the model counts FSDP no_sync's full-base gradient)
