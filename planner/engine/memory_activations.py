@@ -188,9 +188,9 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     attention kernel still keeps Q, K, V (flash: at kv_heads) and its output (not eager's), the activation
     function its input (GeLU f/h; SwiGLU gate, SiLU and up outputs, 3f/h). bitsandbytes' 8-bit matmul
     (MatMul8bitLt) saves its input whatever needs a gradient, and so did its 4-bit one before 0.43.2
-    (quantized_base_keeps_inputs): such a base keeps the linear inputs after all. Adapters add their input: once when lora_dropout is 0 (the shared tensor), else a mask
-    and a dropped copy per adapted matrix (PEFT's per-layer nn.Dropout) instead of the input itself (checked:
-    with p > 0 the undropped input is not kept by the adapter). LitGPT's fused adapter for q, k and v
+    (quantized_base_keeps_inputs): such a base keeps the linear inputs after all. Adapters add their input: once
+    when lora_dropout is 0 (the shared tensor), else a mask and a dropped copy per adapted matrix (PEFT's per-layer
+    nn.Dropout) instead of the input itself (checked: with p > 0 the undropped input is not kept by the adapter). LitGPT's fused adapter for q, k and v
     (`adapter.fused_qkv`, LoRAQKVLinear) drops their shared input once, and zero_pad's index_copy keeps its
     source, the adapted outputs side by side ((h + kv width) for q and v: Lightning-AI/litgpt@0cc02afa:
     lit_gpt/lora.py#L290-L296; IndexCopyBackward0 saves `source` since pytorch/pytorch#52203).

@@ -83,7 +83,8 @@ def _file_shape(d: object, family: object = None) -> TransformerShape | None:
     except (KeyError, TypeError, ValueError):
         return None
     smallest_vocab = 0 if family == "vit" else 1
-    if shape is None or min(shape.layers, shape.hidden, shape.heads, shape.seq_len) < 1 or shape.vocab < smallest_vocab:
+    if shape is None or min(shape.layers, shape.hidden, shape.heads, shape.seq_len) < 1 \
+            or shape.vocab < smallest_vocab:
         return None
     return shape
 
