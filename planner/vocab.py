@@ -36,6 +36,9 @@ ADAPTER_TARGETS: tuple[str, ...] = ("attention", "qv", "all_linear")
 BASE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "int8", "nf4", "nf4_dq")  # nf4_dq: with double quantisation
 QUANTIZED_BASE_DTYPES: tuple[str, ...] = ("int8", "nf4", "nf4_dq")
 MLP_KINDS: tuple[str, ...] = ("gelu", "swiglu")
+# Model families: the default MFU row (planner.engine.steptime.DEFAULT_MFU), the workspace assumption (cnn: cuDNN)
+# and the analytic operator-class split read them; the zoo and the corpus say each model's, a scenario may too.
+MODEL_FAMILIES: tuple[str, ...] = ("cnn", "vit", "encoder", "decoder", "rnn", "mlp", "custom")
 NORM_KINDS: tuple[str, ...] = ("layernorm", "rmsnorm")
 # The moment of a training step that sets its memory peak (planner.engine.memory.peak_parts).
 MemoryPhase = Literal["backward", "optimizer_step"]

@@ -64,3 +64,15 @@ def test_the_scenario_dict_round_trips_through_the_widgets():
     d = scenario_to_dict(s)
     back = state.from_widgets(d, state.to_widgets(d))
     assert parse_scenario(back) == s
+
+
+def test_a_loaded_models_family_stays_with_that_model_only():
+    """A scenario's model.family has no widget: kept while its model is chosen, dropped when another one is."""
+    data = {**MINIMAL, "model": {"name": "my_bert", "family": "encoder", "params": 109484547,
+                                 "transformer": {"layers": 12, "hidden": 768, "heads": 12, "seq_len": 128,
+                                                 "vocab": 30522}}}
+    d = scenario_to_dict(parse_scenario(data))
+    widgets = state.to_widgets(d)
+    assert state.from_widgets(d, widgets)["model"]["family"] == "encoder"
+    other = state.from_widgets(d, {**widgets, "model_name": "gpt2"})
+    assert "family" not in other["model"]

@@ -184,3 +184,18 @@ def test_generated_scenarios_never_crash_the_loader(mutations):
 def test_arbitrary_mappings_give_a_clean_error(data):
     with pytest.raises(InputError):
         parse_scenario(data, "x.yaml")
+
+
+def test_a_scenario_may_say_its_models_family_and_only_a_known_one():
+    from planner.engine import steptime
+    from planner.engine.models import resolve_model
+    from planner.vocab import MODEL_FAMILIES
+
+    assert set(MODEL_FAMILIES) == set(steptime.DEFAULT_MFU)  # one list of families, each with its default MFU
+    text = ("schema: trainplan.scenario/1\nname: b\nmodel: {name: my_bert%s, params: 109484547, transformer: "
+            "{layers: 12, hidden: 768, heads: 12, seq_len: 128, vocab: 30522, loss: sequence}}\n"
+            "workload: {dataset_samples: 1000, epochs: 1}\ntraining: {global_batch: 32}\n")
+    assert resolve_model(load_scenario_text(text % "").model).family == "decoder"  # a shape, nothing else known
+    assert resolve_model(load_scenario_text(text % ", family: encoder").model).family == "encoder"
+    with pytest.raises(InputError, match="family"):
+        load_scenario_text(text % ", family: transformer")

@@ -183,6 +183,8 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
 
     m = dict(d.get("model") or {})
     m["name"] = None if w["model_name"] == CUSTOM_MODEL else w["model_name"]
+    if m["name"] != (d.get("model") or {}).get("name"):
+        m.pop("family", None)  # the loaded model's family is not another model's
     for key, field in MODEL_NUMBER_KEYS.items():
         m[field] = w[key]
     if m["params"] is not None:

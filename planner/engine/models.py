@@ -119,7 +119,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
     shape = (typed or shape_from_dict(entry.get("transformer") if entry else None)
              or _file_shape(file_model.get("transformer"), file_model.get("family"))  # results/published/
              or _file_shape(corpus.get("transformer"), corpus.get("family")))
-    family = ((entry or {}).get("family") or file_model.get("family") or corpus.get("family")
+    family = (spec.family or (entry or {}).get("family") or file_model.get("family") or corpus.get("family")
               or ("decoder" if shape else "custom"))
 
     params, params_from = _first(

@@ -24,6 +24,7 @@ from planner.vocab import (
     LOSS_KINDS,
     MLP_KINDS,
     MODEL_ATTENTIONS,
+    MODEL_FAMILIES,
     NORM_KINDS,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
@@ -88,6 +89,9 @@ class ModelSpec:
     mfu: float | None = None
     input_cpu_s_per_sample: float | None = None
     attention: str | None = None  # eager | sdpa | flash; None: chosen per GPU, precision and family
+    # cnn | vit | encoder | decoder | rnn | mlp | custom (vocab.MODEL_FAMILIES); None: the zoo's, a result file's or
+    # the corpus', else decoder for a transformer shape and custom without one
+    family: str | None = None
 
 
 @dataclass(frozen=True)
@@ -339,6 +343,7 @@ def _model(r: Reader) -> ModelSpec:
         mfu=r.number("mfu", None, minimum=0.01, maximum=1),
         input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0, maximum=100),
         attention=r.string("attention", None, MODEL_ATTENTIONS),
+        family=r.string("family", None, MODEL_FAMILIES),
     )
     if spec.name is None and spec.params is None and spec.transformer is None:
         raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
