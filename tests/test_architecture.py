@@ -117,16 +117,21 @@ def test_every_path_the_readme_names_exists():
     assert not missing, f"README names paths that do not exist: {missing}"
 
 
-def test_every_app_table_goes_through_the_one_dataframe_helper():
-    """ui.i18n_ui.dataframe draws a missing cell as "—" (st.dataframe draws "None" whatever the styler says): a
-    page calling st.dataframe itself would bring "None" back (tests/test_spanish_everywhere.py finds it per page)."""
+@pytest.mark.parametrize("widget, why", [
+    ("dataframe", 'it draws a missing cell as "—" (st.dataframe draws "None" whatever the styler says; '
+                  "tests/test_spanish_everywhere.py finds it per page)"),
+    ("file_uploader", "it writes Streamlit's own uploader words (button, size limit) in the interface language "
+                      "(tests/test_browser_screens.py checks them on the Spanish Runs page)")])
+def test_every_app_table_and_uploader_goes_through_its_one_helper(widget, why):
+    """ui.i18n_ui has the one helper for st.<widget>: a page calling Streamlit's own would bring back what the
+    helper fixes."""
     calls = {}
     for path in sorted((ROOT / "ui").glob("*.py")):
         if path.name == "i18n_ui.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                 and node.attr == "dataframe" and isinstance(node.value, ast.Name) and node.value.id == "st"]
+                 and node.attr == widget and isinstance(node.value, ast.Name) and node.value.id == "st"]
         if found:
             calls[path.name] = found
-    assert not calls, f"st.dataframe outside ui/i18n_ui.py (use its dataframe helper): {calls}"
+    assert not calls, f"st.{widget} outside ui/i18n_ui.py (use its {widget} helper: {why}): {calls}"

@@ -44,6 +44,7 @@ pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
+from planner.inputs.imports import MAX_IMPORT_BYTES  # noqa: E402
 from planner.present.i18n import catalog, t  # noqa: E402
 
 
@@ -79,6 +80,26 @@ def _english_left(page: Page) -> list[str]:
     texts = page.locator(_LABELS).evaluate_all("els => els.map(e => e.innerText.trim())")
     english = _english_only()
     return sorted({x for x in texts if x in english})
+
+
+# Streamlit's own uploader words as drawn (ui/i18n_ui.file_uploader swaps them by style in Spanish), written out
+# here rather than read from the catalog: the test must fail if the catalog or the style says something else.
+UPLOADER_WORDS = {"en": ("Upload", f"{MAX_IMPORT_BYTES // 2**20}MB per file • JSON"),
+                  "es-AR": ("Subir archivo", f"{MAX_IMPORT_BYTES // 2**20} MB por archivo • JSON")}
+_LIMIT_SHOWN_JS = """box => {
+  const span = box.querySelector('[data-testid="stFileUploaderDropzoneInstructions"] span');
+  if (getComputedStyle(span).display !== 'none') return span.innerText.trim();
+  return JSON.parse(getComputedStyle(span.parentElement, '::after').content);
+}"""
+
+
+def _uploader_words(page: Page, loc: str) -> None:
+    """The Runs page's uploader: its button named (accessible name = what is drawn) and its size limit written in
+    the interface language."""
+    button, limit = UPLOADER_WORDS[loc]
+    box = page.locator(".st-key-act_result_file")
+    expect(box.get_by_role("button", name=button, exact=True)).to_be_visible()
+    assert box.evaluate(_LIMIT_SHOWN_JS) == limit
 
 
 def _shoot(page: Page, path: Path) -> None:
@@ -166,6 +187,8 @@ def test_every_page_and_the_report_in(loc, browser, app_url):
                 expect(page.get_by_text(t("report.title", loc)).first).to_be_visible(timeout=60_000)
                 settle_cold(page)
             _healthy(page)
+            if name == "runs":
+                _uploader_words(page, loc)
             # every nav entry is in the interface language
             for key, _ in PAGES.values():
                 expect(nav.get_by_text(t(key, loc), exact=True)).to_have_count(1)

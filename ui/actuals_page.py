@@ -19,7 +19,7 @@ from planner.inputs.scenario import Scenario, scenario_to_dict
 from planner.present import fmt, planjson
 from planner.present.charts import option_label
 from ui import page_data
-from ui.i18n_ui import begin_run, dataframe, locale, localized, tr
+from ui.i18n_ui import begin_run, dataframe, file_uploader, locale, localized, tr
 from ui.markup import md, trm
 
 log = logging.getLogger("trainplan.app")
@@ -114,8 +114,8 @@ def _form(plan: Plan, scenario: Scenario) -> None:
     with c3:
         st.number_input(tr("actuals.page.cost"), min_value=0.0, value=None, step=10.0, format="%.2f",
                         key="act_cost", help=tr("actuals.page.cost_help"))
-    st.file_uploader(tr("actuals.page.file"), type=["json"], key="act_result_file",
-                     max_upload_size=MAX_IMPORT_BYTES // 2**20, help=tr("actuals.page.file_help"))
+    file_uploader(tr("actuals.page.file"), key="act_result_file", types=["json"],
+                  max_mb=MAX_IMPORT_BYTES // 2**20, help=tr("actuals.page.file_help"))
     c4, c5 = st.columns([1, 3])
     with c4:
         if "act_date" not in ss:

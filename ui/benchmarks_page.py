@@ -14,7 +14,7 @@ from planner.inputs.userdata import user_results_dir
 from planner.inputs.zoo_catalog import load_catalog
 from planner.present import fmt, result_views
 from ui import bench_runner, page_data
-from ui.i18n_ui import begin_run, choice_label, dataframe, locale, localized, tr
+from ui.i18n_ui import begin_run, choice_label, dataframe, file_uploader, locale, localized, tr
 from ui.markup import md, trm
 
 RUN_KEY = "_bench_run"
@@ -493,8 +493,8 @@ def _on_import() -> None:
 def _import() -> None:
     ss = st.session_state
     st.caption(trm("pages.bench.import_intro", folder=str(user_results_dir())))
-    st.file_uploader(tr("pages.bench.import_file"), type=["json"], key="import_file", on_change=_on_import,
-                     max_upload_size=MAX_IMPORT_BYTES // 2**20, help=tr("pages.bench.import_help"))
+    file_uploader(tr("pages.bench.import_file"), key="import_file", types=["json"], on_change=_on_import,
+                  max_mb=MAX_IMPORT_BYTES // 2**20, help=tr("pages.bench.import_help"))
     if ss.get("_import_error"):
         st.error(tr("pages.bench.import_error", message=md(ss["_import_error"])))
     elif ss.get("_import_ok"):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -122,6 +123,40 @@ def dataframe(data, **kwargs):
     the styler says (na_rep only fills the display text, which it skips for a null), and a number column keeps its
     nulls so that it sorts as numbers."""
     return st.dataframe(data, placeholder=fmt.MISSING, **kwargs)
+
+
+def file_uploader(label: str, *, key: str, types: Sequence[str], max_mb: int, **kwargs):
+    """st.file_uploader with its own words in the session's language. Streamlit writes "Upload" on the button and
+    "16MB per file • YAML, YML" under it in English whatever the app's language (no parameter for either: the PR
+    that proposed them, streamlit/streamlit#10042, was closed unmerged). In Spanish a style scoped to this widget's
+    key (Streamlit's `st-key-<key>` class) hides those two texts and shows the catalog's in their place
+    (`::after` content, which is also the button's accessible name); English keeps Streamlit's. The style is a
+    style-only st.html, which Streamlit puts in its event container (nothing drawn, no space taken)."""
+    value = st.file_uploader(label, type=list(types), key=key, max_upload_size=max_mb, **kwargs)
+    if lang() != "en":
+        st.html(_uploader_style(key, button=tr("app.uploader.button"),
+                                limit=" • ".join([tr("app.uploader.limit", mb=fmt.number(max_mb, locale(), 0)),
+                                                  ", ".join(ext.upper() for ext in types)])))
+    return value
+
+
+def _css_string(text: str) -> str:
+    """`text` as a CSS string literal: quotes, backslashes, line ends and angle brackets (a "</style>") escaped."""
+    return '"' + "".join(c if c not in '"\\\n<>' else f"\\{ord(c):x} " for c in text) + '"'
+
+
+_SMALL = "font-size: 0.875rem; line-height: 1.6;"  # as the texts replaced (14 px, Streamlit's "sm"; faded 0.7)
+
+
+def _uploader_style(key: str, *, button: str, limit: str) -> str:
+    """The style that swaps the two texts: each is hidden (display: none, so out of the accessibility tree too) and
+    its parent shows the catalog's text as `::after` content, which the browser reads as the button's name."""
+    scope = f".st-key-{re.sub(r'[^a-zA-Z0-9_-]', '-', key.strip())}"  # as Streamlit names the class
+    zone = f'{scope} [data-testid="stFileUploaderDropzone"]'
+    notes = f'{scope} [data-testid="stFileUploaderDropzoneInstructions"]'
+    return (f'<style>{zone} button [data-testid="stMarkdownContainer"], {notes} span {{display: none;}}\n'
+            f"{zone} button [data-has-shortcut]::after {{content: {_css_string(button)}; {_SMALL}}}\n"
+            f"{notes} > div::after {{content: {_css_string(limit)}; {_SMALL} opacity: 0.7;}}</style>")
 
 
 def styled(frame: pd.DataFrame) -> Styler:

@@ -22,7 +22,7 @@ from planner.inputs.scenario import (
 )
 from planner.present import fmt
 from ui import scenario_files, state
-from ui.i18n_ui import LANGUAGES, LOCALES, choice_label, tr
+from ui.i18n_ui import LANGUAGES, LOCALES, choice_label, file_uploader, tr
 from ui.panels import lazy_expander
 
 COUNT_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -299,6 +299,6 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                      placeholder=tr("app.sidebar.example_placeholder"))
         # Above the loader's own 1 MiB rule: a larger file then reaches the loader, whose error names the file and
         # the limit at the top of the page (the widget's own limit only shows a chip here).
-        st.file_uploader(tr("app.sidebar.upload"), type=["yaml", "yml"], key="upload", max_upload_size=16,
-                         on_change=_on_upload, args=(known,), help=tr("app.sidebar.upload_help"))
+        file_uploader(tr("app.sidebar.upload"), key="upload", types=["yaml", "yml"], max_mb=16,
+                      on_change=_on_upload, args=(known,), help=tr("app.sidebar.upload_help"))
     return file_box
