@@ -98,6 +98,11 @@ FIRST_PAINT_PAUSE_S = 0.3
 PAINTED_KEY = "_first_paint_done"
 
 
+def painted(ss) -> bool:
+    """Whether this session's first plan run is over (let_the_browser_paint has run)."""
+    return bool(ss.get(PAINTED_KEY))
+
+
 def let_the_browser_paint(ss) -> None:
     """Call after the headline: pauses the session's first run once, when a browser is there to paint."""
     if ss.get(PAINTED_KEY):

@@ -241,7 +241,10 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.selectbox(tr("app.sidebar.provider"), _with_current(["cheapest", *providers], "provider"),
                      key="provider", format_func=choice_label(None, {"cheapest": "app.sidebar.provider_cheapest"}))
         if ss["tier"] != "on_prem":
-            named = tuple(((ss.get(state.BASE_KEY) or {}).get("pricing") or {}).get("regions") or ())
+            # The file's exact regions stay a choice while they are the choice (picking a group drops them from the
+            # scenario); read from the widget, not from the last plan, so the sidebar may be drawn before the plan.
+            named = tuple(((ss.get(state.BASE_KEY) or {}).get("pricing") or {}).get("regions") or ()) \
+                if ss.get("region_group") == state.FILE_REGIONS else ()
             # Labels bound in this run's language (Streamlit may call format_func outside the run).
             group_label = choice_label("common.region_group")
             file_label = tr("app.sidebar.file_regions", names=", ".join(named))
