@@ -424,13 +424,14 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
                                   hours=r.hours, instances=machines, runs=pricing.runs,
                                   table=storage or EMPTY_STORAGE)
 
-    def usd(r: _Run) -> float:
+    def usd(r: _Run, data_usd: float) -> float:
         """GPU-hours billed x price, + the data line (storage and egress are billed by providers too), x (1 + tax)."""
-        return (n_billed * r.billed_hours * price.usd_per_gpu_hour + data(r).usd) * (1 + pricing.tax_rate)
+        return (n_billed * r.billed_hours * price.usd_per_gpu_hour + data_usd) * (1 + pricing.tax_rate)
 
     data_likely = data(likely)
     notes.extend(data_likely.notes)
-    usd_likely, usd_range = usd(likely), (usd(low), usd(high))
+    usd_likely = usd(likely, data_likely.usd)
+    usd_range = (usd(low, data(low).usd), usd(high, data(high).usd))
     kwh = energy_kwh(n_gpus, power_w, likely.hours, pue) if power_w is not None else None
     return CostEstimate(
         hours=likely.hours,
