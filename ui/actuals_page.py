@@ -120,7 +120,7 @@ def _form(plan: Plan, scenario: Scenario) -> None:
     with c4:
         if "act_date" not in ss:
             ss["act_date"] = dt.date.today()
-        st.date_input(tr("actuals.page.date"), key="act_date")
+        st.date_input(tr("actuals.page.date"), key="act_date", format="YYYY-MM-DD")
     with c5:
         st.text_input(tr("actuals.page.note"), key="act_note", max_chars=actuals.MAX_NOTE_CHARS)
     st.button(tr("actuals.page.save"), key="act_save", type="primary", on_click=_on_save, args=(plan, scenario))
