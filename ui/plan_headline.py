@@ -105,7 +105,7 @@ def painted(ss) -> bool:
 
 def let_the_browser_paint(ss) -> None:
     """Call after the headline: pauses the session's first run once, when a browser is there to paint."""
-    if ss.get(PAINTED_KEY):
+    if painted(ss):
         return
     ss[PAINTED_KEY] = True
     if st.context.headers.get("User-Agent"):
