@@ -20,11 +20,13 @@ def test_the_style_is_scoped_to_the_widget_as_streamlit_names_its_class():
 
 
 def test_a_catalog_text_cannot_leave_its_css_string_or_the_style_element():
-    text = 'a "quoted" \\ back\nslash </style><script>alert(1)</script>'
+    # CSS ends a string at a line feed, carriage return or form feed: each would let the rest become rules
+    text = 'a "quoted" \\ back\nslash\rcr\fff} #x{display:none} </style><script>alert(1)</script>'
     literal = _css_string(text)
     assert literal.startswith('"') and literal.endswith('"')
     inner = literal[1:-1]
-    assert not re.search(r'["<>\n]', inner) and "\\\\" not in inner.replace("\\5c ", "")
+    assert not re.search(r'["<>\n\r\f]', inner) and "\\\\" not in inner.replace("\\5c ", "")
+    assert _css_string("64 MB • JSON, ñandú") == '"64 MB • JSON, ñandú"'  # printable text stays as it is
     css = _uploader_style("upload", button=text, limit=text)
     assert css.startswith("<style>") and css.endswith("</style>")
     assert css.count("<") == 2, css  # only the style element's own tags: no "</style>" or "<script>" from the text

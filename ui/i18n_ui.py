@@ -6,7 +6,7 @@ import math
 import re
 import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -125,7 +125,7 @@ def dataframe(data, **kwargs):
     return st.dataframe(data, placeholder=fmt.MISSING, **kwargs)
 
 
-def file_uploader(label: str, *, key: str, types: Sequence[str], max_mb: int, **kwargs):
+def file_uploader(label: str, *, key: str, types: tuple[str, ...], max_mb: int, **kwargs):
     """st.file_uploader with its own words in the session's language. Streamlit writes "Upload" on the button and
     "16MB per file • YAML, YML" under it in English whatever the app's language (no parameter for either: the PR
     that proposed them, streamlit/streamlit#10042, was closed unmerged). In Spanish a style scoped to this widget's
@@ -141,8 +141,9 @@ def file_uploader(label: str, *, key: str, types: Sequence[str], max_mb: int, **
 
 
 def _css_string(text: str) -> str:
-    """`text` as a CSS string literal: quotes, backslashes, line ends and angle brackets (a "</style>") escaped."""
-    return '"' + "".join(c if c not in '"\\\n<>' else f"\\{ord(c):x} " for c in text) + '"'
+    """`text` as a CSS string literal: quotes, backslashes, angle brackets (a "</style>") and every character that is
+    not printable (CSS ends a string at \\n, \\r and \\f) written as CSS escapes."""
+    return '"' + "".join(c if c.isprintable() and c not in '"\\<>' else f"\\{ord(c):x} " for c in text) + '"'
 
 
 _SMALL = "font-size: 0.875rem; line-height: 1.6;"  # as the texts replaced (14 px, Streamlit's "sm"; faded 0.7)
