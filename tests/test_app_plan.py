@@ -370,6 +370,18 @@ def test_a_files_region_names_show_and_a_group_replaces_them():
     assert not [o for o in at.selectbox(key="region_group").options if "southamerica-east1" in o]
 
 
+def test_a_group_picked_while_the_plan_fails_is_no_longer_offered_the_files_regions():
+    """The choice follows the region widget, not whether this run's plan succeeded (ui.state.file_regions)."""
+    s = load_scenario_file(DEFAULT_SCENARIO)
+    named = dataclasses.replace(s, pricing=dataclasses.replace(s.pricing, regions=("southamerica-east1",)))
+    at = fresh({url_codec.URL_PARAM: url_codec.encode_scenario(named)})
+    at.multiselect(key="precisions").set_value([]).run()  # no precision: the plan fails, the last valid one shows
+    assert at.error and not at.exception
+    at.selectbox(key="region_group").set_value("any").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [o for o in at.selectbox(key="region_group").options if "southamerica-east1" in o]
+
+
 def test_a_batch_away_from_where_the_lr_was_tuned_gets_the_lr_advice():
     at = fresh()  # ResNet-50, SGD, global batch 256
     assert "multiply the tuned LR" not in all_text(at)

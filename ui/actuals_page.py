@@ -114,7 +114,7 @@ def _form(plan: Plan, scenario: Scenario) -> None:
     with c3:
         st.number_input(tr("actuals.page.cost"), min_value=0.0, value=None, step=10.0, format="%.2f",
                         key="act_cost", help=tr("actuals.page.cost_help"))
-    file_uploader(tr("actuals.page.file"), key="act_result_file", types=["json"],
+    file_uploader(tr("actuals.page.file"), key="act_result_file", types=("json",),
                   max_mb=MAX_IMPORT_BYTES // 2**20, help=tr("actuals.page.file_help"))
     c4, c5 = st.columns([1, 3])
     with c4:

@@ -493,7 +493,7 @@ def _on_import() -> None:
 def _import() -> None:
     ss = st.session_state
     st.caption(trm("pages.bench.import_intro", folder=str(user_results_dir())))
-    file_uploader(tr("pages.bench.import_file"), key="import_file", types=["json"], on_change=_on_import,
+    file_uploader(tr("pages.bench.import_file"), key="import_file", types=("json",), on_change=_on_import,
                   max_mb=MAX_IMPORT_BYTES // 2**20, help=tr("pages.bench.import_help"))
     if ss.get("_import_error"):
         st.error(tr("pages.bench.import_error", message=md(ss["_import_error"])))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 
 import streamlit as st
+from streamlit.elements.lib.mutable_expander_container import ExpanderContainer
 
 from planner.inputs.errors import InputError
+from planner.inputs.folders import Inputs
 from planner.inputs.scenario import (
     Scenario,
     load_scenario_file,
@@ -100,7 +102,8 @@ def main() -> None:
                 st.caption(tr("app.sidebar.share"))
 
 
-def _sidebar(inputs, fingerprint):
+def _sidebar(inputs: Inputs, fingerprint: str) -> ExpanderContainer:
+    """The sidebar's widgets; returns the Scenario file section (the download button goes in it once planned)."""
     models, providers, examples = choices(fingerprint)
     return sidebar.render_sidebar(inputs.profiles, models, providers, examples)
 

@@ -241,10 +241,7 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.selectbox(tr("app.sidebar.provider"), _with_current(["cheapest", *providers], "provider"),
                      key="provider", format_func=choice_label(None, {"cheapest": "app.sidebar.provider_cheapest"}))
         if ss["tier"] != "on_prem":
-            # The file's exact regions stay a choice while they are the choice (picking a group drops them from the
-            # scenario); read from the widget, not from the last plan, so the sidebar may be drawn before the plan.
-            named = tuple(((ss.get(state.BASE_KEY) or {}).get("pricing") or {}).get("regions") or ()) \
-                if ss.get("region_group") == state.FILE_REGIONS else ()
+            named = state.file_regions(ss)
             # Labels bound in this run's language (Streamlit may call format_func outside the run).
             group_label = choice_label("common.region_group")
             file_label = tr("app.sidebar.file_regions", names=", ".join(named))
@@ -302,6 +299,6 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                      placeholder=tr("app.sidebar.example_placeholder"))
         # Above the loader's own 1 MiB rule: a larger file then reaches the loader, whose error names the file and
         # the limit at the top of the page (the widget's own limit only shows a chip here).
-        file_uploader(tr("app.sidebar.upload"), key="upload", types=["yaml", "yml"], max_mb=16,
+        file_uploader(tr("app.sidebar.upload"), key="upload", types=("yaml", "yml"), max_mb=16,
                       on_change=_on_upload, args=(known,), help=tr("app.sidebar.upload_help"))
     return file_box

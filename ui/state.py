@@ -243,9 +243,9 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
 
     p = dict(d.get("pricing") or {})
     as_of = w["exchange_rate_as_of"]
-    if w["region_group"] != FILE_REGIONS:
+    if not keeps_file_regions(w["region_group"]):
         p.pop("regions", None)  # a group chosen in the app replaces the file's explicit region names
-    region_group = "any" if w["region_group"] == FILE_REGIONS else w["region_group"]
+    region_group = "any" if keeps_file_regions(w["region_group"]) else w["region_group"]
     usd = w["currency"] == "USD"  # the rate and its date are hidden then (hidden_keys): USD per USD is 1
     p.update(tier=w["tier"], provider=w["provider"], region_group=region_group, currency=w["currency"],
              exchange_rate=1.0 if usd else float(w["exchange_rate"]),
@@ -352,6 +352,22 @@ class Session(Protocol):
     def get(self, key: str, default: Any, /) -> Any: ...
     def setdefault(self, key: str, default: Any, /) -> Any: ...
     def update(self, items: Iterable[tuple[str, Any]], /) -> None: ...
+
+
+def keeps_file_regions(region_group: str | None) -> bool:
+    """Whether the scenario file's exact region names are the region choice: picking a group in the app drops them
+    from the scenario (from_widgets) and from the choices offered (file_regions)."""
+    return region_group == FILE_REGIONS
+
+
+def file_regions(session: Session) -> tuple[str, ...]:
+    """The file's exact region names to offer as a choice. While they are the choice they are read from the scenario
+    the file or link set (BASE_KEY: only apply_scenario, in a callback before the run, changes them there), so the
+    sidebar may be drawn before the plan; once a group is picked they are no longer offered, even while a failing
+    plan still shows the last valid scenario."""
+    if not keeps_file_regions(session.get("region_group")):
+        return ()
+    return tuple(((session.get(BASE_KEY) or {}).get("pricing") or {}).get("regions") or ())
 
 
 def seed_missing(session: Session, values: Mapping[str, Any]) -> None:
