@@ -117,6 +117,13 @@ def test_every_path_the_readme_names_exists():
     assert not missing, f"README names paths that do not exist: {missing}"
 
 
+def _is_streamlit(node: ast.expr) -> bool:
+    """`st` or `st.sidebar` (st.sidebar.file_uploader is Streamlit's widget too)."""
+    if isinstance(node, ast.Attribute) and node.attr == "sidebar":
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "st"
+
+
 @pytest.mark.parametrize("widget, why", [
     ("dataframe", 'it draws a missing cell as "—" (st.dataframe draws "None" whatever the styler says; '
                   "tests/test_spanish_everywhere.py finds it per page)"),
@@ -130,8 +137,8 @@ def test_every_app_table_and_uploader_goes_through_its_one_helper(widget, why):
         if path.name == "i18n_ui.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                 and node.attr == widget and isinstance(node.value, ast.Name) and node.value.id == "st"]
+        found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == widget
+                 and _is_streamlit(node.value)]
         if found:
             calls[path.name] = found
     assert not calls, f"st.{widget} outside ui/i18n_ui.py (use its {widget} helper: {why}): {calls}"
