@@ -354,10 +354,15 @@ def test_regions_bill_a_latin_american_quote_and_name_the_region():
     assert not [s for s in at.selectbox if s.key == "region_group"]  # on-prem GPUs are not rented in a region
 
 
-def test_a_files_region_names_show_and_a_group_replaces_them():
+def _opened_with_named_regions() -> AppTest:
+    """The app opened from a link whose scenario names an exact region (as a file's pricing.regions would)."""
     s = load_scenario_file(DEFAULT_SCENARIO)
     named = dataclasses.replace(s, pricing=dataclasses.replace(s.pricing, regions=("southamerica-east1",)))
-    at = fresh({url_codec.URL_PARAM: url_codec.encode_scenario(named)})
+    return fresh({url_codec.URL_PARAM: url_codec.encode_scenario(named)})
+
+
+def test_a_files_region_names_show_and_a_group_replaces_them():
+    at = _opened_with_named_regions()
     box = at.selectbox(key="region_group")
     assert box.value == state.FILE_REGIONS and "southamerica-east1" in box.format_func(box.value)
     assert scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))["pricing"]["regions"] \
@@ -372,9 +377,7 @@ def test_a_files_region_names_show_and_a_group_replaces_them():
 
 def test_a_group_picked_while_the_plan_fails_is_no_longer_offered_the_files_regions():
     """The choice follows the region widget, not whether this run's plan succeeded (ui.state.file_regions)."""
-    s = load_scenario_file(DEFAULT_SCENARIO)
-    named = dataclasses.replace(s, pricing=dataclasses.replace(s.pricing, regions=("southamerica-east1",)))
-    at = fresh({url_codec.URL_PARAM: url_codec.encode_scenario(named)})
+    at = _opened_with_named_regions()
     at.multiselect(key="precisions").set_value([]).run()  # no precision: the plan fails, the last valid one shows
     assert at.error and not at.exception
     at.selectbox(key="region_group").set_value("any").run()
