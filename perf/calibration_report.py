@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from planner.engine import steptime  # noqa: E402
 from planner.engine.calibration import Sample, calibrated_fwd_bwd_s, calibration_of  # noqa: E402
-from planner.engine.plan import roofline_terms, step_estimate  # noqa: E402
+from planner.engine.step_ladder import roofline_terms, step_estimate  # noqa: E402
 from planner.inputs.calibration import StepCalibration  # noqa: E402
 from planner.inputs.errors import InputError  # noqa: E402
 from planner.inputs.folders import Inputs, load_inputs  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from planner.engine import op_classes as oc
-from planner.engine.plan import roofline_terms
+from planner.engine.step_ladder import roofline_terms
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import parse_scenario
 

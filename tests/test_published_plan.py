@@ -207,7 +207,7 @@ def test_bf16_takes_the_same_gpu_fp16_figure_where_their_peaks_are_equal(publish
 
 
 def test_no_sibling_where_the_gpu_has_no_bf16_peak():
-    from planner.engine.plan import _same_speed_precisions
+    from planner.engine.step_transfer import same_speed_precisions as _same_speed_precisions
 
     profiles = load_inputs([], include_user_data=False).profiles
     assert _same_speed_precisions(profiles["v100-sxm2-16gb"], "fp16") == ("fp16",)  # Volta: no bf16

@@ -93,7 +93,7 @@ def test_padding_costs_compute_but_not_steps(inputs):
     assert to_max.step.step_time_s == pytest.approx(full.step.step_time_s)  # padded to 2,048: nothing saved
     waste = next(n for n in plan.assumptions if getattr(n, "key", None) == "padding_to_max")
     assert dict(waste.items)["pct"] == 85
-    factor = sequences.padded_time_factor(plan.extra["model"].params, LLAMA2_7B, padded_tokens=600)
+    factor = sequences.padded_time_factor(plan.model.params, LLAMA2_7B, padded_tokens=600)
     # the tokens-dependent part shrinks by the FLOPs ratio; QLoRA's dequantisation and the optimizer do not
     assert factor * full.step.step_time_s < to_600.step.step_time_s < 0.5 * full.step.step_time_s
     assert "padded below the sequence length" in to_600.step.source.detail

@@ -373,7 +373,7 @@ def _step(corpus, model: str, gpu: str, batch: int, *, precision: str = "bf16", 
           results=None):
     import dataclasses
 
-    from planner.engine.plan import step_estimate
+    from planner.engine.step_ladder import step_estimate
     from planner.inputs.scenario import parse_scenario
     scenario = parse_scenario({
         "schema": "trainplan.scenario/1", "name": "monotone", "model": {"name": model},
@@ -415,7 +415,7 @@ def test_plan_step_time_is_monotone_in_the_micro_batch(corpus, model, gpu, optim
 
 
 def test_a_transfer_combines_every_published_gpu_weighted_by_distance(corpus):
-    from planner.engine.plan import combined_seconds, transfer_weight
+    from planner.engine.step_transfer import combined_seconds, transfer_weight
 
     step = _step(corpus, "resnet50", "l4-24gb", 256, optimizer="sgd_momentum")
     detail = step.source.detail

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner.engine.estimates import Plan, ResolvedModel
+from planner.engine.estimates import Plan
 from planner.inputs.actuals import FIGURES, ActualFigures, Predicted, RecordedRun, RunModel, RunOption
 from planner.inputs.errors import InputError
 
@@ -77,8 +77,8 @@ def new_run(plan: Plan, option_id: str, *, scenario: Mapping[str, Any], predicte
     o = plan.option(option_id)
     if o is None or option_id not in recordable(plan):
         raise InputError("recorded run", "option", option_id, "an option of the current plan that was timed")
-    model = plan.extra.get("model")
-    if not isinstance(model, ResolvedModel):
+    model = plan.model
+    if model is None:
         raise InputError("recorded run", "model", None, "a plan that resolved its model")
     training = scenario.get("training") or {}
     micro = int(o.micro_batch or 0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from planner.engine.notes import Note
@@ -248,7 +248,11 @@ class Plan:
     result_files_used: tuple[str, ...] = ()
     # The seeds' checklist for the chosen batch: learning-rate scaling and warm-up (cited), the critical batch.
     advice: tuple[Note, ...] = ()
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
+    # What every option shares: the resolved model (zoo, result files or typed numbers), the steps to converge,
+    # the trainable parameters (None for a Plan not built by build_plan).
+    model: ResolvedModel | None = None
+    convergence: ConvergenceEstimate | None = None
+    trainable_params: int | None = None
 
     def option(self, option_id: str | None) -> PlanOption | None:
         for o in self.options:

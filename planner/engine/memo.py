@@ -3,9 +3,10 @@
 An engineer's next question changes one knob: the epochs, the tier, the deadline. Then every option's micro-batch
 search (its memory estimates), its step time (measured, transferred from other GPUs or calibrated) and its rental
 candidates are what they were in the last plan, and they are most of a plan's work (200 options: ~65 ms of a
-widget change's ~0.3 s, perf/app_speed.py). plan.py keys each such part by every scenario field it reads, within
-the Inputs (profiles, result files, price overrides) it was computed from; a part is looked up here before it is
-computed, and what a computation raises is not kept.
+widget change's ~0.3 s, perf/app_speed.py). Each such part is a function decorated with `cached`: its first
+argument is the Inputs (profiles, result files, price overrides) it reads, the others are frozen values, and the
+key is exactly those arguments, so a part cannot read a scenario field its key lacks (it is not given one). A part
+is looked up here before it is computed, and what a computation raises is not kept.
 
 The memo of an Inputs is dropped with it (a weak reference: reloaded inputs never see another's entries) and holds
 at most MAX_ENTRIES parts (the oldest go first). Nothing here changes a number: tests/test_plan_memo.py compares
@@ -14,12 +15,15 @@ plans built through it with plans built from an empty memo.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 _T = TypeVar("_T")
+_O = TypeVar("_O")
+_P = ParamSpec("_P")
 
 # A plan of the default scenario leaves ~435 parts (memory search, a step per rental layout and the rentals of each
 # option) of ~2.1 KB each (tracemalloc over 30 plans): 10,000 parts are the last ~20 distinct model and training
@@ -55,6 +59,20 @@ def memoized(owner: object, key: Hashable, compute: Callable[[], _T]) -> _T:
         while len(memo) > MAX_ENTRIES:
             del memo[next(iter(memo))]
     return value
+
+
+def cached(compute: Callable[Concatenate[_O, _P], _T]) -> Callable[Concatenate[_O, _P], _T]:
+    """`compute(owner, *args, **kwargs)` kept per owner under the function's name and its arguments: the key is
+    the argument list, never a hand-written tuple. The arguments must be hashable (frozen dataclasses, ids,
+    numbers); a function that needs the whole scenario is too wide to cache and should take the fields it reads."""
+    name = f"{compute.__module__}.{compute.__qualname__}"
+
+    @functools.wraps(compute)
+    def wrapper(owner: _O, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        key = (name, args, tuple(sorted(kwargs.items())))
+        return memoized(owner, key, lambda: compute(owner, *args, **kwargs))
+
+    return wrapper
 
 
 def clear() -> None:

@@ -312,8 +312,7 @@ def _recorded(plan: Plan, runs: Sequence[RecordedRun], locale: str) -> dict:
     """The report's "plan against actual" part: the recorded runs of this plan's model, newest first, one row per
     recorded figure (predicted, actual, error = actual / predicted - 1, inside the predicted range), and one
     sentence with the median error and how many figures fell inside their range."""
-    model = plan.extra.get("model")
-    name = getattr(model, "name", None)
+    name = plan.model.name if plan.model else None
     mine = sorted((r for r in runs if name and r.model.name == name), key=lambda r: r.date, reverse=True)
     if not mine:
         return {}

@@ -1,0 +1,73 @@
+"""What a plan says besides its options: the assumptions it rests on, the batch advice and the plan-wide warnings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+
+from planner.engine import convergence, cost
+from planner.engine.estimates import ConvergenceEstimate, PlanOption, ResolvedModel
+from planner.engine.measurements import MeasurementIndex
+from planner.engine.notes import Note
+from planner.inputs.scenario import Scenario
+from planner.inputs.zoo_catalog import canonical_id
+
+
+def assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
+                idx: MeasurementIndex) -> list[Note]:
+    out: list[Note] = [
+        Note("assumption_model_flops", model=model.name, params=model.params, flops=f"{model.flops_per_sample:.3g}",
+             source=str(model.flops_source)) if model.flops_per_sample else
+        Note("assumption_model", model=model.name, params=model.params),
+        Note("assumption_steps", steps=round(conv.steps), source=str(conv.source)),
+        Note("assumption_memory_fit"),
+        Note("assumption_layout", layout=scenario.training.state_layout, optimizer=scenario.training.optimizer,
+             impl=scenario.training.optimizer_impl),
+    ]
+    if scenario.pricing.exchange_rate != 1.0 or scenario.pricing.currency != "USD":
+        as_of = scenario.pricing.exchange_rate_as_of
+        if as_of:
+            out.append(Note("assumption_rate_dated", rate=scenario.pricing.exchange_rate,
+                            currency=scenario.pricing.currency, as_of=as_of.isoformat()))
+        else:
+            out.append(Note("assumption_rate_undated", rate=scenario.pricing.exchange_rate,
+                            currency=scenario.pricing.currency))
+    out.append(Note("energy_assumption", pct=round(100 * cost.tdp_fraction(scenario.pricing))))
+    if scenario.model.name and canonical_id(scenario.model.name)[0] != scenario.model.name:
+        out.append(Note("model_renamed", old=scenario.model.name, new=model.name))
+    out.extend(conv.notes)
+    out.extend(idx.skipped)
+    return out
+
+
+def lr_reference_batch(scenario: Scenario) -> int | None:
+    """The batch the LR was tuned at: training.lr_reference_batch, else the reference run nearest the global batch."""
+    t, w = scenario.training, scenario.workload
+    if t.lr_reference_batch:
+        return t.lr_reference_batch
+    batches = [p.global_batch for p in w.reference_points]
+    return min(batches, key=lambda b: (abs(math.log(b / t.global_batch)), b)) if batches else None
+
+
+def batch_advice(scenario: Scenario, conv: ConvergenceEstimate, rows_per_epoch: int | None) -> tuple[Note, ...]:
+    """The seeds' checklist when the batch moves from where the LR was tuned: the LR rule, its warm-up, the
+    noise-scale optimum, and the critical-batch warning (convergence.lr_advice; ESTIMATION.md §4)."""
+    t = scenario.training
+    ref = lr_reference_batch(scenario)
+    out: list[Note] = []
+    if ref is not None and ref != t.global_batch:
+        out.extend(convergence.lr_advice(t.optimizer, ref, t.global_batch, conv.b_crit,
+                                         samples_per_epoch=rows_per_epoch))
+    out.extend(n for n in conv.notes if n.key == "past_b_crit")
+    return tuple(out)
+
+
+def plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[Note]:
+    out: list[Note] = []
+    w = cost.undated_rate_warning(scenario.pricing)
+    if w:
+        out.append(w)
+    if options and not any(o.fits for o in options):
+        out.append(Note("no_option_fits_known") if any(o.fits is None for o in options) else Note("no_option_fits"))
+    return out

@@ -1,0 +1,172 @@
+"""The formula paths of a micro-step's time, used when no GPU has a measurement of it: the calibrated roofline
+(planner/engine/calibration.py), else F / (P × MFU) with the default MFU; both floored by the host's kernel launches
+and, for QLoRA, plus the base weights' dequantisation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.engine import calibration, memory, steptime
+from planner.engine.context import trainable_fraction
+from planner.engine.estimates import ResolvedModel, Source
+from planner.engine.micro import Micro, StepContext
+from planner.engine.option import OptionPlan
+from planner.inputs.errors import InputError
+from planner.inputs.profiles import GpuProfile
+from planner.vocab import GIB
+
+
+def with_dequant(ctx: StepContext, option: OptionPlan, m: Micro) -> Micro:
+    """A formula time plus QLoRA's dequantisation (steptime.dequant_s); measured and transferred times come from runs
+    of the same adapter (measurements.py matches it), so they already hold it."""
+    adapter = ctx.training.adapter
+    if adapter is None or adapter.base_dtype not in ("nf4", "nf4_dq"):
+        return m
+    quantized = memory.quantized_base_params(ctx.model)
+    extra = steptime.dequant_s(quantized, option.gpu.memory_bandwidth_gb_per_s)
+    detail = (f"{m.source.detail}; + {steptime.format_duration(extra)} to dequantise the nf4 base weights "
+              f"({steptime.DEQUANT_PASSES} passes × {quantized:,} parameters × "
+              f"{steptime.QLORA_DEQUANT_BYTES_PER_PARAM_PASS:g} B at {option.gpu.memory_bandwidth_gb_per_s:g} GB/s, "
+              "from LitGPT's published LoRA/QLoRA pair)")
+    low, high = m.band
+    return replace(m, seconds=m.seconds + extra, source=Source(m.source.kind, detail), band=(low + extra, high + extra),
+                   fixed_s=m.fixed_s + extra)
+
+
+def default_mfu_micro(ctx: StepContext, option: OptionPlan, flops: float) -> Micro:
+    """F / (P × MFU) with the default (or the typed) MFU: the path without a calibration or an activation size."""
+    model, gpu, precision = ctx.model, option.gpu, option.precision
+    t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
+    mfu_origin = "yours: scenario model.mfu" if model.mfu else f"default for {model.family} {used}"
+    if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        mfu_origin += f", × {DUAL_ISSUE_FP32_FACTOR:g} for the dual-issue fp32 peak of this architecture"
+    detail = (f"F / (P × MFU): F = {flops:.3g} FLOPs per micro-step, P = {gpu.peak_tflops_for(used):g} TFLOP/s "
+              f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
+    if used != precision:
+        detail += f"; {precision} is assumed no slower than {used}"
+    launch, launch_detail = launch_floor(ctx, precision)
+    t = calibration.launch_bound_s(t, launch)
+    return Micro(t, Source("user" if model.mfu else "analytic", detail + launch_detail), (0.6 * t, 1.6 * t), None,
+                  False)
+
+
+def kernel_count(ctx: StepContext, precision: str) -> tuple[float, str] | None:
+    """Kernel launches of one micro-step (forward + backward) and where the count comes from: the model's trace,
+    else per layer for a typed transformer shape (steptime.transformer_aten_ops); None when neither exists."""
+    traced = ctx.idx.aten_ops.get(precision)
+    if traced is not None:
+        return traced[0], f"{traced[0]:,.0f} traced aten ops in {traced[2]}"
+    shape = ctx.model.transformer
+    if shape is None:
+        return None
+    # recompute and frozen weights change the op count as they change the FLOPs (same op mix per layer)
+    factor = steptime.compute_factor(ctx.training.activation_checkpointing,
+                                     trainable_fraction(ctx.model, ctx.training))
+    n = steptime.transformer_aten_ops(shape.layers, precision) * factor
+    return n, f"{n:,.0f} aten ops estimated for {shape.layers} transformer layers (per-layer count of the shipped traces)"
+
+
+def launch_floor(ctx: StepContext, precision: str) -> tuple[float, str]:
+    """(seconds, detail) of the launch floor kernels × launch cost (0 when the kernel count is unknown)."""
+    cal = ctx.inputs.calibration
+    per_op = cal.launch_s_per_op if cal is not None and cal.launch_s_per_op is not None else steptime.LAUNCH_S_PER_OP
+    kernels = kernel_count(ctx, precision)
+    if kernels is None:
+        return 0.0, "; no launch term (no trace of the model and no transformer shape to count its kernels)"
+    seconds = steptime.launch_s(kernels[0], seconds_per_op=per_op)
+    return seconds, (f"; never below {steptime.format_duration(seconds)}, the host's kernel launches: {kernels[1]} "
+                     f"× {per_op * 1e6:.3g} µs per op")
+
+
+# Band of a prior (an architecture without published runs in the calibration): the held-out range, widened by half.
+PRIOR_BAND_WIDENING = 1.5
+
+
+def calibrated(ctx: StepContext, option: OptionPlan, flops: float, activation_bytes: float | None) -> Micro | None:
+    """The calibrated roofline (planner/engine/calibration.py) when a calibration, the activation bytes and a peak
+    exist and the user typed no MFU; None otherwise (the default-MFU formula follows)."""
+    cal, gpu, precision = ctx.inputs.calibration, option.gpu, option.precision
+    if cal is None or ctx.model.mfu or activation_bytes is None:
+        return None
+    best: tuple[float, float, bool, str, float] | None = None
+    for used in _NO_SLOWER_THAN[precision]:  # a faster format is never slower, as in the default formula
+        peak = transfer_peak(gpu, used)
+        if not peak:
+            continue
+        t, eff, known = calibration.calibrated_fwd_bwd_s(cal, gpu, used, flops=flops, peak_tflops=peak,
+                                                         activation_bytes=activation_bytes,
+                                                         launch_s=launch_floor(ctx, used)[0])
+        if best is None or t < best[0]:
+            best = (t, eff, known, used, peak)
+    if best is None:
+        return None
+    t, eff, known, used, peak = best
+    group = calibration.arch_group(gpu)
+    # An efficiency on a bound of the fit was not pinned by the runs (a reviewer found 5 of 6 there): say so and give
+    # it the prior's wider range.
+    at_bound = known and not (calibration.EFFICIENCY_BOUNDS[0] + 1e-3 < eff < calibration.EFFICIENCY_BOUNDS[1] - 1e-3)
+    origin = (f"{group} fitted on {cal.counts.get(group, 0)} published runs"
+              + (", at the fit's bound: the runs do not pin it, so its range is widened" if at_bound else "")
+              if known else
+              f"prior: no published run on {group} in the calibration; the 25th percentile of the fitted "
+              "architectures")
+    detail = (f"calibrated roofline F / (P × e × f) + {cal.activation_traffic:.3g} × A / BW: F = {flops:.3g} FLOPs "
+              f"per micro-step, P = {peak:g} TFLOP/s dense {used}, e = {eff:.2f} ({origin}), "
+              f"f = {cal.precision_factor.get(used, 1.0):.2f}, A = {activation_bytes / GIB:.3g} GiB of activations, "
+              f"BW = {gpu.memory_bandwidth_gb_per_s:g} GB/s; calibration of {cal.fitted_on} on {cal.n_points} runs")
+    if used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        detail += f"; P is × {DUAL_ISSUE_FP32_FACTOR:g} the dual-issue fp32 peak of this architecture"
+    if used != precision:
+        detail += f"; {precision} is assumed no slower than {used}"
+    detail += launch_floor(ctx, used)[1]
+    # Held-out errors e = predicted / published - 1 lie in [p10, p90], so the run lies in [t/(1+p90), t/(1+p10)].
+    widen = 1.0 if known and not at_bound else PRIOR_BAND_WIDENING
+    low = t / (1.0 + max(cal.residual_p90, 0.05) * widen)
+    high = t / max(1.0 + min(cal.residual_p10, -0.05) * widen, 0.2)
+    return Micro(t, Source("analytic", detail), (low, high), None, False, band_meaning="p10-p90")
+
+
+# A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
+# fastest kernel), so the analytic time takes the best of the precision and those below it.
+_NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16", "tf32", "fp32"),
+                   "bf16": ("bf16", "tf32", "fp32")}
+
+
+# Ampere GA10x (8.6) and Ada (8.9) print an fp32 peak that counts both FP32 datapaths; one of them also
+# executes the INT32 work (addressing) real kernels need, so they reach about half of it (NVIDIA GA102
+# whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
+_DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
+DUAL_ISSUE_FP32_FACTOR = 0.5
+
+
+def transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
+    """The dense peak a transfer scales by: the dual-issue fp32 peak of Ampere GA10x/Ada counts at the same
+    DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
+    peak = gpu.peak_tflops_for(precision)
+    if peak and precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        return peak * DUAL_ISSUE_FP32_FACTOR
+    return peak
+
+
+def _default_mfu_on(gpu: GpuProfile, family: str, precision: str) -> float:
+    mfu = steptime.default_mfu(family, precision)
+    if precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        mfu *= DUAL_ISSUE_FP32_FACTOR
+    return mfu
+
+
+def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flops: float) -> tuple[float, float, str]:
+    best: tuple[float, float, str] | None = None
+    for p in _NO_SLOWER_THAN[precision]:
+        peak = gpu.peak_tflops_for(p)
+        if not peak:
+            continue
+        mfu = model.mfu or _default_mfu_on(gpu, model.family, p)
+        t = steptime.analytic_micro_step(flops, peak, mfu)
+        if best is None or t < best[0]:
+            best = (t, mfu, p)
+    if best is None:  # a profile always has fp32 (inputs/profiles.py requires it)
+        raise InputError(gpu.path, "peak_tflops.fp32", None, "the GPU's dense fp32 peak")
+    return best
+
+

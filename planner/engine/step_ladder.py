@@ -1,0 +1,201 @@
+"""The step-time ladder: one optimizer step of one option by the strongest method available (measured on this GPU >
+its same-speed sibling's > transferred from other GPUs > the calibrated roofline > the default MFU), plus
+accumulation, the optimizer, exposed communication and the input pipeline. One entry point: step_for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from planner.engine import calibration, memo, memory, scaling, steptime
+from planner.engine.class_terms import class_terms
+from planner.engine.context import micro_flops, model_facts
+from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint
+from planner.engine.measurements import MeasurementIndex
+from planner.engine.micro import Micro, StepContext
+from planner.engine.notes import Note
+from planner.engine.option import OptionPlan
+from planner.engine.step_formula import (
+    calibrated,
+    default_mfu_micro,
+    kernel_count,
+    transfer_peak,
+    with_dequant,
+)
+from planner.engine.step_transfer import same_speed_precisions, sibling_reason, transferred
+from planner.inputs.errors import CannotEstimate, InputError
+from planner.inputs.folders import Inputs
+from planner.inputs.scenario import Hardware, ModelSpec, Scenario, TrainingSetup
+
+
+@dataclass(frozen=True)
+class TimedStep:
+    """One option's optimizer step and, across GPUs, how it scales."""
+
+    step: StepEstimate
+    scaling: ScalingEstimate | None
+
+
+@memo.cached
+def step_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, hardware: Hardware, *, time_factor: float,
+             gpu_id: str, n_gpus: int, precision: str, micro_batch: int, grad_accum: int,
+             source: str = "<scenario>") -> TimedStep:
+    """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping), on
+    `hardware` (the scenario's, or the rental's layout when the rental decides which links are crossed).
+    Cached per Inputs by these arguments, which are everything it reads."""
+    ctx = StepContext(inputs, model_facts(inputs, model, training, source), training, hardware, time_factor)
+    option = OptionPlan(gpu=inputs.profiles[gpu_id], n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
+                        grad_accum=grad_accum)
+    return _step(ctx, option)
+
+
+def step_estimate(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
+                  n_gpus: int = 1, source: str = "<scenario>") -> StepEstimate:
+    """One option's optimizer step by the path a plan would take, without the memory fit, the cost and the
+    workload's padding: what the calibration report compares with published runs (which ran, so they fit)."""
+    if gpu_id not in inputs.profiles:
+        raise InputError(source, "gpu_id", gpu_id, "a GPU profile id")
+    return step_for(inputs, scenario.model, scenario.training, scenario.hardware, time_factor=1.0, gpu_id=gpu_id,
+                    n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
+                    grad_accum=max(1, scenario.training.global_batch // n_gpus // micro_batch), source=source).step
+
+
+@dataclass(frozen=True)
+class RooflineTerms:
+    """What the calibrated roofline reads for one micro-step: FLOPs (checkpointing and frozen parameters counted),
+    the dense peak it divides by, stored activation bytes, bandwidth, and the optimizer step added apart."""
+
+    flops: float
+    peak_tflops: float
+    activation_bytes: float
+    bandwidth_gb_per_s: float
+    optimizer_s: float
+    group: str
+    kernels: float = 0.0  # kernel launches of the micro-step (_kernels): × the per-op launch cost, added unscaled
+    classes: calibration.ClassTerms | None = None  # the per-class split (_class_terms), when a trace gives one
+
+
+def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
+                   source: str = "<scenario>") -> RooflineTerms:
+    """The calibration's inputs for one configuration (perf/calibrate.py fits on them; plans predict with them)."""
+    t = scenario.training
+    ctx = StepContext(inputs, model_facts(inputs, scenario.model, t, source), t, scenario.hardware)
+    gpu = inputs.profiles[gpu_id]
+    option = OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch,
+                        grad_accum=max(1, t.global_batch // micro_batch))
+    return RooflineTerms(
+        flops=micro_flops(ctx.model, t, micro_batch), peak_tflops=transfer_peak(gpu, precision) or 0.0,
+        activation_bytes=activation_bytes(ctx, option) or 0.0,
+        bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
+        optimizer_s=steptime.optimizer_step_s(ctx.trainable, t.optimizer, t.optimizer_impl,
+                                              gpu.memory_bandwidth_gb_per_s),
+        group=calibration.arch_group(gpu), kernels=(kernel_count(ctx, precision) or (0.0, ""))[0],
+        classes=class_terms(ctx, gpu, precision, micro_batch))
+
+
+def activation_bytes(ctx: StepContext, option: OptionPlan) -> float | None:
+    """The step time's memory-traffic term: the activation bytes one micro-step writes, by the memory model (None
+    when it has no way to tell). Whatever the peak's phase, and as if the base were trainable: a frozen layer
+    still reads and writes its activations; only what autograd keeps for backward differs (memory, not time)."""
+    line = ctx.facts.activation_line(option.precision, option.gpu.id)
+    try:
+        value, _ = memory.option_activation_bytes(ctx.model, ctx.training, option, line=line, adapter=None)
+    except CannotEstimate:
+        return None
+    return value
+
+
+def _step(ctx: StepContext, option: OptionPlan) -> TimedStep:
+    training, hardware, gpu, n = ctx.training, ctx.hardware, option.gpu, option.n_gpus
+    m = _micro_step(ctx, option)
+    opt_s = m.optimizer_s
+    if opt_s is None:
+        opt_s = steptime.optimizer_step_s(ctx.trainable, training.optimizer, training.optimizer_impl,
+                                          gpu.memory_bandwidth_gb_per_s)
+    if ctx.time_factor != 1.0:
+        m = _padded_micro(m, ctx.time_factor, optimizer_s=opt_s)
+    if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
+        opt_s = min(opt_s, 0.5 * m.seconds)
+    fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
+    # ZeRO (any stage) shards the optimizer state, so each GPU updates 1/N of the parameters (ESTIMATION.md §2;
+    # Rajbhandari et al. 2020): a one-GPU optimizer phase becomes 1/N of itself per step.
+    shards = n if training.sharding != "none" and n > 1 else 1
+    opt_one_gpu_s, opt_s = opt_s, opt_s / shards
+    scale = None
+    exposed = 0.0
+    if n > 1:
+        measured_ddp = scaling.select_measured_ddp(ctx.idx.ddp, gpu.id, n, hardware.gpus_per_node)
+        scale = scaling.estimate_scaling(
+            option, training, hardware, trainable_params=ctx.trainable,
+            params=ctx.model.params, micro_step_s=fwd_bwd_s, optimizer_s=opt_s,
+            measured_ddp=measured_ddp[1] if measured_ddp else None,
+            measured_label=measured_ddp[0] if measured_ddp else "bench ddp result")
+        exposed = scale.exposed_comm_s
+    input_s = steptime.input_time_s(option.micro_batch, ctx.model.input_cpu_s_per_sample,
+                                    hardware.cpu_workers_per_gpu)
+    step = steptime.assemble_step(m.seconds, m.band, m.source, grad_accum=option.grad_accum, optimizer_s=opt_s,
+                                  samples_per_step=training.global_batch, input_s=input_s,
+                                  exposed_comm_s=exposed, optimizer_included=m.includes_optimizer,
+                                  optimizer_in_micro_s=opt_one_gpu_s,
+                                  # exposed communication is modelled on top of the held-out one-GPU errors
+                                  band_meaning=m.band_meaning if exposed == 0.0 else "assumed",
+                                  input_overlaps=hardware.cpu_workers_per_gpu > 0,
+                                  notes=_noise_notes(ctx.idx, m.precision_used or option.precision, m.used))
+    return TimedStep(step, scale)
+
+
+def _padded_micro(m: Micro, factor: float, *, optimizer_s: float) -> Micro:
+    """A micro-step of rows padded below seq_len: forward+backward × F(p)/F(S) (planner/engine/sequences.py); an
+    optimizer step inside a measured micro-step, and QLoRA's dequantisation, keep their time (they do not depend on
+    the tokens in a row)."""
+    inside = (min(optimizer_s, 0.5 * m.seconds) if m.includes_optimizer else 0.0) + m.fixed_s
+
+    def scaled(t: float) -> float:
+        return max(t - inside, 0.0) * factor + inside
+
+    detail = f"{m.source.detail}; forward+backward × {factor:.3g} for rows padded below the sequence length"
+    return replace(m, seconds=scaled(m.seconds), band=(scaled(m.band[0]), scaled(m.band[1])),
+                   source=Source(m.source.kind, detail))
+
+
+def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint]) -> list[Note]:
+    """One note per noisy measurement the step time rests on (its per-step times varied by more than 10%)."""
+    out = []
+    for point in used:
+        pct = idx.noisy_pct.get((point.label, precision, point.batch_size))
+        if pct is not None:
+            out.append(Note("noisy_measurement", file=point.label, iqr_pct=round(pct, 1)))
+    return out
+
+
+def _micro_step(ctx: StepContext, option: OptionPlan) -> Micro:
+    """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
+    model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
+    # A typed model.mfu is the user's own figure: it decides the time (labelled user), not the measured points.
+    same_speed = () if model.mfu else same_speed_precisions(gpu, precision)
+    for used in same_speed:  # this GPU's own points: the precision's, else its same-speed 16-bit sibling's
+        own = ctx.idx.series_at(gpu.id, used, micro)
+        got = steptime.measured_micro_step(own, micro) if own else None
+        if own and got:
+            # The sibling's figure on this very GPU keeps its own kind (published, measured, interpolated...): it is
+            # not a transfer from another GPU; the detail says which precision it was.
+            source = got[1] if used == precision else Source(
+                got[1].kind, f"{sibling_reason(gpu, precision, used)}; {got[1].detail}")
+            return Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro),
+                         precision_used=used)
+    flops = micro_flops(ctx.model, ctx.training, micro)
+    for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
+        moved = transferred(ctx, option, flops, used)
+        if moved:
+            return moved
+    if not flops:
+        raise InputError("<scenario>", "model.flops_per_sample", None,
+                         f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "
+                         "or run `python -m bench run`")
+    # the calibrated roofline's memory-traffic term, worked out only on this path
+    fitted = calibrated(ctx, option, flops, activation_bytes(ctx, option))
+    if fitted is not None:
+        return with_dequant(ctx, option, fitted)
+    return with_dequant(ctx, option, default_mfu_micro(ctx, option, flops))
+
+

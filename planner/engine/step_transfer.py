@@ -1,0 +1,137 @@
+"""A micro-step's time transferred from other GPUs' measurements (ESTIMATION.md §2), and the same-speed 16-bit
+sibling a precision may take its time from."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.engine import calibration, steptime
+from planner.engine.estimates import Source, TimePoint
+from planner.engine.micro import Micro, StepContext
+from planner.engine.option import OptionPlan
+from planner.engine.step_formula import launch_floor, transfer_peak
+from planner.inputs.profiles import GpuProfile
+
+
+def _transfer_band(ctx: StepContext, t: float, ratio_band: tuple[float, float]) -> tuple[float, float]:
+    """A transferred time's range: the p10-p90 of the transfer path's held-out errors on published runs (the
+    calibration file) when there is one, else the peak/bandwidth ratio bracket (ESTIMATION.md §2)."""
+    cal = ctx.inputs.calibration
+    if cal is None or cal.transfer_residual_p10 is None or cal.transfer_residual_p90 is None:
+        return ratio_band
+    # errors e = predicted / published - 1 in [p10, p90]: the run lies in [t / (1 + p90), t / (1 + p10)]
+    return (t / (1.0 + max(cal.transfer_residual_p90, 0.05)), t / max(1.0 + min(cal.transfer_residual_p10, -0.05),
+                                                                     0.2))
+
+
+# fp16 and bf16 run on the same tensor cores at the same dense peak (NVIDIA Ampere and later, AMD CDNA2/3 datasheets,
+# gpu_profiles/): where a GPU lists equal peaks, one's measured time stands for the other's (a GradScaler's unscale
+# pass for fp16 is a few elementwise kernels). Never across different peaks, and never for fp32/tf32.
+_SIBLINGS = {"fp16": "bf16", "bf16": "fp16"}
+
+
+def same_speed_precisions(gpu: GpuProfile, precision: str) -> tuple[str, ...]:
+    sibling = _SIBLINGS.get(precision)
+    peak, other = gpu.peak_tflops_for(precision), gpu.peak_tflops_for(sibling) if sibling else None
+    return (precision, sibling) if sibling and peak and other and peak == other else (precision,)
+
+
+def sibling_reason(gpu: GpuProfile, precision: str, used: str) -> str:
+    return (f"{precision} taken as {used}'s time: the same dense peak on {gpu.name} "
+            f"({gpu.peak_tflops_for(precision):g} TFLOP/s)")
+
+
+@dataclass(frozen=True)
+class _Transfer:
+    """One source GPU's transferred micro-step (steptime.transfer_micro_step) and what it rests on."""
+
+    seconds: float
+    ratio_band: tuple[float, float]
+    weight: float
+    detail: str
+    optimizer_s: float | None
+    used: tuple[TimePoint, ...]
+
+
+def _transfer_from(ctx: StepContext, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
+                   peak_b: float) -> _Transfer | None:
+    gpu, idx = option.gpu, ctx.idx
+    peak_a = transfer_peak(other, precision)
+    pts = idx.series_at(other.id, precision, option.micro_batch)
+    src = steptime.measured_micro_step(pts, option.micro_batch) if pts is not None and peak_a else None
+    if pts is None or not peak_a or not src:
+        return None
+    t_a, src_source, _band = src
+    t0 = pts.line[0] if pts.line is not None else 0.0
+    t_b, band = steptime.transfer_micro_step(
+        t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
+        bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
+    opt_a = pts.optimizer_s
+    opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
+    weight = transfer_weight(peak_ratio=peak_a / peak_b,
+                             bandwidth_ratio=other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s,
+                             same_group=calibration.arch_group(other) == calibration.arch_group(gpu))
+    return _Transfer(t_b, band, weight, f"{other.name} ({src_source.kind}: {src_source.detail})", opt_b,
+                     steptime.points_used(pts, option.micro_batch))
+
+
+def transfer_weight(*, peak_ratio: float, bandwidth_ratio: float, same_group: bool) -> float:
+    """A source GPU's weight in the combined transfer: the closer its peak and bandwidth to the target's, the more
+    (1 / (1 + |ln peak ratio| + |ln bandwidth ratio|)), twice as much within the target's architecture group.
+    Independent of the micro-batch, so the combination keeps each source's monotonicity in it."""
+    distance = abs(math.log(peak_ratio)) + abs(math.log(bandwidth_ratio))
+    return (2.0 if same_group else 1.0) / (1.0 + distance)
+
+
+def combined_seconds(values: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted geometric mean: errors of a transfer are ratios, so sources combine in log space."""
+    total = sum(weights)
+    return math.exp(sum(w * math.log(v) for v, w in zip(values, weights, strict=True)) / total)
+
+
+def transferred(ctx: StepContext, option: OptionPlan, flops: float, precision: str | None = None) -> Micro | None:
+    """Transfer measured (else published) times from other GPUs (ESTIMATION.md §2), at `precision` (default the
+    option's; its same-speed sibling when the option's has no points anywhere): every GPU with points of the best
+    kind (bench runs before published figures) gives a transferred time, combined by combined_seconds with
+    transfer_weight; the detail names each source GPU and its weight."""
+    gpu, idx = option.gpu, ctx.idx
+    precision = precision or option.precision
+    peak_b = transfer_peak(gpu, precision)
+    if not flops or not peak_b:
+        return None
+    published_only = all(idx.is_published(g, precision) for g in idx.gpus_with_times(precision) if g != gpu.id)
+    sources: list[_Transfer] = []
+    for other_id in sorted(idx.gpus_with_times(precision)):
+        other = ctx.inputs.profiles.get(other_id)
+        if other is None or other.id == gpu.id or (idx.is_published(other_id, precision) and not published_only):
+            continue
+        got = _transfer_from(ctx, option, other=other, precision=precision, flops=flops, peak_b=peak_b)
+        if got is not None:
+            sources.append(got)
+    if not sources:
+        return None
+    weights = [s.weight for s in sources]
+    t_b = combined_seconds([s.seconds for s in sources], weights)
+    ratio_band = (combined_seconds([s.ratio_band[0] for s in sources], weights),
+                  combined_seconds([s.ratio_band[1] for s in sources], weights))
+    launch = launch_floor(ctx, precision)[0]  # a run of short kernels is bound by the host's launches on any GPU
+    t_b = calibration.launch_bound_s(t_b, launch)
+    ratio_band = (min(calibration.launch_bound_s(ratio_band[0], launch), t_b),
+                  max(calibration.launch_bound_s(ratio_band[1], launch), t_b))
+    band = _transfer_band(ctx, t_b, ratio_band)
+    opts = [s.optimizer_s for s in sources if s.optimizer_s]
+    share = sum(weights)
+    detail = "from " + "; ".join(f"{s.detail}, weight {s.weight / share:.2f}" for s in sources) if len(sources) > 1 \
+        else f"from {sources[0].detail}"
+    if len(sources) > 1:
+        detail = f"weighted geometric mean of {len(sources)} GPUs' transfers ({detail})"
+    if precision != option.precision:
+        detail = f"{sibling_reason(gpu, option.precision, precision)}; {detail}"
+    meaning = "p10-p90" if band != ratio_band else "assumed"
+    used = tuple(p for s in sources for p in s.used)
+    return Micro(t_b, Source("transferred", detail), band, combined_seconds(opts, [1.0] * len(opts)) if opts else None,
+                  True, used, band_meaning=meaning, precision_used=precision)
+
+
