@@ -12,6 +12,8 @@ import importlib
 import importlib.util
 import sys
 
+from bench.events import from_argv as events_from_argv
+from planner.inputs.bench_events import COMMANDS as EVENT_COMMANDS
 from planner.inputs.errors import InputError
 
 SUBCOMMANDS = {
@@ -24,6 +26,11 @@ SUBCOMMANDS = {
 }
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+
+def missing_module_text(command: str, module: str) -> str:
+    return (f"bench {command}: this Python has no {module} ({sys.executable}). Install what bench needs with "
+            f"`pip install -r requirements.txt` (torch==2.13.0 is pinned; see the README).")
 
 
 def _version() -> str:
@@ -58,24 +65,33 @@ def main(argv: list[str] | None = None) -> int:
         top.parse_args(argv)  # prints help or the version, or the error naming the valid commands, and exits
         return EXIT_BAD_INPUT
     name = argv[0]
+    # The app's event stream starts before the command's module is imported, so a missing torch is an event too.
+    rest, events = events_from_argv(argv[1:]) if name in EVENT_COMMANDS else (argv[1:], None)
     try:
         module = importlib.import_module(commands[name][0])
         parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=commands[name][1])
         module.add_arguments(parser)
-        args = parser.parse_args(argv[1:])
+        args = parser.parse_args(rest)
         args.argv = [sys.executable, "-m", "bench", *argv]  # result files record it (settings.command)
+        args.events = events
         return int(module.main(args) or 0)
     except ModuleNotFoundError as exc:
         if exc.name not in ("torch", "yaml"):
             raise
-        print(f"bench {name}: this Python has no {exc.name} ({sys.executable}). Install what bench needs with "
-              f"`pip install -r requirements.txt` (torch==2.13.0 is pinned; see the README).", file=sys.stderr)
+        text = missing_module_text(name, exc.name)
+        print(text, file=sys.stderr)
+        if events is not None:
+            events.error("missing_module", text, module=exc.name, python=sys.executable)
         return EXIT_BAD_INPUT
     except InputError as exc:
         print(f"bench {name}: {exc}", file=sys.stderr)
+        if events is not None:
+            events.bad_input(exc)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"bench {name}: interrupted", file=sys.stderr)
+        if events is not None:
+            events.emit("interrupted", partial=False)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `python -m bench published list | head`: the reader left; nothing went wrong
         _silence_stdout()

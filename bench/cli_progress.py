@@ -1,30 +1,34 @@
-"""Progress for `bench run`: a plain-text bar on stderr, JSON lines on stdout (--progress-json), a summary table."""
+"""Progress for `bench run`: a plain-text bar on stderr, the app's event stream on stdout (--events json), a summary
+table."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+
+from bench.events import Events
 
 BAR_WIDTH = 24
 
 
 class Progress:
-    """Reports sweep progress; `emit` always writes JSON lines when json_mode (the app parses them)."""
+    """Reports sweep progress; `emit` writes an event when the app asked for the stream (bench/events.py)."""
 
-    def __init__(self, total: int | None = None, quiet: bool = False, json_mode: bool = False, out=None, err=None):
+    def __init__(self, total: int | None = None, quiet: bool = False, events: Events | None = None, err=None):
         self.total, self.done = total, 0
-        self.quiet, self.json_mode = quiet, json_mode
-        self.out = out or sys.stdout
+        self.quiet, self.events = quiet, events
         self.err = err or sys.stderr
         self.started = time.monotonic()
         self._tty = hasattr(self.err, "isatty") and self.err.isatty()
         self._open_line = False
 
     def emit(self, event: str, **fields) -> None:
-        if self.json_mode:
-            self.out.write(json.dumps({"event": event, **fields}, default=str) + "\n")
-            self.out.flush()
+        if self.events is not None:
+            self.events.emit(event, **fields)
+
+    def error(self, key: str, message: str, **params) -> None:
+        if self.events is not None:
+            self.events.error(key, message, **params)
 
     def notice(self, text: str) -> None:
         """A one-off message for a person (stderr), unless --quiet."""

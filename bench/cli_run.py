@@ -8,6 +8,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from bench.events import Events
 from planner.inputs.errors import InputError
 from planner.inputs.shipped import bench_out_dir
 from planner.vocab import OPTIMIZERS, PRECISIONS
@@ -44,7 +45,8 @@ def add_arguments(p) -> None:
     p.add_argument("--profiles", action="append", metavar="DIR", help="GPU profile folder(s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
-    p.add_argument("--progress-json", action="store_true", help="JSON progress lines on stdout (for the app)")
+    p.add_argument("--progress-json", action="store_true",
+                   help="the same as --events json: the app's event stream on stdout (kept for older scripts)")
 
 
 # ------------------------------------------------------------------ validation (before torch is imported)
@@ -141,6 +143,8 @@ def validate(args) -> dict:
 # ------------------------------------------------------------------ entry point
 
 def main(args) -> int:
+    if args.progress_json and getattr(args, "events", None) is None:
+        args.events = Events()
     cfg = validate(args)  # InputError -> exit 2 (handled by bench.__main__)
     from bench.sweep import Sweep
 
@@ -162,8 +166,9 @@ def main(args) -> int:
             sweep.stop_reason = f"the run failed before this point ({exc.__class__.__name__}: {first_line})"[:500]
             sweep.save(partial=True)
             traceback.print_exc()
-            sweep.progress.warn(f"bench run failed; what was measured is in {sweep.path} (partial)")
-            sweep.progress.emit("error", path=str(sweep.path), partial=True)
+            text = f"bench run failed; what was measured is in {sweep.path} (partial)"
+            sweep.progress.warn(text)
+            sweep.progress.error("run_failed", text, path=str(sweep.path), partial=True)
             return 1
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -236,7 +236,10 @@ def add_arguments(parser) -> None:
 
 def main(args) -> int:
     facts = gather(profiles_dirs=args.profiles)
-    if args.json:
+    events = getattr(args, "events", None)
+    if events is not None:  # the app's stream (planner/inputs/bench_events.py)
+        events.emit("done", facts=public(facts))
+    elif args.json:
         json.dump(public(facts), sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
     else:

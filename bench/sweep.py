@@ -78,7 +78,7 @@ def describe_batch(batch) -> str:
 class Sweep:
     def __init__(self, args, cfg: dict):
         self.args, self.cfg = args, cfg
-        self.progress = Progress(quiet=args.quiet, json_mode=args.progress_json)
+        self.progress = Progress(quiet=args.quiet, events=getattr(args, "events", None))
         self.path: Path | None = None
         self.data: dict[str, Any] | None = None  # the result document; prepare() makes it
         # The requested points per precision (None: --batch auto has not chosen them yet), and why the run
@@ -375,7 +375,7 @@ class Sweep:
         self.progress.close()
         table = summary_table(self.doc["measurements"], self.doc["max_batch"])
         if not self.args.quiet:
-            stream = sys.stderr if self.args.progress_json else sys.stdout
+            stream = sys.stderr if self.progress.events is not None else sys.stdout
             print(table, file=stream)
         self.progress.warn(f"results: {self.path}")
         self.progress.emit("done", path=str(self.path), partial=False, measurements=len(self.doc["measurements"]))

@@ -353,29 +353,50 @@ def _size(n: float) -> str:
 
 
 def main(args) -> int:
-    """Run `bench trace` for parsed arguments; 0 ok, 2 bad input or untraceable model, 1 internal error."""
+    """Run `bench trace` for parsed arguments; 0 ok, 2 bad input or untraceable model, 1 internal error. With the
+    app's event stream (args.events) each outcome is also an event whose key says what happened."""
     from bench.trace_core import UntraceableModelError
 
+    events = getattr(args, "events", None)
+
+    def failed(code: int, key: str, text: str, **params) -> int:
+        print(text, file=sys.stderr)
+        if events is not None:
+            events.error(key, text.removeprefix("error: "), **params)
+        return code
+
     try:
+        if events is not None and args.out == "-":
+            raise InputError("--out", None, "-", "a results folder with --events json (the stream is stdout)")
         doc, code = run_traces(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if events is not None:
+            events.bad_input(exc)
         return 2
     except UntraceableModelError as exc:
-        print(f"error: {exc.message(args.model)}", file=sys.stderr)
-        return 2
+        return failed(2, "untraceable_model", f"error: {exc.message(args.model)}", model=args.model)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("torch", "yaml"):
+            raise
+        return failed(2, "missing_module", f"bench trace: this Python has no {exc.name} ({sys.executable}). "
+                      "Install what bench needs with `pip install -r requirements.txt` (torch==2.13.0 is pinned; "
+                      "see the README).", module=exc.name, python=sys.executable)
     except Exception as exc:  # noqa: BLE001 - an internal error: the traceback for a bug report, then exit 1
         traceback.print_exc()
-        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return failed(1, "internal", f"internal error: {type(exc).__name__}: {exc}", type=type(exc).__name__)
     if doc is None:
-        print("error: every traced configuration failed (see above)", file=sys.stderr)
-        return code
+        return failed(code, "all_failed", "error: every traced configuration failed (see above)")
     if args.out == "-":
         print(json.dumps(doc, indent=1))
         print(_summary(doc), file=sys.stderr)
         return code
     path = write_result_atomic(doc, result_path(args.out, "traced", doc["model"]["name"], doc["created_utc"]))
+    if events is not None:
+        print(_summary(doc), file=sys.stderr)
+        events.emit("done", path=str(path), summary=_summary(doc),
+                    failed=sum(m["status"] != "ok" for m in doc["measurements"]))
+        return code
     print(_summary(doc))
     print(f"wrote {path}")
     return code
@@ -388,10 +409,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """`python -m bench.trace ARGS` (the same as `python -m bench trace ARGS`)."""
+    """`python -m bench.trace ARGS` (the same as `python -m bench trace ARGS`, `--events json` included)."""
+    from bench.events import from_argv
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    rest, events = from_argv(argv)
+    args = build_parser().parse_args(rest)
     args.argv = [sys.executable, "-m", "bench.trace", *argv]  # result files record it (settings.command)
+    args.events = events
     return main(args)
 
 

@@ -774,8 +774,9 @@ def test_pages_speak_spanish(home):
 
 
 def _fake_python(path: Path, facts: dict) -> str:
-    """An 'interpreter' that answers `-m bench detect --json` with these facts (a GPU machine, in a test)."""
-    path.write_text("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(facts) + "\nEOF\n")
+    """An 'interpreter' that answers `-m bench detect --events json` with these facts (a GPU machine, in a test)."""
+    stream = [{"protocol": "trainplan.bench-events/1"}, {"event": "done", "facts": facts}]
+    path.write_text("#!/bin/sh\ncat <<'EOF'\n" + "\n".join(map(json.dumps, stream)) + "\nEOF\n")
     path.chmod(0o755)
     return str(path)
 

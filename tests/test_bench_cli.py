@@ -22,6 +22,7 @@ from bench.cli_progress import summary_table
 from bench.maxbatch import safe_batch_size
 from bench.sweep import Sweep
 from bench.testing import FakeMemory
+from planner.inputs.bench_events import EventReader, read_events
 from planner.inputs.resultfile import read_result_file, scan_results
 from tests.test_bench_harness import FakeClock, FakeDevice, MiB, fake_workload, sgd
 
@@ -78,9 +79,11 @@ def test_tiny_sweep_end_to_end_writes_a_valid_file(tmp_path):
     r = bench("run", "--model", "mlp", "--precision", "fp32,bf16,fp16", "--batch", "4,8", "--steps", "3",
               "--warmup", "1", "--phase-steps", "1", "--max-batch", "--dataloader", "--dataloader-workers", "0,2",
               "--dataloader-batches", "2", "--dataloader-batch", "4", "--cpu-cost-ms", "0.1", "--out",
-              str(tmp_path), "--progress-json")
+              str(tmp_path), "--events", "json")
     assert r.returncode == 0, r.stderr
-    events = [json.loads(line) for line in r.stdout.splitlines()]
+    events, problem = read_events(r.stdout.splitlines())
+    assert problem is None and r.stdout.splitlines()[0] == '{"protocol": "trainplan.bench-events/1"}'
+
     progress = [e for e in events if e["event"] == "progress"]
     assert [e["done"] for e in progress] == [1, 2, 3, 4, 5, 6] and progress[0]["total"] == 6
     assert {"precision", "batch", "status"} <= set(progress[0])
@@ -109,7 +112,7 @@ def test_tiny_sweep_end_to_end_writes_a_valid_file(tmp_path):
     assert env["trainplan_version"] and env["cpu_threads"]["torch_num_threads"] >= 1
     assert env["cudnn"] is not None or "cudnn" in env["unmeasured"]
     command = rf.settings["command"]
-    assert command[1:6] == ["-m", "bench", "run", "--model", "mlp"] and command[-1] == "--progress-json"
+    assert command[1:6] == ["-m", "bench", "run", "--model", "mlp"] and command[-2:] == ["--events", "json"]
     assert rf.settings["requested"] == {"precisions": ["fp32", "bf16", "fp16"], "batch_sizes": [4, 8], "steps": 3,
                                         "warmup": 1, "max_batch": True, "dataloader": True}
     assert len(m.step_time_s.raw) == 3 and all(isinstance(x.noisy, bool) for x in rf.measurements)
@@ -157,12 +160,15 @@ def test_sigint_keeps_a_partial_valid_file(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "bench", "run", "--model", "mlp", "--precision", "fp32,bf16",
          "--batch", ",".join(map(str, range(1, 41))), "--steps", "200", "--warmup", "1", "--phase-steps", "0",
-         "--out", str(tmp_path), "--progress-json", "--quiet"],
+         "--out", str(tmp_path), "--progress-json", "--quiet"],  # the older flag: the same stream
         cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = EventReader()
     try:
         deadline = time.monotonic() + 120
         for line in proc.stdout:
-            if json.loads(line)["event"] == "progress":
+            event = reader.feed(line)
+            assert reader.problem is None, line
+            if event is not None and event["event"] == "progress":
                 break
             assert time.monotonic() < deadline
         proc.send_signal(signal.SIGINT)

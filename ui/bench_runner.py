@@ -1,15 +1,15 @@
 """`python -m bench detect|run|trace` as subprocesses for the app: the app never imports torch itself.
 
-No Streamlit here: a BenchRun owns one `bench run` process, reads its JSON progress lines in a thread, and is
-cancelled with SIGINT so bench saves what it measured (a partial file). One run at a time per app process, since
-two benchmarks on one machine would disturb each other's timings. A trace takes seconds and times nothing, so
+No Streamlit here: bench speaks the versioned event stream of planner/inputs/bench_events.py (`--events json`),
+whose keys, never its wording, decide what happened. A BenchRun owns one `bench run` process, reads its events in
+a thread, and is cancelled with SIGINT so bench saves what it measured (a partial file). One run at a time per app
+process, since two benchmarks on one machine would disturb each other's timings. A trace takes seconds and times nothing, so
 `trace()` simply waits for its child process.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import os
 import re
 import signal
@@ -20,6 +20,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.inputs.bench_events import FLAG as EVENTS_FLAG
+from planner.inputs.bench_events import FORMAT as EVENTS_FORMAT
+from planner.inputs.bench_events import EventReader, StreamProblem, last_event, read_events
 from planner.inputs.errors import InputError
 from planner.inputs.zoo_catalog import canonical_id
 from planner.vocab import PRECISIONS, TRACEABLE_OPTIMIZERS
@@ -30,7 +33,6 @@ DETECT_TIMEOUT_S = 90
 MAX_BATCHES = 12
 TORCH_PIN = "torch==2.13.0"
 CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
-_NO_MODULE = re.compile(r"this Python has no (\w+)")  # what `python -m bench CMD` says when torch or yaml is missing
 
 
 def bench_python() -> str:
@@ -43,16 +45,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _missing_module(stderr: str) -> str | None:
-    """'torch' from "ModuleNotFoundError: No module named 'torch'" or from bench's own "bench detect: this Python
-    has no torch (...)" (the last such line), else None."""
-    found = None
-    for line in stderr.splitlines():
-        if "No module named" in line:
-            found = line.split("No module named", 1)[1].strip().strip("'\"").split(".")[0]
-        elif said := _NO_MODULE.search(line):
-            found = said.group(1)
-    return found
+def _stderr_tail(stderr: str, lines: int = 6) -> str:
+    return "\n".join(stderr.strip().splitlines()[-lines:])
+
+
+def _events_argv(python: str, command: str) -> list[str]:
+    return [python, "-m", "bench", command, EVENTS_FLAG, EVENTS_FORMAT]
 
 
 # ---------------------------------------------------------------- detect
@@ -70,6 +68,7 @@ class Detection:
     missing: str | None = None
     message: str = ""
     elapsed_s: float = 0.0
+    problem: StreamProblem | None = None  # failed: bench's output was not the event stream (a crash before it)
 
     @property
     def device(self) -> str | None:
@@ -85,7 +84,7 @@ def detect(python: str | None = None, timeout_s: float = DETECT_TIMEOUT_S) -> De
     python = python or bench_python()
     started = time.monotonic()
     try:
-        proc = subprocess.run([python, "-m", "bench", "detect", "--json"], cwd=PROJECT_ROOT, env=_env(),
+        proc = subprocess.run(_events_argv(python, "detect"), cwd=PROJECT_ROOT, env=_env(),
                               capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         return Detection("timeout", python, message=f"no answer within {timeout_s:g} s",
@@ -94,15 +93,18 @@ def detect(python: str | None = None, timeout_s: float = DETECT_TIMEOUT_S) -> De
         return Detection("failed", python, message=f"cannot start {python}: {exc}",
                          elapsed_s=time.monotonic() - started)
     elapsed = time.monotonic() - started
-    if proc.returncode != 0:
-        missing = _missing_module(proc.stderr)
-        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-        return Detection("no_torch" if missing else "failed", python, missing=missing, message=tail, elapsed_s=elapsed)
-    try:
-        facts = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return Detection("failed", python, message="detect printed no JSON: " + proc.stdout[-300:], elapsed_s=elapsed)
-    return Detection("ok", python, facts=facts, elapsed_s=elapsed)
+    events, problem = read_events(proc.stdout.splitlines())
+    if problem is not None:
+        return Detection("failed", python, message=_stderr_tail(proc.stderr), problem=problem, elapsed_s=elapsed)
+    error = last_event(events, "error")
+    if error is not None and error.get("key") == "missing_module":
+        return Detection("no_torch", python, missing=str(error.get("module")), message=str(error.get("message", "")),
+                         elapsed_s=elapsed)
+    done = last_event(events, "done")
+    if error is not None or done is None or not isinstance(done.get("facts"), dict):
+        message = str(error.get("message", "")) if error else _stderr_tail(proc.stderr)
+        return Detection("failed", python, message=message or f"exit status {proc.returncode}", elapsed_s=elapsed)
+    return Detection("ok", python, facts=done["facts"], elapsed_s=elapsed)
 
 
 def install_command(python: str, cpu_only: bool = True) -> str:
@@ -125,7 +127,7 @@ class RunRequest:
     def argv(self, python: str) -> list[str]:
         return [python, "-m", "bench", "run", "--model", self.model, "--precision", ",".join(self.precisions),
                 "--batch", ",".join(map(str, self.batches)), "--steps", str(self.steps), "--warmup", str(self.warmup),
-                "--phase-steps", str(self.phase_steps), "--out", self.out, "--progress-json"]
+                "--phase-steps", str(self.phase_steps), "--out", self.out, EVENTS_FLAG, EVENTS_FORMAT]
 
 
 def parse_batches(text: str) -> tuple[int, ...]:
@@ -176,6 +178,7 @@ class BenchRun:
     python: str
     proc: subprocess.Popen | None = None
     events: list[dict] = field(default_factory=list)
+    reader: EventReader = field(default_factory=EventReader)
     stderr: collections.deque = field(default_factory=lambda: collections.deque(maxlen=200))
     started: float = field(default_factory=time.monotonic)
     cancelled: bool = False
@@ -199,12 +202,9 @@ class BenchRun:
         stream.close()
 
     def _on_stdout(self, line: str) -> None:
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            event = None
         with self._lock:
-            if isinstance(event, dict) and "event" in event:
+            event = self.reader.feed(line)
+            if event is not None:
                 self.events.append(event)
             elif line.strip():
                 self.stderr.append(line)
@@ -230,10 +230,20 @@ class BenchRun:
         return False
 
     @property
+    def problem(self) -> StreamProblem | None:
+        """Why bench's output could not be read as the event stream (checked once it has ended)."""
+        if self.running:
+            return self.reader.problem
+        with self._lock:
+            return self.reader.finish()
+
+    @property
     def state(self) -> str:
         """running | done | cancelled | failed."""
         if self.running:
             return "running"
+        if self.problem is not None:
+            return "failed"
         code = self.returncode
         if code == 0:
             return "done"
@@ -410,6 +420,7 @@ class TraceOutcome:
     summary: str = ""  # what it printed about each configuration
     missing: str | None = None
     elapsed_s: float = 0.0
+    problem: StreamProblem | None = None  # failed: bench's output was not the event stream (a crash before it)
 
 
 def _without_tracebacks(stderr: str) -> list[str]:
@@ -431,38 +442,40 @@ def _without_tracebacks(stderr: str) -> list[str]:
 
 
 def _trace_outcome(python: str, code: int, stdout: str, stderr: str, elapsed_s: float) -> TraceOutcome:
-    lines = stdout.splitlines()
-    wrote = next((ln[len("wrote "):].strip() for ln in reversed(lines) if ln.startswith("wrote ")), None)
-    path = wrote if wrote and Path(wrote).is_file() else None
-    summary = "\n".join(ln for ln in lines if ln.strip() and not ln.startswith("wrote "))
+    """What a finished `bench trace --events json` said: its events decide the status; a stream that never began
+    (a crash before bench started, a timeout, a signal) is a failure with what the tracer printed."""
+    events, problem = read_events(stdout.splitlines())
+    done, error = last_event(events, "done"), last_event(events, "error")
     said = _without_tracebacks(stderr)
-    message = "\n".join(said[-5:])
-    plain = message.removeprefix("error: ")
-    # exit 2 with "No module named 'nope'" is a custom model that does not import, not a missing torch
-    no_module = _NO_MODULE.search(stderr)
-    missing = no_module.group(1) if no_module else (_missing_module(stderr) if code not in (0, 2) else None)
+    wrote = str(done["path"]) if done and done.get("path") else None
+    path = wrote if wrote and Path(wrote).is_file() else None
 
     def outcome(status: str, message: str, missing: str | None = None) -> TraceOutcome:
-        return TraceOutcome(status, python=python, code=code, path=path, message=message, summary=summary,
-                            missing=missing, elapsed_s=elapsed_s)
+        return TraceOutcome(status, python=python, code=code, path=path, message=message,
+                            summary=str(done.get("summary") or "") if done else "", missing=missing,
+                            elapsed_s=elapsed_s, problem=problem if status == "failed" else None)
 
-    if code == 0 and path:
+    if code == 124:  # the caller's timeout: the tracer's own stream stops wherever it was
+        return outcome("timeout", "\n".join(said[-5:]))
+    if problem is not None:
+        return outcome("failed", "\n".join(said[-5:]))
+    key = error.get("key") if error else None
+    message = str(error.get("message") or "") if error else "\n".join(said[-5:])
+    if key == "missing_module" and error is not None and error.get("module") in _BENCH_NEEDS:
+        return outcome("no_torch", message, missing=str(error["module"]))
+    if key in ("bad_input", "untraceable_model"):
+        return outcome("bad_input", message)
+    if path and code == 0:
         return outcome("ok", message)
-    if missing in _BENCH_NEEDS:
-        return outcome("no_torch", plain, missing=missing)
-    if code == 124:
-        return outcome("timeout", plain)
-    if code == 2:
-        return outcome("bad_input", (said[-1] if said else "").removeprefix("error: "))
-    if code == 1 and path:
+    if path and code == 1:
         return outcome("some_failed", message)
-    return outcome("failed", plain or f"exit status {code}, nothing said")
+    return outcome("failed", message or f"exit status {code}, nothing said")
 
 
 def _run_trace_with(python: str, argv: list[str], timeout_s: float) -> tuple[int, str, str]:
     """`PYTHON -m bench trace ARGV` for another interpreter (bench.trace.trace_in_subprocess runs the app's own)."""
     try:
-        proc = subprocess.run([python, "-m", "bench", "trace", *argv], cwd=PROJECT_ROOT, env=_env(),
+        proc = subprocess.run([python, "-m", "bench", "trace", *argv, EVENTS_FLAG, EVENTS_FORMAT], cwd=PROJECT_ROOT, env=_env(),
                               capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         return 124, "", f"bench trace: timed out after {timeout_s:g} s"
@@ -481,7 +494,7 @@ def trace(request: TraceRequest, python: str | None = None, timeout_s: float = T
     if python == sys.executable:
         from bench.trace import trace_in_subprocess  # imports no torch: only the child process loads it
 
-        code, stdout, stderr = trace_in_subprocess(request.args(), timeout_s)
+        code, stdout, stderr = trace_in_subprocess([*request.args(), EVENTS_FLAG, EVENTS_FORMAT], timeout_s)
     else:
         code, stdout, stderr = _run_trace_with(python, request.args(), timeout_s)
     return _trace_outcome(python, code, stdout, stderr, time.monotonic() - started)

@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from planner.inputs.bench_events import PROTOCOL as EVENTS_PROTOCOL
+from planner.inputs.bench_events import StreamProblem
 from planner.inputs.errors import InputError
 from planner.inputs.imports import MAX_IMPORT_BYTES, import_result
 from planner.inputs.resultfile import ResultFile
@@ -217,6 +219,14 @@ def _no_torch(python: str, missing: str | None) -> None:
     st.caption(tr("pages.bench.no_torch_gpu", env=bench_runner.PYTHON_ENV))
 
 
+def _stream_problem(python: str, problem: StreamProblem, printed: str) -> None:
+    """bench's output was not the event stream the app reads: which protocol it spoke, or what it printed."""
+    st.error(tr(f"pages.bench.stream_{problem.key}", python=_code(python), protocol=problem.protocol or "—",
+                expected=EVENTS_PROTOCOL, env=bench_runner.PYTHON_ENV))
+    if printed:
+        st.code(printed, language=None)
+
+
 def _detect_panel() -> bench_runner.Detection:
     if st.button(tr("pages.bench.detect_again"), key="bench_detect"):
         found = page_data.detection(refresh=True)
@@ -226,6 +236,8 @@ def _detect_panel() -> bench_runner.Detection:
     python = found.python
     if found.status == "no_torch":
         _no_torch(python, found.missing)
+    elif found.problem is not None:
+        _stream_problem(python, found.problem, found.message)
     elif found.status != "ok":
         st.error(tr("pages.bench.detect_failed", python=_code(python), status=found.status, message=md(found.message)))
     elif found.device == "cuda":
@@ -330,6 +342,8 @@ def _progress_panel() -> None:
             st.warning(trm("pages.bench.run_cancelled", path=run.path, n=done))
         else:
             st.warning(tr("pages.bench.run_cancelled_empty"))
+    elif run.problem is not None:
+        _stream_problem(run.python, run.problem, "")
     else:
         st.error(trm("pages.bench.run_failed", code=run.returncode, path=run.path or "—"))
     if lines:
@@ -456,6 +470,8 @@ def _trace_report() -> None:
         _no_torch(out.python, out.missing)
     elif out.status == "timeout":
         st.error(tr("pages.bench.trace_timeout", seconds=int(bench_runner.TRACE_TIMEOUT_S)))
+    elif out.problem is not None:
+        _stream_problem(out.python, out.problem, out.message)
     else:
         st.error(trm("pages.bench.trace_failed", code=out.code, message=out.message))
     if out.summary and out.path:
