@@ -142,3 +142,31 @@ def test_every_app_table_and_uploader_goes_through_its_one_helper(widget, why):
         if found:
             calls[path.name] = found
     assert not calls, f"st.{widget} outside ui/i18n_ui.py (use its {widget} helper: {why}): {calls}"
+
+
+
+# Names of a precision group: asking `precision in ("fp16", "bf16")` (or fp32/tf32) anywhere but planner/vocab.py is a
+# second owner of what a precision stores; the one that asked `precision == "fp32"` counted tf32 as 2 bytes.
+_GROUP_LITERALS = ({"fp16", "bf16"}, {"fp32", "tf32"})
+
+
+def _precision_group_tests(source: str) -> list[int]:
+    """Lines of Python source that test membership in a literal precision group instead of asking planner.vocab."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            for literal in node.comparators:
+                if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) and all(
+                        isinstance(e, ast.Constant) for e in literal.elts):
+                    if {e.value for e in literal.elts if isinstance(e, ast.Constant)} in _GROUP_LITERALS:
+                        found.append(node.lineno)
+    return sorted(found)
+
+
+def test_only_the_vocabulary_says_which_precisions_are_16_bit():
+    """planner.vocab owns a precision's group and bytes (precision_group, element_bytes, HALF_PRECISIONS)."""
+    caught = "x = 4 if p in ('fp32', 'tf32') else 2\nif p not in ['bf16', 'fp16']:\n    pass\nok = p in ('fp32',)\n"
+    assert _precision_group_tests(caught) == [1, 2]
+    found = {str(p.relative_to(ROOT)): lines for p in sorted((ROOT / "planner").rglob("*.py"))
+             if p.name != "vocab.py" and (lines := _precision_group_tests(p.read_text(encoding="utf-8")))}
+    assert not found, f"ask planner.vocab (precision_group / element_bytes / HALF_PRECISIONS): {found}"
