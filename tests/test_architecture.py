@@ -265,3 +265,44 @@ def test_only_the_vocabulary_says_which_precisions_are_16_bit():
     found = {str(p.relative_to(ROOT)): lines for p in sorted((ROOT / "planner").rglob("*.py"))
              if p.name != "vocab.py" and (lines := _precision_group_tests(p.read_text(encoding="utf-8")))}
     assert not found, f"ask planner.vocab (precision_group / element_bytes / HALF_PRECISIONS): {found}"
+
+
+def _exception_classes(package: str = "planner") -> dict[str, type]:
+    """{module.Class: class} for every exception class a module of `package` defines at its top level or in a
+    class body (read with ast, then imported, so inheritance through other modules counts)."""
+    import importlib
+
+    found = {}
+    for name, path in _module_files(package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        # A class made inside a function (loader's YAML Loader) cannot be imported: one named like an exception
+        # there would escape the check, so none may be.
+        in_functions = [n.name for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        for n in ast.walk(f) if isinstance(n, ast.ClassDef)
+                        and any(re.search(r"(Error|Exception)$", ast.unparse(b)) for b in n.bases)]
+        assert not in_functions, f"{name}: exceptions defined inside functions escape this check: {in_functions}"
+        module = importlib.import_module(name)
+        todo: list[tuple[object, list[ast.stmt]]] = [(module, tree.body)]
+        while todo:
+            owner, body = todo.pop()
+            for node in body:
+                if isinstance(node, ast.ClassDef):
+                    cls = getattr(owner, node.name)
+                    todo.append((cls, node.body))
+                    if isinstance(cls, type) and issubclass(cls, BaseException):
+                        found[f"{name}.{cls.__qualname__}"] = cls
+    return found
+
+
+def test_every_planner_error_derives_from_the_one_domain_base():
+    """planner.errors.TrainplanError is the base of every exception planner/ defines, so one handler can tell a
+    domain error (bad input, a missing figure, no quote...) from a bug, and a new error cannot forget it."""
+    from planner.errors import TrainplanError
+
+    assert not {m for m in _imported_modules(ROOT / "planner" / "errors.py") if not m.startswith("__future__")}
+    errors = _exception_classes()
+    assert {"planner.inputs.errors.InputError", "planner.inputs.errors.CannotEstimate",
+            "planner.inputs.errors.FitError", "planner.engine.cost.NoQuoteError",
+            "planner.engine.convergence.ConvergenceFitError", "planner.engine.sequences.SequenceFieldError",
+            "planner.inputs.price_refresh.RefreshError"} <= errors.keys()
+    assert not [name for name, cls in errors.items() if not issubclass(cls, TrainplanError)]

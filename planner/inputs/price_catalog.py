@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.errors import TrainplanError
 from planner.inputs import loader
 from planner.inputs.check import Reader, parse_date
 from planner.inputs.errors import InputError, describe
@@ -264,7 +265,7 @@ class ImportResult:
         return sum(len(q) for q in self.quotes.values())
 
 
-class _RowError(ValueError):
+class _RowError(TrainplanError, ValueError):
     def __init__(self, column: str, value: str, expected: str):
         super().__init__(f"{column}: got {describe(value)}; expected {expected}")
 
