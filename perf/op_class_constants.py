@@ -29,6 +29,7 @@ from planner.engine.measurements import OpClassLine, op_class_line  # noqa: E402
 from planner.engine.models import shape_from_dict  # noqa: E402
 from planner.inputs.resultfile import OP_CLASSES  # noqa: E402
 from planner.inputs.zoo_catalog import load_catalog, lookup  # noqa: E402
+from planner.vocab import element_bytes, precision_group  # noqa: E402
 
 TRACED = ROOT / "results" / "traced"
 GROUPS = ("fp32", "16-bit")
@@ -45,7 +46,7 @@ class Traced:
 
     @property
     def b(self) -> int:
-        return 4 if oc.precision_group(self.precision) == "fp32" else 2
+        return element_bytes(self.precision)
 
 
 def load_traces() -> list[Traced]:
@@ -93,7 +94,7 @@ def _through_origin(xs: Sequence[float], ys: Sequence[float]) -> float:
 def fit(traces: Sequence[Traced]) -> dict[str, oc.ImplementationConstants]:
     out = {}
     for group in GROUPS:
-        ts = [t for t in traces if oc.precision_group(t.precision) == group]
+        ts = [t for t in traces if precision_group(t.precision) == group]
         ew = [(float(t.terms.layers), 1.0) for t in ts]
         ew_y = [t.line.fields["elementwise.bytes"][0] / (t.terms.tokens * t.terms.hidden * t.b) for t in ts]
         per_layer, fixed = _lstsq2(ew, ew_y)
@@ -118,7 +119,7 @@ def fit(traces: Sequence[Traced]) -> dict[str, oc.ImplementationConstants]:
 
 def predicted(t: Traced, constants: dict[str, oc.ImplementationConstants]) -> dict[str, tuple[float, float]]:
     return {**oc.exact_fields(t.terms, t.precision),
-            **oc.implementation_fields(t.terms, t.precision, constants[oc.precision_group(t.precision)],
+            **oc.implementation_fields(t.terms, t.precision, constants[precision_group(t.precision)],
                                        t.parameters)}
 
 

@@ -14,6 +14,29 @@ PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16")
 PEAK_KEYS: tuple[str, ...] = (*PRECISIONS, "fp8")
 # Equal cost and time (e.g. an input-bound run): prefer bf16 (no loss scaling), then fp16, tf32, fp32.
 PRECISION_PREFERENCE: dict[str, int] = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32": 3}
+# What a precision stores, the one owner of "bytes per element" (memory, activations, operator classes, step time
+# and communication all read it). tf32 is stored as fp32: only the tensor cores round a matmul's inputs to a 10-bit
+# mantissa, its tensors, gradients and collectives stay 4-byte fp32 (NVIDIA A100 Tensor Core GPU Architecture
+# whitepaper, "TF32"; PyTorch docs, "TensorFloat-32 (TF32) on Ampere (and later) devices"). The group is also the key
+# of constants fitted per storage kind (engine.op_classes.CONSTANTS, engine.steptime.TRANSFORMER_OPS).
+PrecisionGroup = Literal["fp32", "16-bit"]
+PRECISION_GROUPS: dict[Precision, PrecisionGroup] = {"fp32": "fp32", "tf32": "fp32", "fp16": "16-bit",
+                                                     "bf16": "16-bit"}
+GROUP_ELEMENT_BYTES: dict[PrecisionGroup, int] = {"fp32": 4, "16-bit": 2}
+# The 16-bit precisions: torch autocast computes in them, FlashAttention runs only in them.
+HALF_PRECISIONS: tuple[Precision, ...] = tuple(p for p in PRECISIONS if PRECISION_GROUPS[p] == "16-bit")
+
+
+def precision_group(precision: str) -> PrecisionGroup:
+    """'fp32' for fp32 and tf32 (fp32 storage), '16-bit' for fp16 and bf16; ValueError for another name."""
+    if precision not in PRECISION_GROUPS:
+        raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
+    return PRECISION_GROUPS[precision]
+
+
+def element_bytes(precision: str) -> int:
+    """Bytes one tensor element of `precision` takes in memory and on the wire: 4 for fp32 and tf32, 2 for 16-bit."""
+    return GROUP_ELEMENT_BYTES[precision_group(precision)]
 
 Optimizer = Literal["sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit"]
 OPTIMIZERS: tuple[Optimizer, ...] = ("sgd", "sgd_momentum", "adam", "adamw", "adafactor", "adam8bit")

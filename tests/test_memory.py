@@ -843,3 +843,30 @@ def test_the_litgpt_knobs_are_read_from_the_scenario():
     assert lit.training.adapter.fused_qkv is True
     with pytest.raises(InputError, match="qkv"):
         load_scenario_text(text % (", qkv: packed", ""))
+
+
+# ---------------------------------------------------------------- tf32 is fp32 in memory (issue 31)
+
+# Llama-3-8B (meta-llama/Meta-Llama-3-8B config, the zoo's llama3_8b): the plan that showed tf32 5.7 GiB lighter.
+LLAMA3_8B = TransformerShape(layers=32, hidden=4096, heads=32, kv_heads=8, seq_len=8192, vocab=128256, mlp="swiglu",
+                             ffn=14336, tie_embeddings=False, dropout=0.0, norm="rmsnorm")
+# Every sharding each layout accepts (_check_sharding: deepspeed only zero2/zero3, megatron only none/zero1).
+LAYOUT_SHARDINGS = [(layout, sharding) for layout in ("torch_amp", "pure_bf16", "zero_paper")
+                    for sharding in ("none", "zero1", "zero2", "zero3")] + [
+    ("deepspeed", "zero2"), ("deepspeed", "zero3"), ("megatron", "none"), ("megatron", "zero1")]
+MEMORY_PARTS = ("weights", "grads", "optimizer", "activations", "transients", "workspace", "context", "nccl",
+                "fragmentation", "allocated_peak", "total")
+
+
+@pytest.mark.parametrize("layout, sharding", LAYOUT_SHARDINGS)
+@pytest.mark.parametrize("n_gpus", [1, 8])
+def test_tf32_weighs_what_fp32_weighs_part_by_part(layout, sharding, n_gpus):
+    # tf32 is an fp32 storage format: only the tensor cores round a matmul's inputs (NVIDIA A100 Tensor Core GPU
+    # Architecture whitepaper, "TF32"; torch.backends.cuda.matmul.allow_tf32). Every byte of the plan is fp32's.
+    model = ResolvedModel("llama3_8b", "decoder", 8_030_261_248, transformer=LLAMA3_8B)
+    training = TrainingSetup(global_batch=64, state_layout=layout, sharding=sharding, activation_checkpointing=True)
+    fp32 = estimate_memory(model, training, option("fp32", 1, 2, n_gpus, 80.0, "9.0"))
+    tf32 = estimate_memory(model, training, option("tf32", 1, 2, n_gpus, 80.0, "9.0"))
+    assert fp32.total > 0
+    assert {p: getattr(tf32, p) for p in MEMORY_PARTS} == {p: getattr(fp32, p) for p in MEMORY_PARTS}
+    assert tf32.phase == fp32.phase

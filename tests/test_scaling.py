@@ -306,3 +306,28 @@ def test_estimate_scaling_zero2_moves_the_ddp_volume_and_exposes_the_parameter_a
     all_gather = 7 / 8 * 4e8 / 369e9 + 35e-6
     assert est.exposed_comm_s == pytest.approx(last_rs + all_gather)
     assert math.isfinite(est.efficiency) and 0 < est.efficiency < 1
+
+
+# ---------------------------------------------------------------- tf32 is fp32 on the wire (issue 31)
+
+LAYOUT_SHARDINGS = [(layout, sharding) for layout in ("torch_amp", "pure_bf16", "zero_paper")
+                    for sharding in ("none", "zero1", "zero2", "zero3")] + [
+    ("deepspeed", "zero2"), ("deepspeed", "zero3"), ("megatron", "none"), ("megatron", "zero1")]
+LLAMA3_8B = 8_030_261_248
+
+
+@pytest.mark.parametrize("layout, sharding", LAYOUT_SHARDINGS)
+@pytest.mark.parametrize("n_gpus", [1, 8])
+def test_tf32_moves_the_bytes_fp32_moves(layout, sharding, n_gpus):
+    # tf32 keeps fp32 tensors (only a matmul's inputs are rounded): every collective, the ZeRO-3 all-gather of the
+    # parameters included, moves fp32's bytes. Same compute time in, so the same communication time out.
+    training = TrainingSetup(global_batch=64, state_layout=layout, sharding=sharding)
+    assert sc.param_gather_bytes_per_param("tf32", layout) == sc.param_gather_bytes_per_param("fp32", layout) == 4.0
+    assert sc.grad_bytes_per_param("tf32", layout) == sc.grad_bytes_per_param("fp32", layout) == 4.0
+    est = {p: sc.estimate_scaling(OptionPlan(H100, n_gpus, p, grad_accum=2), training, HW,
+                                  trainable_params=LLAMA3_8B, params=LLAMA3_8B, micro_step_s=1.0)
+           for p in ("fp32", "tf32")}
+    assert (est["tf32"].allreduce_s, est["tf32"].exposed_comm_s) == (est["fp32"].allreduce_s,
+                                                                    est["fp32"].exposed_comm_s)
+    assert est["tf32"].source == est["fp32"].source  # the text names the MB moved
+    assert (est["fp32"].allreduce_s > 0) == (n_gpus > 1)

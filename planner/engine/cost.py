@@ -12,6 +12,7 @@ from planner.engine import datacost
 from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
+from planner.errors import TrainplanError
 from planner.inputs.profiles import current_quotes, recency_rank
 from planner.inputs.regions import ANY as ANY_REGION
 from planner.inputs.regions import in_regions
@@ -39,7 +40,7 @@ STALE_QUOTE_DAYS = QUOTE_MAX_AGE_DAYS  # the one freshness rule (planner.vocab)
 BILLING_NOTE_FRACTION = 0.01
 
 
-class NoQuoteError(ValueError):
+class NoQuoteError(TrainplanError, ValueError):
     """No price quote exists for the GPU at the requested tier (and provider); `note` says which and what exists."""
 
     def __init__(self, note: Note) -> None:

@@ -25,6 +25,7 @@ from planner.inputs.errors import CannotEstimate, InputError
 from planner.vocab import (
     ADAPTER_TARGETS,
     GIB,
+    HALF_PRECISIONS,
     MEASURED_KINDS,
     MIB,
     OPTIMIZER_IMPLS,
@@ -34,6 +35,7 @@ from planner.vocab import (
     SHARDINGS,
     STATE_LAYOUTS,
     MemoryPhase,
+    element_bytes,
 )
 
 if TYPE_CHECKING:  # type names only: planner.inputs.scenario imports yaml
@@ -62,13 +64,13 @@ OPTIMIZER_STATE_BYTES = {"sgd": 0.0, "sgd_momentum": 4.0, "adam": 8.0, "adamw": 
 # 0.127 bit per weight (QLoRA §2): 0.5 + 0.127/8 B. Only the blocks' linear weights are quantised: embeddings,
 # the LM head and norms stay 16-bit (bitsandbytes replaces nn.Linear layers; transformers' BitsAndBytesConfig
 # skips the output embedding, llm_int8_skip_modules / get_keys_to_not_convert).
-BASE_DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "int8": 1.0, "nf4": 0.5 + 4 / 64, "nf4_dq": 0.5 + (8 / 64 + 32 / (64 * 256)) / 8}
-UNQUANTIZED_BASE_BYTES = 2.0  # embeddings, LM head and norms of a quantised base: bf16/fp16
+BASE_DTYPE_BYTES = {"bf16": float(element_bytes("bf16")), "fp16": float(element_bytes("fp16")), "int8": 1.0, "nf4": 0.5 + 4 / 64, "nf4_dq": 0.5 + (8 / 64 + 32 / (64 * 256)) / 8}
+UNQUANTIZED_BASE_BYTES = float(element_bytes("bf16"))  # embeddings, LM head and norms of a quantised base: bf16/fp16
 # peft.prepare_model_for_kbit_training "cast all non INT8 parameters to fp32": every fp16/bf16 parameter that is not a
 # bitsandbytes Params4bit becomes fp32 (huggingface/peft@5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40:
 # src/peft/utils/other.py#L193-L209), and it turns on gradient checkpointing (#L221-L245, use_gradient_checkpointing
 # defaults to True). The HF/PEFT QLoRA stack (the QLoRA paper's qlora.py) calls it; LitGPT does not.
-KBIT_UPCAST_BYTES = 4.0
+KBIT_UPCAST_BYTES = float(element_bytes("fp32"))
 
 # cuBLAS workspace per handle and stream: PyTorch's default CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8"
 # (2 × 4 MiB + 8 × 16 KiB = 8.125 MiB), ":4096:8" = 32 MiB on compute capability >= 9.0
@@ -336,7 +338,8 @@ def transient_parts(trainable: int, *, precision: str, optimizer: str, optimizer
     temp = optimizer_temporary_bytes_per_param(optimizer, optimizer_impl, state_layout) * trainable
     if sharding != "none":
         temp /= n_gpus
-    cache = 2.0 * trainable if state_layout == "torch_amp" and precision in ("fp16", "bf16") else 0.0
+    autocast = state_layout == "torch_amp" and precision in HALF_PRECISIONS
+    cache = float(element_bytes(precision)) * trainable if autocast else 0.0
     if sharding == "zero3":
         cache /= n_gpus
     buckets = ddp_bucket_bytes(trainable, n_gpus, sharding, state_layout)
@@ -500,15 +503,16 @@ def fsdp_gathered_bytes(units: FsdpUnits, *, precision: str, trainable_fraction:
       holds the current set of parameters, next set of parameters, and current set of gradients in memory"
       (torch/distributed/fsdp/api.py BackwardPrefetch; Zhao et al. 2023, "PyTorch FSDP", VLDB, backward prefetching).
 
-    Gathered parameters are in the compute dtype (MixedPrecision param_dtype: 2 B under fp16/bf16, 4 B in fp32;
-    `base_bytes` for the blocks of a quantised adapter base and `root_bytes` for its root, which is not quantised:
-    16-bit, or fp32 after PEFT's upcast); gradients scale with the trainable fraction. Under no_sync the unsharded
+    Gathered parameters and gradients are in the compute dtype (MixedPrecision param_dtype: vocab.element_bytes, 2 B
+    under fp16/bf16, 4 B in fp32 and tf32, which is stored as fp32; `base_bytes` for the blocks of a quantised adapter
+    base and `root_bytes` for its root, which is not quantised: 16-bit, or fp32 after PEFT's upcast); gradients scale
+    with the trainable fraction. Under no_sync the unsharded
     gradients are counted whole by the caller (fsdp_accumulated_grad_bytes), so none here.
     """
-    compute = 4.0 if precision == "fp32" else 2.0
+    compute = float(element_bytes(precision))
     per_param = base_bytes if base_bytes is not None else compute
     weights = (root_bytes if root_bytes is not None else per_param) * units.root + per_param * 2 * units.block
-    grads = 0.0 if no_sync else (4.0 if precision == "fp32" else 2.0) * trainable_fraction * (units.root + units.block)
+    grads = 0.0 if no_sync else compute * trainable_fraction * (units.root + units.block)
     return weights + grads
 
 

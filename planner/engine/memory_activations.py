@@ -6,16 +6,28 @@ from typing import TYPE_CHECKING
 
 from planner.engine.estimates import ActivationLine, ResolvedModel, Source
 from planner.inputs.errors import CannotEstimate, InputError
-from planner.vocab import MODEL_ATTENTIONS, PRECISIONS, QUANTIZED_BASE_DTYPES, STATE_LAYOUTS
+from planner.vocab import (
+    GROUP_ELEMENT_BYTES,
+    HALF_PRECISIONS,
+    MODEL_ATTENTIONS,
+    PRECISIONS,
+    QUANTIZED_BASE_DTYPES,
+    STATE_LAYOUTS,
+    precision_group,
+)
 
 if TYPE_CHECKING:
     from planner.inputs.scenario import Adapter, TransformerShape
 
 ATTENTIONS = MODEL_ATTENTIONS  # eager (softmax(QK^T)V) | sdpa (PyTorch's fused SDPA) | flash (FlashAttention-2)
 
+# Element bytes of an fp32 and a 16-bit tensor (planner.vocab owns them), for tensors whose dtype the kernel fixes
+# whatever the training precision (fp32 statistics, upcasts) and for the 16-bit copies autocast saves.
+FP32_BYTES = GROUP_ELEMENT_BYTES["fp32"]
+HALF_BYTES = GROUP_ELEMENT_BYTES["16-bit"]
 MASK_BYTES = 1  # dropout masks are torch.bool on CUDA (Korthikanti et al. 2022 §4.1: "1 byte")
-LOGSUMEXP_BYTES = 4  # flash / memory-efficient SDPA keep an fp32 logsumexp per head and token for backward
-LOG_SOFTMAX_BYTES = 4  # cross_entropy runs in fp32 (autocast fp32 op list): saved log-softmax, 4 B per logit
+LOGSUMEXP_BYTES = FP32_BYTES  # flash / memory-efficient SDPA keep an fp32 logsumexp per head and token for backward
+LOG_SOFTMAX_BYTES = FP32_BYTES  # cross_entropy runs in fp32 (autocast fp32 op list): saved log-softmax, 4 B per logit
 # PyTorch before 1.11 kept softmax's and log_softmax's INPUT for backward besides the output, though the backward
 # reads only the output (pytorch/pytorch#49600; removed by #65242, relanded as #66018 on 2021-10-01: first in 1.11):
 # training.softmax_keeps_input. Under AMP that input is softmax's fp32 upcast (4 B per score), else the scores' own
@@ -23,7 +35,7 @@ LOG_SOFTMAX_BYTES = 4  # cross_entropy runs in fp32 (autocast fp32 op list): sav
 # RMSNorm as Hugging Face (LlamaRMSNorm), LitGPT and torchtitan write it: the input is upcast to fp32, which pow
 # and mul save (4 B per element), and the normalised tensor is saved by the weight multiply (residual dtype).
 # A fused LayerNorm saves only its input (and per-row statistics).
-RMSNORM_FP32_INPUT_BYTES = 4
+RMSNORM_FP32_INPUT_BYTES = FP32_BYTES
 # Dropout in the analytic fallback when the shape does not say: GPT-2/BERT train with it; for dropout-free LLMs it
 # overstates by 2sbh of ~36sbh per layer (≈5%), the conservative side of a fit check. Zoo and corpus shapes say.
 ASSUME_DROPOUT = True
@@ -33,9 +45,9 @@ ASSUME_DROPOUT = True
 CHECKPOINTED_ACTIVATION_FRACTION = 0.5
 # Per-element bytes used to rescale a user figure between precisions. Under torch AMP LayerNorm/softmax inputs
 # stay fp32, so 16-bit activations are ≈ 38/66 of fp32 ones (Korthikanti coefficients below), not 1/2.
-FP32_ACTIVATION_ELEMENT_BYTES = 4.0
-HALF_ACTIVATION_ELEMENT_BYTES = 2.0
-AMP_ACTIVATION_ELEMENT_BYTES = 4.0 * 38 / 66
+FP32_ACTIVATION_ELEMENT_BYTES = float(FP32_BYTES)
+HALF_ACTIVATION_ELEMENT_BYTES = float(HALF_BYTES)
+AMP_ACTIVATION_ELEMENT_BYTES = FP32_ACTIVATION_ELEMENT_BYTES * 38 / 66
 # FlashAttention-2 runs fp16/bf16 only, on sm80 and newer (Dao 2023, "FlashAttention-2", README requirements:
 # Ampere, Ada or Hopper); asking for `flash` elsewhere is refused.
 FLASH_MIN_CAPABILITY = 8.0
@@ -58,11 +70,11 @@ def resolve_attention(requested: str | None, *, family: str, precision: str,
     attention (2021-era BERT, timm ViT) must be asked for.
     """
     if requested is None:
-        kernel = "flash" if precision in ("fp16", "bf16") and _capability(compute_capability) >= FLASH_MIN_CAPABILITY \
+        kernel = "flash" if precision in HALF_PRECISIONS and _capability(compute_capability) >= FLASH_MIN_CAPABILITY \
             else "memory-efficient"
         return "sdpa", f"default: PyTorch's fused SDPA ({kernel} kernel, {family})"
     _check(requested, ATTENTIONS, "model.attention")
-    if requested == "flash" and (precision not in ("fp16", "bf16")
+    if requested == "flash" and (precision not in HALF_PRECISIONS
                                  or _capability(compute_capability) < FLASH_MIN_CAPABILITY):
         # FlashAttention-2 cannot run here: the fused SDPA path is what would.
         return "sdpa", f"model.attention flash needs fp16/bf16 on sm80+: SDPA at {precision} on sm{compute_capability}"
@@ -98,18 +110,19 @@ def activation_kind(precision: str, layout: str) -> str:
     """'fp32' (fp32/tf32 tensors), 'amp' (torch autocast: 16-bit matmuls, fp32 residual/LN/softmax), 'half'."""
     _check(precision, PRECISIONS, "precision")
     _check(layout, STATE_LAYOUTS, "training.state_layout")
-    if precision in ("fp32", "tf32"):
+    if precision_group(precision) == "fp32":
         return "fp32"
     return "amp" if layout == "torch_amp" else "half"
 
 
 def _tensor_bytes(kind: str) -> int:
-    return 4 if kind == "fp32" else 2
+    """Bytes of a matmul's saved output: fp32 tensors stay fp32, autocast's and 16-bit training's are 16-bit."""
+    return FP32_BYTES if kind == "fp32" else HALF_BYTES
 
 
 def _residual_bytes(kind: str) -> int:
     # Under autocast the fp32 parameters make the residual stream (and so LayerNorm inputs) fp32.
-    return 2 if kind == "half" else 4
+    return HALF_BYTES if kind == "half" else FP32_BYTES
 
 
 def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> float:
@@ -159,11 +172,11 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     if attention != "eager":
         return c_sbh, 0.0, float(LOGSUMEXP_BYTES)
     if kind == "amp":
-        c_scores = 4 + 2 + m
+        c_scores = FP32_BYTES + HALF_BYTES + m
     else:
         c_scores = t + (MASK_BYTES + t if m else 0)
     if softmax_keeps_input:
-        c_scores += 4 if kind == "amp" else t
+        c_scores += FP32_BYTES if kind == "amp" else t
     return c_sbh, float(c_scores), 0.0
 
 

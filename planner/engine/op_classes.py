@@ -18,8 +18,9 @@ the weights), from its shape:
   or 16-bit, whose autocast adds casts): `python perf/op_class_constants.py` fits them and holds out each traced
   model in turn (the README's table); tests/test_op_classes.py checks the constants below are its fit.
 
-b is 4 bytes per activation element for fp32/tf32 and 2 for fp16/bf16 (weights: the fp32 master for fp32/tf32, the
-16-bit autocast copy otherwise).
+b is 4 bytes per activation element for fp32/tf32 and 2 for fp16/bf16 (planner.vocab.element_bytes; weights: the
+fp32 master for fp32/tf32, the 16-bit autocast copy otherwise); the fitted constants are keyed by
+planner.vocab.precision_group.
 """
 
 from __future__ import annotations
@@ -30,17 +31,10 @@ from typing import TYPE_CHECKING
 
 from planner.engine.measurements import OpClassLine
 from planner.engine.shapes import block_params
+from planner.vocab import PrecisionGroup, element_bytes, precision_group
 
 if TYPE_CHECKING:
     from planner.inputs.scenario import TransformerShape
-
-
-def precision_group(precision: str) -> str:
-    return "fp32" if precision in ("fp32", "tf32") else "16-bit"
-
-
-def _bytes_per_element(precision: str) -> int:
-    return 4 if precision_group(precision) == "fp32" else 2
 
 
 @dataclass(frozen=True)
@@ -104,7 +98,7 @@ class ImplementationConstants:
     embedding_ops_no_vocab: float
 
 
-CONSTANTS: Mapping[str, ImplementationConstants] = {
+CONSTANTS: Mapping[PrecisionGroup, ImplementationConstants] = {
     "fp32": ImplementationConstants(
         elementwise_per_layer=68.384, elementwise_fixed=32.636, elementwise_weights_bytes_per_param=1.504,
         elementwise_ops_per_layer=22.632, elementwise_ops_fixed=-23.833, embedding_per_token_hidden=2.452,
@@ -120,7 +114,7 @@ CONSTANTS: Mapping[str, ImplementationConstants] = {
 
 def exact_fields(t: Terms, precision: str) -> dict[str, tuple[float, float]]:
     """matmul and fused attention: (per-sample slope, per-step intercept) of flops, bytes and ops."""
-    b = _bytes_per_element(precision)
+    b = element_bytes(precision)
     s, L, h = t.tokens, t.layers, t.hidden
     weights = L * t.block_params + t.head_params
     head_io = (h + t.vocab) if t.lm_head else 0
@@ -129,7 +123,7 @@ def exact_fields(t: Terms, precision: str) -> dict[str, tuple[float, float]]:
         "matmul.bytes": (3.0 * b * s * (L * t.linear_io_per_layer + head_io), 3.0 * b * weights),
         "matmul.ops": (0.0, 3.0 * (L * t.linears_per_layer + (1 if t.lm_head else 0))),
         "attention.flops": (12.0 * L * s * s * h, 0.0),
-        "attention.bytes": (float(L * s * (6 * b * (h + t.kv_width) + 2 * t.heads * 4)), 0.0),
+        "attention.bytes": (float(L * s * (6 * b * (h + t.kv_width) + 2 * t.heads * element_bytes("fp32"))), 0.0),
         "attention.ops": (0.0, 2.0 * L),
     }
 
@@ -137,7 +131,7 @@ def exact_fields(t: Terms, precision: str) -> dict[str, tuple[float, float]]:
 def implementation_fields(t: Terms, precision: str, c: ImplementationConstants,
                           parameters: int) -> dict[str, tuple[float, float]]:
     """elementwise and embedding + loss from the fitted constants."""
-    b = _bytes_per_element(precision)
+    b = element_bytes(precision)
     s, L, h = t.tokens, t.layers, t.hidden
     return {
         "elementwise.flops": (0.0, 0.0),

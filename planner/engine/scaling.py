@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.engine.estimates import ScalingEstimate, Source
 from planner.engine.option import OptionPlan
+from planner.vocab import HALF_PRECISIONS, element_bytes
 
 if TYPE_CHECKING:  # type names only: planner.inputs imports yaml, this module stays standard-library only
     from planner.inputs.profiles import GpuProfile
@@ -48,8 +49,7 @@ DDP_BUCKET_BYTES = 25 * 2**20
 ZERO3_UNOVERLAPPED_FRACTION = 0.1
 
 # Bytes per element of a gradient/parameter in the collective: 16-bit layouts move fp16/bf16 tensors.
-_HALF = ("fp16", "bf16")
-COMPRESSION_BYTES = {"fp16": 2.0, "bf16": 2.0}  # DDP fp16_compress_hook / bf16_compress_hook
+COMPRESSION_BYTES = {p: float(element_bytes(p)) for p in HALF_PRECISIONS}  # DDP fp16_/bf16_compress_hook
 
 
 # ---------------------------------------------------------------- collectives (nccl-tests PERFORMANCE.md)
@@ -177,9 +177,9 @@ def grad_bytes_per_param(precision: str, state_layout: str, compression: str | N
     main grads (its "bf16 + fp32 grads, 18 B" row), so 4 B. A DDP compression hook (fp16/bf16) sends 2 B.
     """
     if state_layout == "torch_amp":
-        per_param = 4.0
+        per_param = float(element_bytes("fp32"))
     elif state_layout in ("zero_paper", "deepspeed", "pure_bf16"):
-        per_param = 2.0 if precision in _HALF else 4.0
+        per_param = float(element_bytes(precision))
     elif state_layout == "megatron":
         per_param = 2.0 if precision == "fp16" else 4.0
     else:
@@ -192,8 +192,9 @@ def grad_bytes_per_param(precision: str, state_layout: str, compression: str | N
 
 
 def param_gather_bytes_per_param(precision: str, state_layout: str) -> float:
-    """Bytes per parameter a ZeRO all-gather moves: fp32 params under torch_amp or fp32/tf32, else 16-bit."""
-    return 2.0 if state_layout != "torch_amp" and precision in _HALF else 4.0
+    """Bytes per parameter a ZeRO all-gather moves: fp32 params under torch_amp, else the precision's own
+    (vocab.element_bytes: fp32 and tf32 4 B, fp16 and bf16 2 B)."""
+    return float(element_bytes("fp32" if state_layout == "torch_amp" else precision))
 
 
 def _bucketed_comm_s(sync_bytes: float, n: int, busbw: float, *, backward_s: float, bucket_bytes: float,

@@ -20,10 +20,11 @@ from dataclasses import dataclass, replace
 
 from planner.engine.models import transformer_flops_per_sample
 from planner.engine.notes import Note
+from planner.errors import TrainplanError
 from planner.inputs.scenario import TransformerShape, Workload
 
 
-class SequenceFieldError(ValueError):
+class SequenceFieldError(TrainplanError, ValueError):
     """A token field that contradicts the model: `field` names it, str() says why."""
 
     def __init__(self, field: str, message: str) -> None:

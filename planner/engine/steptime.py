@@ -11,7 +11,7 @@ from planner.engine.estimates import Source, StepEstimate, TimePoint
 from planner.engine.fit import least_squares_line
 from planner.engine.notes import Note
 from planner.inputs.errors import FitError
-from planner.vocab import PRECISIONS
+from planner.vocab import PRECISIONS, PrecisionGroup, precision_group
 
 # ---------------------------------------------------------------- constants (editable; each with its source)
 
@@ -91,12 +91,12 @@ LAUNCH_S_PER_OP = 5e-6
 #   fp32/tf32: GPT-2 393 (12 layers) / GPT-2 medium 765 (24) -> 31 per layer + 21; BERT-base 518 / BERT-large 998
 #   -> 40 + 38; mean 35.5 + 29.5.
 #   bf16:      GPT-2 663 / 1,299 -> 53 + 27; BERT 940 / 1,828 -> 74 + 52; mean 63.5 + 39.5.
-TRANSFORMER_OPS = {"fp32": (29.5, 35.5), "16-bit": (39.5, 63.5)}
+TRANSFORMER_OPS: dict[PrecisionGroup, tuple[float, float]] = {"fp32": (29.5, 35.5), "16-bit": (39.5, 63.5)}
 
 
 def transformer_aten_ops(layers: int, precision: str) -> float:
     """Traced-equivalent aten ops of one forward+backward of a `layers`-layer transformer (TRANSFORMER_OPS)."""
-    fixed, per_layer = TRANSFORMER_OPS["fp32" if precision in ("fp32", "tf32") else "16-bit"]
+    fixed, per_layer = TRANSFORMER_OPS[precision_group(precision)]
     return fixed + per_layer * layers
 
 

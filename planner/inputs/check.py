@@ -183,6 +183,16 @@ class Reader:
         return out
 
 
+def keyed_reader(data: object, spec: Mapping[str, bool], source: str, where: str) -> Reader:
+    """A Reader over `data` after unknown keys are refused and required ones (spec: key -> required?) are present."""
+    r = Reader(data, source, where)
+    r.reject_unknown(spec)
+    for key, required in spec.items():
+        if required and key not in r.data:
+            raise r.fail(key, None, "this key (it is required)")
+    return r
+
+
 def parse_date(value: object, source: str, field: str) -> dt.date:
     """A date object (YAML's unquoted 2026-11-01) or a "YYYY-MM-DD" string, on a real calendar day in range."""
     day = None

@@ -5,9 +5,12 @@
 - CannotEstimate: the inputs are valid but lack a figure an estimate needs (e.g. no activation size for a model
   with nothing measured or traced): names the field that would supply it.
 - FitError: a fit over user-given points failed (e.g. a McCandlish fit with no positive solution).
+All three derive from planner.errors.TrainplanError (the base of every domain error) and from ValueError.
 """
 
 from __future__ import annotations
+
+from planner.errors import TrainplanError
 
 # Values are shown cut to this many characters; building the text never walks more than a bounded slice of a
 # value, so a huge or deeply nested value (a YAML alias bomb) cannot hang or exhaust memory in a message.
@@ -62,7 +65,7 @@ def _bounded_repr(value: object, depth: int, budget: int) -> str:
     return text[:budget]
 
 
-class InputError(ValueError):
+class InputError(TrainplanError, ValueError):
     """Bad input from a user file or argument. `str()` is the one message a user sees."""
 
     def __init__(self, source: str | None, field: str | None, value: object, expected: str):
@@ -83,7 +86,7 @@ def skipped(path: object, exc: BaseException) -> str:
     return str(InputError(str(path), None, reason, "a readable file (it was skipped)"))
 
 
-class CannotEstimate(ValueError):
+class CannotEstimate(TrainplanError, ValueError):
     """Valid inputs that lack a figure an estimate needs; `field` names the input that would supply it."""
 
     def __init__(self, field: str, missing: str):
@@ -92,5 +95,5 @@ class CannotEstimate(ValueError):
         super().__init__(f"{field}: {missing}")
 
 
-class FitError(ValueError):
+class FitError(TrainplanError, ValueError):
     """A fit over user-given points has no valid solution; the message says why in numbers."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.errors import TrainplanError
 from planner.inputs.errors import InputError
 
 KIB = 1024
@@ -159,7 +160,7 @@ def load_text(text: str, source: str, kind: FileKind) -> Any:
 
 # ---------------------------------------------------------------- JSON
 
-class _DuplicateKey(Exception):
+class _DuplicateKey(TrainplanError):
     pass
 
 

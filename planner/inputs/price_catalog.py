@@ -26,16 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.errors import TrainplanError
 from planner.inputs import loader
 from planner.inputs.check import Reader, parse_date
 from planner.inputs.errors import InputError, describe
-from planner.inputs.profiles import (
-    DEFAULT_BILLING_INCREMENT_S,
-    DEFAULT_PROFILES_DIR,
-    MAX_USD_PER_GPU_HOUR,
-    PriceQuote,
-    parse_price,
-)
+from planner.inputs.quotes import DEFAULT_BILLING_INCREMENT_S, MAX_USD_PER_GPU_HOUR, PriceQuote, parse_price
+from planner.inputs.shipped import PROFILES_DIR
 
 SNAPSHOT_SCHEMA = "trainplan.price-catalog/1"
 ALIASES_SCHEMA = "trainplan.catalog-aliases/1"
@@ -43,7 +39,7 @@ CATALOG_DIRNAME = "catalog"
 ALIASES_NAME = "aliases.yaml"
 NETWORKS_NAME = "networks.yaml"  # planner.inputs.networks: the network between a provider's instances
 STORAGE_NAME = "storage.yaml"  # planner.inputs.storage: storage and egress prices per provider
-CATALOG_DIR = DEFAULT_PROFILES_DIR / CATALOG_DIRNAME
+CATALOG_DIR = PROFILES_DIR / CATALOG_DIRNAME
 ALIASES_PATH = CATALOG_DIR / ALIASES_NAME
 
 CSV_FILE = loader.FileKind("price catalog (CSV)", "csv", 16 * loader.MIB)
@@ -269,7 +265,7 @@ class ImportResult:
         return sum(len(q) for q in self.quotes.values())
 
 
-class _RowError(ValueError):
+class _RowError(TrainplanError, ValueError):
     def __init__(self, column: str, value: str, expected: str):
         super().__init__(f"{column}: got {describe(value)}; expected {expected}")
 

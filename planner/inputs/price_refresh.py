@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.errors import TrainplanError
 from planner.inputs import price_catalog as pc
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import GpuProfile, PriceQuote, current_quotes, load_profiles, offer_key
@@ -60,7 +61,7 @@ NOT_INSTALLED, TIMEOUT, FETCH_FAILED, NO_OFFERS, WRITE_FAILED = (
     "not_installed", "timeout", "fetch_failed", "no_offers", "write_failed")
 
 
-class RefreshError(Exception):
+class RefreshError(TrainplanError):
     """The refresh did not happen: one message for a person; the current prices stay as they were."""
 
     def __init__(self, kind: str, message: str, detail: str = ""):
@@ -176,7 +177,7 @@ def fetch_offers(providers: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S,
 
 # ---------------------------------------------------------------- offers -> quotes (the CSV importer's path)
 
-class _BadOffer(ValueError):
+class _BadOffer(TrainplanError, ValueError):
     pass
 
 

@@ -10,20 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.inputs import loader, shipped
-from planner.inputs.check import Reader
+from planner.inputs import loader, price_catalog, shipped
+from planner.inputs.check import Reader, keyed_reader
 from planner.inputs.errors import InputError, skipped
-from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, PEAK_KEYS, QUOTE_MAX_AGE_DAYS, RENTAL_TIERS
+from planner.inputs.quotes import PriceQuote, parse_price
+from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, PEAK_KEYS, QUOTE_MAX_AGE_DAYS
 
 SCHEMA = "trainplan.gpu/1"
 DEFAULT_PROFILES_DIR = shipped.PROFILES_DIR
 
-ORIGINS = ("published", "user")
 VENDORS = ("nvidia", "amd", "intel", "google", "other")
 MEMORY_SOURCES = ("driver", "datasheet")
-# Billing granularity when a quote does not say: hourly, so an unknown increment never understates cost.
-DEFAULT_BILLING_INCREMENT_S = 3600
-MAX_USD_PER_GPU_HOUR = 200.0  # the most any rental quote (shipped or a user's) may say
 MAX_NOTES_CHARS = 100_000
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -36,11 +33,6 @@ _PROFILE_KEYS = {
     "memory_gb_label": False, "memory_bandwidth_gb_per_s": True, "peak_tflops": True,
     "estimated_peaks": False, "interconnect": False, "pcie_gen": False, "tdp_w": True,
     "devices_per_package": False, "prices": False, "purchase": False, "sources": False, "notes": False,
-}
-_PRICE_KEYS = {
-    "provider": True, "instance": True, "gpus_per_instance": False, "usd_per_gpu_hour": True,
-    "tier": True, "billing_increment_s": False, "region": False, "as_of": False, "source": True,
-    "origin": False, "retrieved": False,
 }
 _INTERCONNECT_KEYS = {"kind": True, "bidirectional_gb_per_s": True}
 _PURCHASE_KEYS = {"usd": True, "kind": True, "as_of": True, "source": True}
@@ -80,28 +72,6 @@ class FrozenMap(Mapping):
 
     def __repr__(self) -> str:
         return f"FrozenMap({self._data!r})"
-
-
-@dataclass(frozen=True)
-class PriceQuote:
-    provider: str
-    instance: str
-    gpus_per_instance: int
-    usd_per_gpu_hour: float
-    tier: str
-    billing_increment_s: int
-    region: str | None
-    as_of: datetime.date | None
-    source: str
-    origin: str = "published"
-    # The day a machine-readable catalog was read (catalog quotes only; hand-collected quotes leave it None). It is
-    # not a price date: a catalog row with no date of its own keeps as_of None and is shown as "date unknown".
-    retrieved: datetime.date | None = None
-
-    @property
-    def from_catalog(self) -> bool:
-        """Imported from a price catalog (gpu_profiles/catalog/), not hand-collected."""
-        return self.retrieved is not None
 
 
 @dataclass(frozen=True)
@@ -164,16 +134,6 @@ class GpuProfile:
 
 # ---------------------------------------------------------------- field checks (the shared Reader's rules)
 
-def _keys(data: Any, spec: Mapping[str, bool], source: str, where: str) -> Reader:
-    """A Reader over `data` after unknown keys are refused and required ones are present."""
-    r = Reader(data, source, where)
-    r.reject_unknown(spec)
-    for key, required in spec.items():
-        if required and key not in r.data:
-            raise r.fail(key, None, "this key (it is required)")
-    return r
-
-
 def _parse_peaks(r: Reader) -> FrozenMap:
     value = r.raw("peak_tflops")
     if not isinstance(value, Mapping):
@@ -203,28 +163,10 @@ def _parse_estimated(r: Reader, peaks: Mapping[str, float]) -> FrozenMap:
 def _parse_interconnect(r: Reader) -> Interconnect | None:
     if not r.has("interconnect"):
         return None
-    i = _keys(r.data["interconnect"], _INTERCONNECT_KEYS, r.source, "interconnect")
+    i = keyed_reader(r.data["interconnect"], _INTERCONNECT_KEYS, r.source, "interconnect")
     return Interconnect(
         kind=i.string("kind"),
         bidirectional_gb_per_s=i.number("bidirectional_gb_per_s", minimum=1, maximum=20000, unit=" GB/s"),
-    )
-
-
-def parse_price(data: Any, source: str, where: str = "prices[0]") -> PriceQuote:
-    q = _keys(data, _PRICE_KEYS, source, where)
-    return PriceQuote(
-        provider=q.string("provider"),
-        instance=q.string("instance"),
-        gpus_per_instance=q.integer("gpus_per_instance", 1, minimum=1, maximum=64),
-        usd_per_gpu_hour=q.number("usd_per_gpu_hour", minimum=0, exclusive_min=True, maximum=MAX_USD_PER_GPU_HOUR,
-                                  unit=" USD per GPU-hour"),
-        tier=q.choice("tier", RENTAL_TIERS),
-        billing_increment_s=q.integer("billing_increment_s", DEFAULT_BILLING_INCREMENT_S, minimum=1, maximum=86400),
-        region=q.string("region", None),
-        as_of=q.date("as_of", None),
-        source=q.string("source"),
-        origin=q.choice("origin", ORIGINS, "published"),
-        retrieved=q.date("retrieved", None),
     )
 
 
@@ -235,7 +177,7 @@ def _parse_purchase(r: Reader, *, devices_per_package: int) -> PurchasePrice | N
     together would divide twice: refused (give the package's price with another kind)."""
     if r.data.get("purchase") is None:
         return None
-    p = _keys(r.data["purchase"], _PURCHASE_KEYS, r.source, "purchase")
+    p = keyed_reader(r.data["purchase"], _PURCHASE_KEYS, r.source, "purchase")
     kind = p.choice("kind", PURCHASE_KINDS)
     if kind.endswith("_per_gpu") and devices_per_package > 1:
         raise p.fail("kind", kind, f"a price per package (list, street or msrp): this profile's package holds "
@@ -256,7 +198,7 @@ def _expected_id(source: str) -> str | None:
 
 def parse_profile(data: dict, source: str) -> GpuProfile:
     """Validate one profile mapping; `source` names the file in errors and fixes the expected id."""
-    r = _keys(data, _PROFILE_KEYS, source, "")
+    r = keyed_reader(data, _PROFILE_KEYS, source, "")
     if r.data["schema"] != SCHEMA:
         raise r.fail("schema", r.data["schema"], SCHEMA)
     profile_id = r.string("id", max_chars=100)
@@ -362,8 +304,6 @@ def _merge_catalogs(profiles: dict[str, GpuProfile], directory: Path, problems: 
 
     A broken snapshot is one problem message (file and field) and adds nothing; the profiles keep their own quotes.
     """
-    from planner.inputs import price_catalog  # imports this module: loaded only when a folder has a catalog
-
     for path in price_catalog.snapshot_files(directory):
         try:
             snapshot = price_catalog.load_snapshot(path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.inputs.user_home import user_results_dir
+
 CODE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding planner/, bench/ and ui/
 INSTALLED_DATA_PACKAGE = "trainplan_data"
 FOLDERS = ("gpu_profiles", "results", "scenarios")
@@ -35,8 +37,4 @@ SCENARIOS_DIR = ROOT / "scenarios"
 def bench_out_dir() -> Path:
     """Where bench writes result files unless told (--out): the checkout's results/ (files there are committed),
     else $TRAINPLAN_HOME/results, which the app and the CLI read too (never into an installed package)."""
-    if IN_CHECKOUT:
-        return RESULTS_DIR
-    from planner.inputs.userdata import user_results_dir  # late: userdata imports this module
-
-    return user_results_dir()
+    return RESULTS_DIR if IN_CHECKOUT else user_results_dir()

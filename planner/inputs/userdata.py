@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import yaml
@@ -10,7 +9,14 @@ import yaml
 from planner.inputs import loader, shipped
 from planner.inputs.atomic import atomic_write
 from planner.inputs.errors import InputError
-from planner.inputs.profiles import PriceQuote, parse_price
+from planner.inputs.quotes import PriceQuote, parse_price
+
+# Where user data lives (planner.inputs.user_home, below shipped): named here too, where the rest of user data is.
+from planner.inputs.user_home import home as home
+from planner.inputs.user_home import price_overrides_path as price_overrides_path
+from planner.inputs.user_home import user_profiles_dir as user_profiles_dir
+from planner.inputs.user_home import user_results_dir as user_results_dir
+from planner.inputs.user_home import user_scenarios_dir as user_scenarios_dir
 
 PROJECT_ROOT = shipped.ROOT  # the checkout, or the installed data (planner.inputs.shipped)
 SHIPPED_RESULTS_DIR = shipped.RESULTS_DIR
@@ -19,30 +25,10 @@ SHIPPED_SCENARIOS_DIR = shipped.SCENARIOS_DIR
 DEFAULT_SCENARIO = SHIPPED_SCENARIOS_DIR / "resnet50-imagenet.yaml"
 
 
-def home() -> Path:
-    return Path(os.environ.get("TRAINPLAN_HOME") or Path.home() / ".trainplan")
-
-
-def user_results_dir() -> Path:
-    return home() / "results"
-
-
-def user_profiles_dir() -> Path:
-    return home() / "gpu_profiles"
-
-
-def user_scenarios_dir() -> Path:
-    return home() / "scenarios"
-
-
-def price_overrides_path() -> Path:
-    return home() / "price_overrides.yaml"
-
-
 def load_price_overrides(path: Path | None = None) -> dict[str, list[PriceQuote]]:
     """{gpu id: [PriceQuote(origin='user')]} from the overrides file; a bad file raises InputError naming the field.
 
-    Each quote is checked by the same rules as a shipped profile's quotes (profiles.parse_price); a hand-written
+    Each quote is checked by the same rules as a shipped profile's quotes (quotes.parse_price); a hand-written
     quote may leave out provider, instance, tier, billing_increment_s and source (defaults below).
     """
     p = path or price_overrides_path()
