@@ -101,7 +101,7 @@ def test_the_engine_imports_without_streamlit_altair_or_torch():
 
 
 # Paths the README names in backticks: folders and files of this repository (not commands, not user paths).
-_PATH = re.compile(r"`((?:planner|bench|ui|perf|tests|scripts|results|gpu_profiles|scenarios|\.ci)/[^`\s*{}<>]*"
+_PATH = re.compile(r"`((?:planner|bench|ui|calibration|docs|perf|tests|scripts|results|gpu_profiles|scenarios|\.ci)/[^`\s*{}<>]*"
                    r"|app\.py|requirements(?:-dev)?\.txt|pyproject\.toml)`")
 
 

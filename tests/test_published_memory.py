@@ -2,7 +2,7 @@
 per published row): allocated_peak vs torch.cuda.max_memory_allocated within 5%, reserved_peak vs
 max_memory_reserved within 10%, device_total vs NVML/nvidia-smi within 10%, and the verdict of every row (a run
 that ran fits, an out-of-memory row does not). Every number is read from the verified corpus
-(bench/published/sources/), every knob from the published configuration (each case's `why`)."""
+(calibration/published/sources/), every knob from the published configuration (each case's `why`)."""
 
 from __future__ import annotations
 
