@@ -8,7 +8,7 @@ from the published configuration. The planner's memory estimate is compared on t
 - device_used (nvidia-smi / NVML) → device_total (reserved + CUDA context + NCCL; goal: within 10%);
 - an out-of-memory row → the verdict: it must not fit; a row that ran must fit (a published step time is a run
   that ran: its verdict only). An inferred out-of-memory row (`unit: oom_inferred`: a failure implied by the
-  source's own batch-retry ladder, not printed; bench/corpus.py) is compared like one and said so in the table.
+  source's own batch-retry ladder, not printed; calibration/corpus.py) is compared like one and said so in the table.
 
 A case with `estimate: plan` is estimated as a plan estimates it: `planner.engine.plan.build_plan` over the shipped
 published figures and traces (results/published, results/traced), one option, its memory estimate, so a CNN gets
