@@ -1,4 +1,4 @@
-"""Accuracy of `bench trace`: traced vs a real CPU step, and traced vs ESTIMATION.md's transformer formulas.
+"""Accuracy of `bench trace`: traced vs a real CPU step, and traced vs the planner's transformer formulas.
 
 1. CPU (independent reference): the tracer with plain CPU semantics (--emulate cpu, fp32) against a real CPU step of
    the same model, measured by torch.profiler's memory timeline (allocator events + pre-existing tensors); the
@@ -128,7 +128,7 @@ def cpu_table() -> None:
 
 
 def formula_table() -> None:
-    print("### Traced (CUDA emulation) vs the planner's formulas (Korthikanti et al. 2022 + ESTIMATION.md §1)\n")
+    print("### Traced (CUDA emulation) vs the planner's formulas (Korthikanti et al. 2022 + docs/methods.md#memory)\n")
     print("| model | attention | precision | batch | traced peak MiB | formula allocated peak MiB | "
           "formula − traced |")
     print("|---|---|---|---|---|---|---|")

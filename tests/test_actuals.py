@@ -289,28 +289,16 @@ def test_the_app_lists_the_runs_page_in_its_navigation(home):
     assert not at.exception and at.title[0].value == "Runs: plan against actual"
 
 
-def _perf_module(name: str):
-    import importlib.util
-    import sys
-
-    sys.path.insert(0, str(ROOT / "perf"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "perf" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_recorded_step_time_is_a_calibration_point_labelled_recorded(scenario, home):
     """Issue 19: recorded runs become measured points the calibration uses, labelled as such
-    (perf/calibrate.py --include $TRAINPLAN_HOME/results); the committed fit stays the published corpus's."""
+    (calibration/calibrate.py --include $TRAINPLAN_HOME/results); the committed fit stays the published corpus's."""
     import json
 
     plan = plan_now(scenario)
     option = one_gpu_option(plan)
     ia.save_run(make_run(plan, scenario, option, step_time_s=option.step.step_time_s * 1.2))
-    report = _perf_module("calibration_report")
+    from calibration import calibration_report as report
+
     results, problems = report.load_results([home / "results"])
     assert not problems
     points = report.load_points(results, report.corpus_inputs())
@@ -323,7 +311,8 @@ def test_a_recorded_step_time_is_a_calibration_point_labelled_recorded(scenario,
     assert p.optimizer == scenario.training.optimizer
     assert report.sample_of(p, report.corpus_inputs()) is not None  # the fit can read it
 
-    calibrate = _perf_module("calibrate")
+    from calibration import calibrate
+
     fitted = json.loads(calibrate.fitted_text("2026-12-02", [str(home / "results")]))
     committed = json.loads((ROOT / "planner" / "inputs" / "step_calibration.json").read_text(encoding="utf-8"))
     assert fitted["n_points"] == committed["n_points"] + 1

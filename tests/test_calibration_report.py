@@ -1,10 +1,9 @@
-"""perf/calibration_report.py: the step-time paths against held-out published runs. Deterministic, so the committed
-metrics (perf/calibration_metrics.json) and the README's table must equal a fresh run's, and no change may make
+"""calibration/calibration_report.py: the step-time paths against held-out published runs. Deterministic, so the committed
+metrics (calibration/calibration_metrics.json) and the README's table must equal a fresh run's, and no change may make
 the metrics worse without re-committing them (`--write`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -17,11 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def report():
-    spec = importlib.util.spec_from_file_location("calibration_report", ROOT / "perf" / "calibration_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
+    from calibration import calibration_report as module
+
     results, problems = module.scan_results(module.PUBLISHED)
     assert not problems
     inputs = module.corpus_inputs()
@@ -41,10 +37,10 @@ def test_every_one_gpu_published_figure_is_held_out_once_per_path(report):
 
 
 def test_the_calibration_is_reproducible():
-    """Same data, same file: perf/calibrate.py --check refits and compares byte for byte."""
+    """Same data, same file: calibration/calibrate.py --check refits and compares byte for byte."""
     import subprocess
 
-    done = subprocess.run([sys.executable, str(ROOT / "perf" / "calibrate.py"), "--check"], cwd=ROOT,
+    done = subprocess.run([sys.executable, str(ROOT / "calibration" / "calibrate.py"), "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -61,8 +57,8 @@ def test_held_out_ranges_cover_the_published_runs_about_as_often_as_they_claim(r
 def test_the_metrics_do_not_regress_against_the_committed_ones(report):
     module, points, preds, results, inputs = report
     fresh = module.metrics(points, preds)
-    committed = json.loads((ROOT / "perf" / "calibration_metrics.json").read_text(encoding="utf-8"))
-    assert fresh["n_points"] == committed["n_points"], "the data changed: re-run perf/calibration_report.py --write"
+    committed = json.loads((ROOT / "calibration" / "calibration_metrics.json").read_text(encoding="utf-8"))
+    assert fresh["n_points"] == committed["n_points"], "the data changed: re-run calibration/calibration_report.py --write"
     for key in ("analytic_median_abs", "analytic_p90_abs", "transfer_median_abs", "transfer_p90_abs",
                 "loso_median_abs", "loso_p90_abs"):
         assert fresh[key] <= committed[key] + 0.005, (key, fresh[key], committed[key])
@@ -81,14 +77,11 @@ def test_the_readme_table_is_the_report(report):
 
 
 def test_the_roofline_by_operator_class_is_held_out_against_the_two_term_formula_on_the_same_points():
-    """perf/class_roofline.py (issue 15): every published point whose model (or a traced twin of its typed shape)
+    """calibration/class_roofline.py (issue 15): every published point whose model (or a traced twin of its typed shape)
     has a per-class split is predicted held out by both forms fitted on exactly those points; the README carries the
     table as the script prints it (deterministic), and the class form keeps one parameter per ten points."""
-    spec = importlib.util.spec_from_file_location("class_roofline", ROOT / "perf" / "class_roofline.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    from calibration import class_roofline as module
+
     m = module.compute()
     assert m["n_split"] >= 90 and m["n_split"] + m["n_unsplit"] == m["n_points"]  # the BERT SQuAD shapes' twins
     assert m["n_params"] * 10 <= m["n_split"]
@@ -99,4 +92,4 @@ def test_the_roofline_by_operator_class_is_held_out_against_the_two_term_formula
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- class-roofline-table:start -->\n(.*?)\n<!-- class-roofline-table:end -->", readme, re.S)
     assert block, "README lost its class-roofline table markers"
-    assert block.group(1) == "\n".join(module.lines(m)), "README table is stale: run perf/class_roofline.py"
+    assert block.group(1) == "\n".join(module.lines(m)), "README table is stale: run calibration/class_roofline.py"

@@ -1,15 +1,13 @@
-"""perf/convergence_report.py: the reference-point fit against MLPerf's reference convergence points, held out one
-benchmark at a time. Deterministic, so the committed metrics (perf/convergence_metrics.json), the calibration the
+"""calibration/convergence_report.py: the reference-point fit against MLPerf's reference convergence points, held out one
+benchmark at a time. Deterministic, so the committed metrics (calibration/convergence_metrics.json), the calibration the
 planner reads (planner/inputs/convergence_calibration.json) and the README's table must equal a fresh run's."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,16 +18,13 @@ from planner.inputs.scenario import ReferencePoint, Workload
 from tests.notes_support import texts
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "perf" / "convergence_data"
+DATA = ROOT / "calibration" / "convergence_data"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("convergence_report", ROOT / "perf" / "convergence_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    from calibration import convergence_report
+
+    return convergence_report
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +70,7 @@ def test_the_metrics_do_not_regress_against_the_committed_ones(report):
     fresh = module.metrics(r)
     committed = json.loads(module.METRICS_PATH.read_text(encoding="utf-8"))
     assert fresh["n_heldout_points"] == committed["n_heldout_points"], \
-        "the data changed: re-run perf/convergence_report.py --write"
+        "the data changed: re-run calibration/convergence_report.py --write"
     for key in ("after_median_abs", "after_p90_abs"):
         assert fresh[key] <= committed[key] + 0.005, (key, fresh[key], committed[key])
     for key in ("after_mean_signed", "after_mean_signed_over_8x"):
@@ -89,7 +84,7 @@ def test_the_committed_metrics_are_a_fresh_run(report):
 
 
 def test_the_calibration_is_reproducible_and_the_planner_reads_it(report):
-    """Same data, same file (perf/convergence_report.py --check); the planner's loader gives the same numbers."""
+    """Same data, same file (calibration/convergence_report.py --check); the planner's loader gives the same numbers."""
     module, r = report
     assert CONVERGENCE_CALIBRATION_PATH.read_text(encoding="utf-8") == module.calibration_text(r)
     shipped = load_convergence_calibration()

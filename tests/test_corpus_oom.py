@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import DEFAULT_ROOT, OOM_NOT_BUILT, check_corpus, why_not_built
+from calibration.corpus import DEFAULT_ROOT, OOM_NOT_BUILT, check_corpus, why_not_built
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "fixtures" / "published_example"
@@ -119,7 +119,7 @@ def test_a_bad_oom_row_is_refused_naming_file_and_field(tmp_path, what, line, va
     ("OOM", "gpu,OOM*,8", True, False),
 ])
 def test_an_oom_token_stands_on_its_line_only_whole_and_in_its_case(token, line, csv, stands):
-    from bench.corpus import _token_stands_on
+    from calibration.corpus import _token_stands_on
 
     assert _token_stands_on(token, line, csv=csv) is stands
 
@@ -283,11 +283,11 @@ TIMM_INFERRED = {489: ("vit_b16", "192", 256), 387: ("resnet101", "256", 384), 5
 
 
 def test_timm_decay_batch_step_is_the_cited_code():
-    """bench/corpus.py's integer ladder against the float-log formula of the cited timm code (decay_batch.py L21-L29
+    """calibration/corpus.py's integer ladder against the float-log formula of the cited timm code (decay_batch.py L21-L29
     @5e7d47ca, copied from its raw excerpt), and the ladder from 512 the research note gives."""
     import math
 
-    from bench.corpus import retry_ladder, timm_decay_batch_step
+    from calibration.corpus import retry_ladder, timm_decay_batch_step
 
     def cited(batch_size, num_intra_steps=2):
         if batch_size <= 1:
@@ -302,7 +302,7 @@ def test_timm_decay_batch_step_is_the_cited_code():
 
 
 def test_shipped_inferred_rows_are_never_built_and_say_their_cause(shipped):
-    from bench.corpus import OOM_INFERRED_NOT_BUILT, OOM_INFERRED_UNIT
+    from calibration.corpus import OOM_INFERRED_NOT_BUILT, OOM_INFERRED_UNIT
 
     inferred = {r.fields["line"]: r for r in shipped if r.unit == OOM_INFERRED_UNIT}
     assert set(inferred) == set(TIMM_INFERRED)

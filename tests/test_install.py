@@ -60,7 +60,7 @@ def test_the_version_and_the_command_come_from_the_code():
 
 def test_every_code_package_is_packaged():
     listed = set(_pyproject()["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("planner", "bench", "ui")
+    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("planner", "bench", "ui", "calibration")
              for p in (ROOT / top).rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
 
@@ -170,7 +170,7 @@ def test_pip_install_gives_a_trainplan_command_that_works_from_any_folder(tmp_pa
     assert in_checkout == "False" and torch == "None"
     for folder in shipped.FOLDERS:  # the shipped data and every file of the code packages travel
         assert _files(src / folder) == _files(site / "trainplan_data" / folder), folder
-    for package in ("planner", "bench", "ui"):
+    for package in ("planner", "bench", "ui", "calibration"):
         assert _files(src / package) == _files(site / package), package
 
     from planner.vocab import VERSION
@@ -182,7 +182,7 @@ def test_pip_install_gives_a_trainplan_command_that_works_from_any_folder(tmp_pa
     assert all(f.startswith("results/") for f in plan["inputs"]["result_files"])  # the packaged results/
     no_torch = run(trainplan, "bench", "run", "--model", "mlp")
     assert no_torch.returncode == 2 and 'pip install "trainplan[bench]"' in no_torch.stderr
-    corpus = run(trainplan, "bench", "published", "check")  # bench's own data travels too
+    corpus = run(trainplan, "bench", "published", "check")  # the corpus (calibration/published/) travels too
     assert corpus.returncode == 0, corpus.stderr
     rendered = run(py, "-c", "import ui.app_main as m; from streamlit.testing.v1 import AppTest; "
                              "at = AppTest.from_file(m.__file__, default_timeout=120).run(); "

@@ -1,13 +1,11 @@
 """planner/engine/op_classes.py: a typed transformer shape's forward + backward by operator class, per layer, with no
 trace (issue 15). The exact parts (matmul, fused attention) against every shipped trace; the fitted constants are
-perf/op_class_constants.py's fit of the shipped traces; each traced model held out within the README's figures;
+calibration/op_class_constants.py's fit of the shipped traces; each traced model held out within the README's figures;
 the planner uses the split only where neither a trace nor a traced twin exists, and only for plain training."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,12 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("op_class_constants", ROOT / "perf" / "op_class_constants.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    from calibration import op_class_constants
+
+    return op_class_constants
 
 
 SCRIPT = _script()
@@ -38,7 +33,7 @@ def test_the_traces_cover_encoders_decoders_and_a_vit():
 
 
 def test_the_committed_constants_are_the_fit_of_the_shipped_traces():
-    assert SCRIPT.fit(TRACES) == dict(oc.CONSTANTS), "re-run perf/op_class_constants.py --python"
+    assert SCRIPT.fit(TRACES) == dict(oc.CONSTANTS), "re-run calibration/op_class_constants.py --python"
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[f"{t.model}-s{t.terms.tokens}-{t.precision}" for t in TRACES])
@@ -67,7 +62,7 @@ def test_the_readme_table_is_the_scripts():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- op-class-split-table:start -->\n(.*?)\n<!-- op-class-split-table:end -->", readme, re.S)
     assert block, "README lost its op-class split table markers"
-    assert block.group(1) == "\n".join(SCRIPT.lines(SCRIPT.held_out(TRACES))), "stale: run perf/op_class_constants.py"
+    assert block.group(1) == "\n".join(SCRIPT.lines(SCRIPT.held_out(TRACES))), "stale: run calibration/op_class_constants.py"
 
 
 # BERT-large at 512 tokens: the corpus's NVIDIA pre-training rows; its traces are at 128 and 384 tokens (another

@@ -1,5 +1,5 @@
 """`python -m bench published check`: every transcribed number stands verbatim on the upstream line it cites.
-The fixture corpus is SYNTHETIC (tests/fixtures/published_example); the real one is bench/published/."""
+The fixture corpus is SYNTHETIC (tests/fixtures/published_example); the real one is calibration/published/."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import DEFAULT_ROOT, check_corpus
+from calibration.corpus import DEFAULT_ROOT, check_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "fixtures" / "published_example"
@@ -77,7 +77,7 @@ def test_a_bad_transcription_is_refused_naming_file_and_field(corpus, what, rel,
 
 
 def test_the_shipped_corpus_checks():
-    """bench/published/ holds real transcriptions; each must stand on its cited upstream line."""
+    """calibration/published/ holds real transcriptions; each must stand on its cited upstream line."""
     rows, problems = check_corpus(DEFAULT_ROOT)
     assert not problems, problems
     assert rows
@@ -93,7 +93,7 @@ def test_the_shipped_corpus_checks():
     ("833", "V100 16GB,1.0,300.0,833.0,12611.0", True, False),
 ])
 def test_a_number_stands_on_its_line_only_whole(number, line, csv, stands):
-    from bench.corpus import _stands_on
+    from calibration.corpus import _stands_on
 
     assert _stands_on(number, line, csv=csv) is stands
 
@@ -154,7 +154,7 @@ def test_list_into_a_closed_pipe_ends_quietly():
 
 
 def test_the_summary_counts_what_the_issue_asks_for():
-    from bench.corpus import summary_lines
+    from calibration.corpus import summary_lines
 
     rows, _ = check_corpus(DEFAULT_ROOT)
     text = "\n".join(summary_lines(rows))

@@ -1,26 +1,20 @@
-"""The memory model against published peak-memory measurements, like with like (perf/memory_cases.yaml, one test
+"""The memory model against published peak-memory measurements, like with like (calibration/memory_cases.yaml, one test
 per published row): allocated_peak vs torch.cuda.max_memory_allocated within 5%, reserved_peak vs
 max_memory_reserved within 10%, device_total vs NVML/nvidia-smi within 10%, and the verdict of every row (a run
 that ran fits, an out-of-memory row does not). Every number is read from the verified corpus
-(bench/published/sources/), every knob from the published configuration (each case's `why`)."""
+(calibration/published/sources/), every knob from the published configuration (each case's `why`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from calibration import memory_report
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-
-_spec = importlib.util.spec_from_file_location("memory_report", ROOT / "perf" / "memory_report.py")
-assert _spec is not None and _spec.loader is not None
-memory_report = importlib.util.module_from_spec(_spec)
-sys.modules["memory_report"] = memory_report
-_spec.loader.exec_module(memory_report)
 
 # Rows the model misses today, each with why; strict: a fix turns the xfail into a failure until it is removed here.
 KNOWN_MISSES = {
@@ -126,7 +120,7 @@ def test_the_fragmentation_constant_is_the_fit_on_the_fit_half(results):
     fitted, used = memory_report.fit_reserved_fraction(list(results.values()))
     assert used and all(results[c].half == "fit" for c in used)
     assert memory_report.RESERVED_OVER_ALLOCATED == fitted, \
-        "planner/engine/memory.py RESERVED_OVER_ALLOCATED differs from perf/memory_report.py's fit: update it"
+        "planner/engine/memory.py RESERVED_OVER_ALLOCATED differs from calibration/memory_report.py's fit: update it"
 
 
 def test_known_misses_name_real_cases():
@@ -148,4 +142,4 @@ def test_the_readme_table_is_the_report(results):
     assert found, "README.md: no memory table between <!-- memory-table:start --> and <!-- memory-table:end -->"
     ordered = [results[c] for c in CASE_IDS]
     assert found.group(1).strip().splitlines() == memory_report.table_lines(ordered), \
-        "README.md memory table is stale: paste `.venv/bin/python perf/memory_report.py`"
+        "README.md memory table is stale: paste `.venv/bin/python calibration/memory_report.py`"

@@ -1,4 +1,4 @@
-"""Published figures (results/published/, built from bench/published/) in plans: their own source kind, cited
+"""Published figures (results/published/, built from calibration/published/) in plans: their own source kind, cited
 with file and row; transferred to other GPUs; outranked by a bench run; step times derived from the units as
 published. The shipped corpus files are real transcriptions; the expected step times are worked out by hand from
 the cited rows."""
@@ -172,7 +172,7 @@ def test_every_shipped_published_file_reads_and_cites_its_row():
 
 def test_every_model_in_the_corpus_is_plannable_by_its_id(published_inputs):
     """A scenario naming a corpus model (zoo id, or a corpus id whose file carries its shape) resolves to a size."""
-    from bench.corpus import DEFAULT_ROOT, check_corpus
+    from calibration.corpus import DEFAULT_ROOT, check_corpus
     from planner.inputs.scenario import ModelSpec
 
     rows, problems = check_corpus(DEFAULT_ROOT)

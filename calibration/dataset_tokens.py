@@ -1,7 +1,7 @@
 """Token statistics of an Alpaca-format dataset under a SentencePiece tokenizer (documentation, not run in CI).
 
 Usage:
-    python perf/dataset_tokens.py ALPACA_JSON TOKENIZER_MODEL
+    python calibration/dataset_tokens.py ALPACA_JSON TOKENIZER_MODEL
 
 ALPACA_JSON is a JSON list of {"instruction", "input", "output"} records (tatsu-lab/stanford_alpaca's
 alpaca_data.json); TOKENIZER_MODEL is a SentencePiece model (the Llama 2 tokenizer.model, vocab 32,000).
@@ -56,7 +56,7 @@ def percentile(sorted_values: list[int], q: float) -> float:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
-        print("usage: python perf/dataset_tokens.py ALPACA_JSON TOKENIZER_MODEL", file=sys.stderr)
+        print("usage: python calibration/dataset_tokens.py ALPACA_JSON TOKENIZER_MODEL", file=sys.stderr)
         return 2
     json_path, model_path = argv[1], argv[2]
     import sentencepiece  # lazy: only this documentation script needs it

@@ -1,11 +1,12 @@
-"""`python -m bench published check|list`: the cited corpus of published training measurements, checked against
-the verbatim excerpts it was transcribed from.
+"""`python -m bench published check|build|list` (bench delegates here): the cited corpus of published training
+measurements, checked against the verbatim excerpts it was transcribed from.
 
 Layout (outside results/, so no results scan ever reads it):
-  bench/published/raw/<source-slug>/<name>.txt   the upstream lines verbatim, after a `# key: value` header
-                                                  (source, sha256, lines, retrieved, what)
-  bench/published/sources/<source-slug>.yaml      the transcription: one row per published number, each citing
-                                                  the upstream line it stands on (schema trainplan.published-source/1)
+  calibration/published/raw/<source-slug>/<name>.txt   the upstream lines verbatim, after a `# key: value`
+                                                        header (source, sha256, lines, retrieved, what)
+  calibration/published/sources/<source-slug>.yaml      the transcription: one row per published number, each citing
+                                                        the upstream line it stands on (schema
+                                                        trainplan.published-source/1)
 
 `check` refuses (exit 2, one line per problem naming file and field) a transcription whose citation, header or
 enums are wrong, whose number does not stand verbatim on the upstream line it cites, or whose result files under
@@ -27,7 +28,7 @@ printed on the cited line (in its CSV `column`), `batch_per_gpu` the next rung u
 that failed. Its `inferred` block names the rule and the start batch, cites the ladder's code (raw excerpts under
 raw/<slug>/, checked like every excerpt; the rule's lines must stand in them verbatim) and says what the failure
 is inferred to be (`cause`). `check` recomputes the ladder; `build` never turns such a row into a result file, so
-no plan's verdict rests on it: only perf/memory_report.py reads it.
+no plan's verdict rests on it: only calibration/memory_report.py reads it.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class Row:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("check", "list", "build"))
-    p.add_argument("--root", default=str(DEFAULT_ROOT), help="the corpus folder (default: bench/published)")
+    p.add_argument("--root", default=str(DEFAULT_ROOT), help="the corpus folder (default: calibration/published)")
     p.add_argument("--out", default=None,
                    help="the result files' folder (default: results/published for the shipped corpus, "
                         "<root>/results/published for another --root)")
@@ -552,7 +553,7 @@ def result_unit(unit: str, *, per_gpu: bool) -> str | None:
 
 
 OOM_NOT_BUILT = "out-of-memory outcome (for the memory model)"
-OOM_INFERRED_NOT_BUILT = ("out-of-memory outcome inferred from a retry ladder, not printed (for perf/memory_report.py "
+OOM_INFERRED_NOT_BUILT = ("out-of-memory outcome inferred from a retry ladder, not printed (for calibration/memory_report.py "
                           "only: no plan's verdict rests on it)")
 
 
@@ -659,7 +660,7 @@ def _result_file(rows: list[Row]) -> dict[str, Any]:
                                      "targets": first.fields["adapter"].get("targets")}}
                         if first.fields.get("adapter") else {})},
         "measurements": [_measurement(r) for r in rows],
-        "warnings": [f"published figures transcribed from {first.source_slug} (bench/published/sources/"
+        "warnings": [f"published figures transcribed from {first.source_slug} (calibration/published/sources/"
                      f"{first.source_slug}.yaml); regenerate with `python -m bench published build`"],
     }
 
@@ -708,7 +709,7 @@ def _measurement(row: Row) -> dict[str, Any]:
             "precision_reason": f["precision_reason"],
             **({"published": figure} if figure else {}),  # _row refused what does not parse
             **({"memory_meaning": ex.memory_meaning} if memory and figure else {}),
-            "excerpt": f"bench/published/{ex.raw}", "value_as_published": row.value,
+            "excerpt": f"calibration/published/{ex.raw}", "value_as_published": row.value,
             "gpu_name_as_published": f["gpu_name_as_published"],
         },
         "seq_len": f.get("seq_len"), "gpu_count": row.gpu_count,
@@ -818,7 +819,7 @@ def summary_lines(rows: Iterable[Row]) -> list[str]:
            f"out-of-memory rows: {sum(r.unit == OOM_UNIT for r in rows)} (a configuration published as out of "
            "memory; for the memory model)",
            f"inferred out-of-memory rows: {sum(r.unit == OOM_INFERRED_UNIT for r in rows)} (a failure implied by a "
-           "cited retry ladder, not printed; for perf/memory_report.py only)"]
+           "cited retry ladder, not printed; for calibration/memory_report.py only)"]
     for title, counts in (("by GPU", Counter(r.gpu_profile_id or "(variant not published)" for r in rows)),
                           ("by precision", Counter(r.precision_effective for r in rows)),
                           ("by source", Counter(r.source_slug for r in rows)),

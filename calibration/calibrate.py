@@ -3,12 +3,12 @@
 The model (planner/engine/calibration.py): t(fwd+bwd) = F / (P × e[architecture] × f[precision]) + traffic × A / BW,
 fitted on every one-GPU published figure the planner reads (results/published/): one compute efficiency per
 architecture group with data, a tf32 and an fp32 factor, one activation-traffic figure — at most one parameter per
-ten points. All stacks are used (vanilla PyTorch rows alone cover one GPU); perf/calibration_report.py reports the
+ten points. All stacks are used (vanilla PyTorch rows alone cover one GPU); calibration/calibration_report.py reports the
 residuals of each stack apart. Deterministic: the same data gives the same file (tests check it).
 
-    .venv/bin/python perf/calibrate.py            # fit and write
-    .venv/bin/python perf/calibrate.py --check    # exit 1 when the committed file is not what the data gives
-    .venv/bin/python perf/calibrate.py --include ~/.trainplan/results   # also your measured and recorded runs
+    .venv/bin/python calibration/calibrate.py            # fit and write
+    .venv/bin/python calibration/calibrate.py --check    # exit 1 when the committed file is not what the data gives
+    .venv/bin/python calibration/calibrate.py --include ~/.trainplan/results   # also your measured and recorded runs
 
 `--include PATH` (repeatable) adds the one-GPU figures of `bench run` result files and of runs recorded on the Runs
 page (labelled sources "measured" and "recorded" in the written file); the committed file is fitted without them.
@@ -23,11 +23,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "perf"))
+sys.path.insert(0, str(ROOT))  # run as a script (python calibration/calibrate.py) as well as a module
 
-import calibration_report as report  # noqa: E402
-
+from calibration import calibration_report as report  # noqa: E402
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
@@ -70,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         same = CALIBRATION_PATH.is_file() and CALIBRATION_PATH.read_text(encoding="utf-8") == text
         print("calibration: the committed file is what the data gives" if same else
-              "calibration: stale — run `python perf/calibrate.py` and commit planner/inputs/step_calibration.json")
+              "calibration: stale — run `python calibration/calibrate.py` and commit planner/inputs/step_calibration.json")
         return 0 if same else 1
     CALIBRATION_PATH.write_text(text, encoding="utf-8")
     print(text, end="")

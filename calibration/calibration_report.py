@@ -12,10 +12,10 @@ For each: the median, 90th percentile and mean of the signed error, how often th
 plan's step-time range (coverage), and the median high/low ratio of that range. Rows are split by the software
 stack that produced them (the planner has no stack factor yet), and by GPU architecture.
 
-    .venv/bin/python perf/calibration_report.py            # the table
-    .venv/bin/python perf/calibration_report.py --json     # the metrics (keys named in issue 15)
-    .venv/bin/python perf/calibration_report.py --rows     # every held-out point and its three predictions
-    .venv/bin/python perf/calibration_report.py --include ~/.trainplan/results   # + your measured and recorded runs
+    .venv/bin/python calibration/calibration_report.py            # the table
+    .venv/bin/python calibration/calibration_report.py --json     # the metrics (keys named in issue 15)
+    .venv/bin/python calibration/calibration_report.py --rows     # every held-out point and its three predictions
+    .venv/bin/python calibration/calibration_report.py --include ~/.trainplan/results   # + your measured and recorded runs
 
 `--include` (repeatable: a result file or a folder of them) adds one-GPU measured rows (`bench run`) and runs
 recorded by hand on the Runs page (their result files) as points of their own source, "measured" or "recorded", and
@@ -23,7 +23,7 @@ stack, "vanilla_pytorch" (the bench harness is eager PyTorch) or "recorded"; the
 alone, so the committed metrics stay reproducible.
 
 Deterministic (no timing), so its output can be committed and compared; tests/test_calibration_report.py checks the
-committed perf/calibration_metrics.json against a fresh run (no regression) and the README table against it.
+committed calibration/calibration_metrics.json against a fresh run (no regression) and the README table against it.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def corpus_inputs() -> Inputs:
     """The shipped profiles, calibration, published figures and traces, and nothing else: a bench run someone
     left under results/ must not change the fit or stand in for a held-out point (a reviewer found it did)."""
     return load_inputs([PUBLISHED, TRACED], include_user_data=False)
-METRICS_PATH = ROOT / "perf" / "calibration_metrics.json"
+METRICS_PATH = ROOT / "calibration" / "calibration_metrics.json"
 SGD_FAMILIES = ("cnn",)  # the published CNN recipes train with SGD + momentum; the transformers with Adam(W)/LAMB
 
 
@@ -198,7 +198,7 @@ def predict(p: Point, inputs: Inputs, path: str) -> Prediction:
 
 
 def sample_of(p: Point, inputs: Inputs) -> Sample | None:
-    """The calibration's view of one point (perf/calibrate.py fits on these); None when it cannot be read."""
+    """The calibration's view of one point (calibration/calibrate.py fits on these); None when it cannot be read."""
     terms = roofline_terms(scenario_for(p), inputs, gpu_id=p.gpu, precision=p.precision, micro_batch=p.micro_batch)
     target = p.published_s - terms.optimizer_s / max(1, p.global_batch // p.micro_batch)
     if terms.peak_tflops <= 0 or target <= 0:
@@ -227,12 +227,15 @@ def run(results: Sequence[ResultFile], inputs: Inputs) -> tuple[list[Point], dic
         kept = tuple(r for r in results if keep(r)) if figures else ()
         return dataclasses.replace(inputs, results=(*kept, *_non_published(inputs)), calibration=refit(hidden))
 
-    by_gpu = {g: without(lambda r, g=g: r.gpu_profile_id != g, lambda p, g=g: p.gpu == g, figures=True)
-              for g in {p.gpu for p in points}}
-    by_source = {s: (without(lambda r, s=s: source_of(r) != s, lambda p, s=s: p.source == s,
-                             figures=True),
-                     without(lambda r: False, lambda p, s=s: p.source == s, figures=False))
-                 for s in {p.source for p in points}}
+    def on_gpu(g: str) -> Inputs:
+        return without(lambda r: r.gpu_profile_id != g, lambda p: p.gpu == g, figures=True)
+
+    def from_source(s: str) -> tuple[Inputs, Inputs]:
+        return (without(lambda r: source_of(r) != s, lambda p: p.source == s, figures=True),
+                without(lambda r: False, lambda p: p.source == s, figures=False))
+
+    by_gpu = {g: on_gpu(g) for g in {p.gpu for p in points}}
+    by_source = {s: from_source(s) for s in {p.source for p in points}}
     out: dict[str, list[Prediction]] = {"analytic": [], "transfer": [], "leave_one_source_out": []}
     for p in points:
         out["analytic"].append(predict(p, by_source[p.source][1], "analytic"))

@@ -3,8 +3,8 @@ precision group), least squares over the shipped transformer traces, and how wel
 predicts a traced model it was not fitted on (issue 15: "typed transformer shapes get the same breakdown
 analytically per layer").
 
-    .venv/bin/python perf/op_class_constants.py            # constants and the held-out table (the README's)
-    .venv/bin/python perf/op_class_constants.py --python   # the constants as op_classes.CONSTANTS reads them
+    .venv/bin/python calibration/op_class_constants.py            # constants and the held-out table (the README's)
+    .venv/bin/python calibration/op_class_constants.py --python   # the constants as op_classes.CONSTANTS reads them
 
 Held out: each traced model in turn (both sequence lengths of BERT-base/-large together) is left out of the fit
 and predicted at its middle traced batch; error = predicted / traced - 1 of each class's bytes and of the ops of

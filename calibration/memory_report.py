@@ -1,6 +1,6 @@
 """How far the memory model is from published peak-memory measurements, like with like.
 
-Every case of perf/memory_cases.yaml names one verified corpus row (bench/published/sources/) and sets every knob
+Every case of calibration/memory_cases.yaml names one verified corpus row (calibration/published/sources/) and sets every knob
 from the published configuration. The planner's memory estimate is compared on the counter the source printed:
 
 - max_memory_allocated → the estimate's allocated_peak (goal: within 5%);
@@ -8,7 +8,7 @@ from the published configuration. The planner's memory estimate is compared on t
 - device_used (nvidia-smi / NVML) → device_total (reserved + CUDA context + NCCL; goal: within 10%);
 - an out-of-memory row → the verdict: it must not fit; a row that ran must fit (a published step time is a run
   that ran: its verdict only). An inferred out-of-memory row (`unit: oom_inferred`: a failure implied by the
-  source's own batch-retry ladder, not printed; bench/corpus.py) is compared like one and said so in the table.
+  source's own batch-retry ladder, not printed; calibration/corpus.py) is compared like one and said so in the table.
 
 A case with `estimate: plan` is estimated as a plan estimates it: `planner.engine.plan.build_plan` over the shipped
 published figures and traces (results/published, results/traced), one option, its memory estimate, so a CNN gets
@@ -21,8 +21,8 @@ more GPUs); the report counts such fit/OOM boundaries and how many it predicts r
 error = predicted / published − 1. `half: fit` rows may set a free constant, `half: check` rows only check it; the
 table reports both halves apart.
 
-    .venv/bin/python perf/memory_report.py           # the Markdown table (the README's)
-    .venv/bin/python perf/memory_report.py --json    # every case's numbers
+    .venv/bin/python calibration/memory_report.py           # the Markdown table (the README's)
+    .venv/bin/python calibration/memory_report.py --json    # every case's numbers
 
 Deterministic (no timing); tests/test_published_memory.py asserts each row and that the README table is this one.
 """
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from bench.corpus import OOM_INFERRED_UNIT, OOM_UNIT, Row, check_corpus  # noqa: E402
+from calibration.corpus import OOM_INFERRED_UNIT, OOM_UNIT, Row, check_corpus  # noqa: E402
 from planner.engine.estimates import MemoryEstimate  # noqa: E402
 from planner.engine.memory import RESERVED_OVER_ALLOCATED, estimate_memory  # noqa: E402
 from planner.engine.models import resolve_model  # noqa: E402
@@ -54,8 +54,8 @@ from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles  # noqa:
 from planner.inputs.scenario import parse_scenario  # noqa: E402
 from planner.vocab import GIB, MEMORY_UNIT_BYTES  # noqa: E402
 
-CASES = ROOT / "perf" / "memory_cases.yaml"
-CORPUS = ROOT / "bench" / "published"
+CASES = ROOT / "calibration" / "memory_cases.yaml"
+CORPUS = ROOT / "calibration" / "published"
 UNIT_BYTES = MEMORY_UNIT_BYTES  # planner.vocab owns the conversion
 FIGURE_OF = {"max_memory_allocated": "allocated_peak", "max_memory_reserved": "reserved_peak",
              "device_used": "device_total"}

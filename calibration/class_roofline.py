@@ -7,7 +7,7 @@ and ops per class: matmul, attention, elementwise, embedding_loss), the planner 
 point's micro-batch (planner/engine/measurements.py OpClassLine, plan.roofline_terms): each class's time at 100% of
 the GPU's dense peak and bandwidth; the class whose time is largest names the point's bound.
 
-1. The analytic path's held-out errors (perf/calibration_report.py, leave-one-source-out) by architecture group
+1. The analytic path's held-out errors (calibration/calibration_report.py, leave-one-source-out) by architecture group
    and bound: where the residual lives.
 2. The roofline by operator class, fitted and held out the same way (leave one source out):
 
@@ -22,8 +22,8 @@ the GPU's dense peak and bandwidth; the class whose time is largest names the po
    peak forward+backward: Dao 2023, arXiv:2307.08691, abstract). Parameters: at most one per ten points.
    Compared with the shipped analytic path on exactly the same points.
 
-    .venv/bin/python perf/class_roofline.py          # the two tables
-    .venv/bin/python perf/class_roofline.py --json   # the metrics
+    .venv/bin/python calibration/class_roofline.py          # the two tables
+    .venv/bin/python calibration/class_roofline.py --json   # the metrics
 
 Points without a split (a model traced at no matching sequence length) are counted and left out.
 """
@@ -34,15 +34,14 @@ import argparse
 import json
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "perf"))
+sys.path.insert(0, str(ROOT))  # run as a script (python calibration/class_roofline.py) as well as a module
 
-import calibration_report as report  # noqa: E402
-
+from calibration import calibration_report as report  # noqa: E402
 from planner.engine.calibration import Sample, class_predict, fit_class, fit_samples  # noqa: E402
 from planner.inputs.resultfile import percentile  # noqa: E402
 
@@ -61,9 +60,10 @@ def held_out(samples: Sequence[Sample], *, by_class: bool) -> list[float]:
     errors: dict[int, float] = {}
     for source in sorted({s.source for s in samples}):
         kept = [s for s in samples if s.source != source]
+        predict: Callable[[Sample], float]
         if by_class:
             cr = fit_class(kept)
-            predict = lambda s, cr=cr: class_predict(cr, s)  # noqa: E731
+            predict = partial(class_predict, cr)
         else:
             fit = fit_samples(kept)
             predict = fit.predict
