@@ -204,8 +204,7 @@ def sample_of(p: Point, inputs: Inputs) -> Sample | None:
     if terms.peak_tflops <= 0 or target <= 0:
         return None
     return Sample(terms.group, p.precision, terms.flops / (terms.peak_tflops * 1e12),
-                  terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source, kernels=terms.kernels,
-                  classes=terms.classes)
+                  terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source, kernels=terms.kernels)
 
 
 def run(results: Sequence[ResultFile], inputs: Inputs) -> tuple[list[Point], dict[str, list[Prediction]]]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from calibration.class_roofline import class_terms_for
 from planner.engine import op_classes as oc
-from planner.engine.step_ladder import roofline_terms
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import parse_scenario
 
@@ -80,22 +80,22 @@ def _scenario(**training):
 
 def test_a_shape_without_a_trace_or_twin_gets_the_analytic_split():
     inputs = load_inputs()
-    got = roofline_terms(_scenario(), inputs, gpu_id="a100-sxm-80gb", precision="bf16", micro_batch=8)
-    assert got.classes is not None
+    got = class_terms_for(_scenario(), inputs, gpu_id="a100-sxm-80gb", precision="bf16", micro_batch=8)
+    assert got is not None
     shape_only = oc.analytic_op_classes(_scenario().model.transformer, family="encoder", precision="bf16",
                                         attention=None, parameters=335_141_888)
     assert shape_only is not None
     # the roofline's matmul time at 100% of peak is the analytic FLOPs over the peak
     peak = inputs.profiles["a100-sxm-80gb"].peak_tflops_for("bf16") * 1e12
-    assert got.classes.matmul_s == pytest.approx(shape_only.at("matmul.flops", 8) / peak)
+    assert got.matmul_s == pytest.approx(shape_only.at("matmul.flops", 8) / peak)
 
 
 @pytest.mark.parametrize("training", [{"activation_checkpointing": True}, {"frozen_fraction": 0.5}],
                          ids=["recompute", "frozen"])
 def test_no_split_where_the_op_mix_changes(training):
-    got = roofline_terms(_scenario(**training), load_inputs(), gpu_id="a100-sxm-80gb", precision="bf16",
-                         micro_batch=8)
-    assert got.classes is None
+    got = class_terms_for(_scenario(**training), load_inputs(), gpu_id="a100-sxm-80gb", precision="bf16",
+                          micro_batch=8)
+    assert got is None
 
 
 def test_eager_attention_is_not_split():

@@ -85,7 +85,7 @@ class MeasurementIndex:
     # (forward + backward, optimizer) and the trace's label. The analytic step time's launch term reads them.
     aten_ops: dict[str, tuple[float, float, str]] = field(default_factory=dict)
     # Forward + backward by operator class, by precision, from the same trace (bench trace op_classes):
-    # step_ladder.roofline_terms carries them to perf/class_roofline.py (the class roofline, measured; plans do not use it).
+    # calibration/class_roofline.py reads them (the class roofline, measured held out; plans do not use it).
     op_classes: dict[str, OpClassLine] = field(default_factory=dict)
 
     def gpus_with_times(self, precision: str) -> list[str]:

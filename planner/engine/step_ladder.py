@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.engine import calibration, memo, memory, scaling, steptime
-from planner.engine.class_terms import class_terms
 from planner.engine.context import micro_flops, model_facts
 from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint
 from planner.engine.measurements import MeasurementIndex
@@ -71,8 +70,7 @@ class RooflineTerms:
     bandwidth_gb_per_s: float
     optimizer_s: float
     group: str
-    kernels: float = 0.0  # kernel launches of the micro-step (_kernels): × the per-op launch cost, added unscaled
-    classes: calibration.ClassTerms | None = None  # the per-class split (_class_terms), when a trace gives one
+    kernels: float = 0.0  # kernel launches of the micro-step (kernel_count): × the per-op launch cost
 
 
 def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
@@ -89,8 +87,7 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
         bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
         optimizer_s=steptime.optimizer_step_s(ctx.trainable, t.optimizer, t.optimizer_impl,
                                               gpu.memory_bandwidth_gb_per_s),
-        group=calibration.arch_group(gpu), kernels=(kernel_count(ctx, precision) or (0.0, ""))[0],
-        classes=class_terms(ctx, gpu, precision, micro_batch))
+        group=calibration.arch_group(gpu), kernels=(kernel_count(ctx, precision) or (0.0, ""))[0])
 
 
 def activation_bytes(ctx: StepContext, option: OptionPlan) -> float | None:
