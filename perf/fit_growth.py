@@ -55,7 +55,7 @@ def best_and_median(fn: Callable[[], object], repeats: int) -> tuple[float, floa
 
 
 def fit_activation(points: list[tuple[int, float]]) -> object:
-    return fit_activation_line(points, 1e9, "bf16", Source("measured", "synthetic"))
+    return fit_activation_line(points, 1e9, "bf16", Source("measured"))
 
 
 def fit_time(points: list[TimePoint]) -> object:

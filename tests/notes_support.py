@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from planner.engine.estimates import Source
 from planner.engine.notes import Note
-from planner.present.notes import english
+from planner.present.notes import detail_text, english
 
 
 def texts(notes: Iterable[Note | str]) -> tuple[str, ...]:
@@ -18,4 +19,9 @@ def texts_of_triple(triple: tuple) -> tuple:
     return a, b, (english(note) if note is not None else None)
 
 
-__all__ = ["english", "texts", "texts_of_triple"]
+def detail_en(source: Source) -> str:
+    """A source's detail as English text (its parts rendered by present/)."""
+    return detail_text(source, "en")
+
+
+__all__ = ["detail_en", "english", "texts", "texts_of_triple"]

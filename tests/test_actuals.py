@@ -22,6 +22,7 @@ from planner.inputs.scenario import load_scenario_file, parse_scenario, scenario
 from planner.inputs.userdata import DEFAULT_SCENARIO
 from planner.present import planjson
 from tests.fixtures.make_fixtures import measurement, result
+from tests.notes_support import detail_en
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = dt.date(2026, 11, 30)
@@ -133,7 +134,7 @@ def test_save_refuses_a_run_without_any_figure(scenario, home):
 def test_a_recorded_step_time_becomes_a_measured_point_the_plan_uses(scenario, home):
     plan = plan_now(scenario)
     option = one_gpu_option(plan)
-    assert option.step.source.kind != "measured" or "recorded-" not in option.step.source.detail
+    assert option.step.source.kind != "measured" or "recorded-" not in detail_en(option.step.source)
     actual_step = option.step.step_time_s * 1.37
     saved = ia.save_run(make_run(plan, scenario, option, step_time_s=actual_step, hours=50.0))
     assert saved.not_a_point is None and saved.measured_point
@@ -153,7 +154,7 @@ def test_a_recorded_step_time_becomes_a_measured_point_the_plan_uses(scenario, h
 
     after = plan_now(scenario).option(option.id)
     assert after.step.source.kind == "measured"
-    assert point.name in after.step.source.detail
+    assert point.name in detail_en(after.step.source)
     assert after.step.step_time_s == pytest.approx(actual_step, rel=1e-6)
     assert planjson.option_to_dict(after)["step_time_source"].startswith("measured")
 

@@ -20,7 +20,7 @@ from planner.engine.convergence import (
 )
 from planner.inputs.convergence_calibration import ConvergenceCalibration
 from planner.inputs.scenario import ReferencePoint, Workload
-from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
+from tests.notes_support import detail_en, english, texts, texts_of_triple  # noqa: F401
 
 # A calibration with round numbers, so the arithmetic below is checkable by hand: seed spread -5%/+5% (h_seed =
 # -ln 0.95), gamma 0.15, k 0.1 per unit of ln(batch distance).
@@ -124,7 +124,7 @@ def test_epochs_become_steps_rounded_up():
     assert est.epochs == 90
     assert est.samples == 90 * 1_281_167
     assert est.source.kind == "user"
-    assert est.source.detail == "90 epochs x 1,281,167 samples / 256"
+    assert detail_en(est.source) == "90 epochs x 1,281,167 samples / 256"
     assert est.steps_range is None  # the user's count: no band to invent
 
 
@@ -158,7 +158,7 @@ def test_reference_points_fit_with_epochs_and_steps():
     assert est.samples == 2000 * 4000
     assert est.epochs == pytest.approx(8.0)
     assert est.source.kind == "analytic"
-    assert est.source.detail == "McCandlish et al. 2018 fit of 2 points; S_min=1,000, E_min=4,000,000"
+    assert detail_en(est.source) == "McCandlish et al. 2018 fit of 2 points; S_min=1,000, E_min=4,000,000"
     # Exact fit, inside the reference batches: the seed spread alone, 2000 x 0.95 to 2000 / 0.95.
     assert est.steps_range == pytest.approx((1900, 2000 / 0.95))
     assert "steps range -5%/+5%: the seed spread of MLPerf's reference runs (±5%) or the fit's largest residual (0%)" \
@@ -212,7 +212,7 @@ def test_one_reference_point_with_b_crit():
     est = estimate_convergence(w, 4096, None)
     assert est.s_min == pytest.approx(1000)
     assert est.steps == 2000
-    assert "one point (batch 1,024, 5,000 steps) with b_crit 4,096" in est.source.detail
+    assert "one point (batch 1,024, 5,000 steps) with b_crit 4,096" in detail_en(est.source)
 
 
 def test_one_reference_point_without_b_crit_is_an_error():

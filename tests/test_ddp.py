@@ -26,6 +26,7 @@ from planner.inputs.folders import load_inputs
 from planner.inputs.resultfile import parse_result, read_result_file
 from planner.inputs.scenario import load_scenario_text
 from tests.fixtures.make_fixtures import result
+from tests.notes_support import detail_en
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_RESULTS = ROOT / "tests" / "fixtures" / "results"
@@ -258,7 +259,7 @@ def test_plan_uses_measured_scaling_only_for_the_measured_gpu(tmp_path):
     plan = build_plan(load_scenario_text(text, known_gpu_ids=inputs.profiles), inputs)
     by_id = {o.id: o for o in plan.options}
     h100 = by_id["h100-sxm-80gb-x8-bf16"].scaling
-    assert h100.source.kind == "measured" and "resnet50-ddp.json" in h100.source.detail
+    assert h100.source.kind == "measured" and "resnet50-ddp.json" in detail_en(h100.source)
     assert h100.exposed_comm_s == pytest.approx(0.010)
     assert h100.formula_step_time_s is not None  # the formula stays alongside, so both can be shown
     assert by_id["a100-sxm-80gb-x8-bf16"].scaling.source.kind == "analytic"  # gloo file: never used

@@ -81,13 +81,35 @@ def test_placeholders_match_between_languages():
         assert _fields(text) == _fields(es[key]), key
 
 
+class _AnyValue:
+    """A parameter that accepts any format spec (the English catalog's `{t0:.3g}`, `{n:count}`)."""
+
+    def __format__(self, spec: str) -> str:
+        return "1"
+
+
 def test_every_value_formats():
     for lang in i18n.LANGUAGES:
         for key, text in i18n.catalog(lang).items():
             try:  # a stray brace fails here, not in front of a user
-                text.format(**dict.fromkeys(_fields(text), "1"))
+                text.format(**dict.fromkeys(_fields(text), _AnyValue()))
             except (ValueError, IndexError, KeyError) as exc:
                 pytest.fail(f"{lang}: {key}: {exc}")
+
+
+def test_format_specs_are_the_english_catalogs_and_known():
+    """A number's format spec lives in the English text only (present/notes.py applies it in every language), and
+    each is one Python formats a float with, or a named one (count, duration)."""
+    english = i18n.catalog("en")
+    for lang in i18n.LANGUAGES:
+        for key, text in i18n.catalog(lang).items():
+            for _, field, spec, _ in string.Formatter().parse(text):
+                if not field or not spec:
+                    continue
+                assert lang == "en", f"{lang}: {key}: {{{field}:{spec}}}: the spec belongs in the English text"
+                if spec not in ("count", "duration"):
+                    format(1.5, spec)  # raises on a spec Python cannot apply to a number
+    assert any(s for t in english.values() for _, f, s, _ in string.Formatter().parse(t) if f)  # the test reads specs
 
 
 def test_keys_the_app_names_exist():

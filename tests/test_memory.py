@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine.estimates import ActivationLine, ResolvedModel, Source
+from planner.engine.estimates import ActivationLine, ResolvedModel, Source, detail
 from planner.engine.memory import (
     CUBLAS_WORKSPACE_BYTES,
     CUBLAS_WORKSPACE_SM90_BYTES,
@@ -44,8 +44,9 @@ from planner.engine.memory_activations import (
 from planner.engine.option import OptionPlan
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.scenario import Adapter, TrainingSetup, TransformerShape
+from planner.present.notes import render_part
 from planner.vocab import GIB
-from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
+from tests.notes_support import detail_en, english, texts, texts_of_triple  # noqa: F401
 
 REL = 0.005  # published figures: within 0.5%
 GPT2 = TransformerShape(layers=12, hidden=768, heads=12, seq_len=1024, vocab=50257)
@@ -250,12 +251,12 @@ def test_checkpointing_by_hand():
 
 
 def test_activation_precedence_and_sources():
-    line = ActivationLine(1e8, 2e8, "bf16", Source("measured", "gpt2 h100 2026-01-01"))
+    line = ActivationLine(1e8, 2e8, "bf16", Source("measured", parts=(detail("measured_median", batch=8, labels="gpt2 h100 2026-01-01"),)))
     model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2, activation_bytes_per_sample=5.0)
     value, src = activation_bytes(model, "bf16", 4, line=line)
     assert (value, src.kind) == (1e8 + 4 * 2e8, "measured")
     value, src = activation_bytes(model, "bf16", 1)
-    assert src.kind == "analytic" and "Korthikanti" in src.detail and value > 8e8
+    assert src.kind == "analytic" and "Korthikanti" in detail_en(src) and value > 8e8
     user = ResolvedModel("cnn", "cnn", 25_000_000, activation_bytes_per_sample=1e8, activation_precision="fp32")
     value, src = activation_bytes(user, "fp32", 3)
     assert (value, src.kind) == (3e8, "user")
@@ -271,7 +272,7 @@ def test_checkpointing_scales_line_slope_by_formula_ratio():
     kept = transformer_activation_bytes(GPT2, 1, "bf16", dropout=True, checkpointing=True)
     value, src = activation_bytes(model, "bf16", 2, checkpointing=True, line=line)
     assert value == pytest.approx(1e8 + 2 * 1e9 * kept / full)
-    assert "checkpointing" in src.detail
+    assert "checkpointing" in detail_en(src)
 
 
 def test_no_activation_data_is_a_clear_error():
@@ -346,7 +347,8 @@ def test_overhead_defaults_and_tight_note():
 
 def test_measured_line_skips_in_allocator_workspace():
     training = TrainingSetup(global_batch=1)
-    line = ActivationLine(0.0, 2.0**30, "fp32", Source("measured", "x.json"))
+    line = ActivationLine(0.0, 2.0**30, "fp32",
+                          Source("measured", parts=(detail("measured_median", batch=1, labels="x.json"),)))
     est = estimate_memory(_boundary_model(), training, option("fp32", 1, 2, 1, 80.0), line=line)
     assert est.workspace == 0 and est.activations == 2.0**30
 
@@ -470,7 +472,7 @@ def test_flash_keeps_grouped_keys_and_values_at_kv_heads():
 def test_attention_default_and_what_flash_needs(precision, capability, family, kernel, flash_allowed):
     # Default: PyTorch's fused SDPA (the common stacks repeat grouped K/V before it); it says which kernel runs.
     attention, why = resolve_attention(None, family=family, precision=precision, compute_capability=capability)
-    assert attention == "sdpa" and kernel in why
+    assert attention == "sdpa" and kernel in render_part(why, "en")
     assert resolve_attention("eager", family=family, precision=precision,
                              compute_capability=capability) == ("eager", "model.attention")
     # FlashAttention-2 itself runs fp16/bf16 on sm80+ only; elsewhere the plan says SDPA and why.
@@ -649,7 +651,7 @@ def test_cuda_context_by_generation_and_architecture():
     # the default) 0.5 GiB, above the 256-426 MiB bare contexts measured; an unlisted architecture takes its
     # generation's row.
     mib, why = cuda_context_bytes("7.0", cuda_generation="eager")
-    assert mib == 1343 * 2**20 and "V100" in why
+    assert mib == 1343 * 2**20 and why.key == "source_detail.context_eager_v100" and "V100" in render_part(why, "en")
     assert cuda_context_bytes("9.0", cuda_generation="eager")[0] == 1343 * 2**20
     assert cuda_context_bytes("9.0")[0] == cuda_context_bytes(None)[0] == CUDA_CONTEXT_BYTES == 0.5 * GIB
     with pytest.raises(InputError, match="cuda_generation"):
@@ -677,7 +679,8 @@ def test_measured_line_with_kept_grads_counts_the_head_gradient_once():
     # gradient allocated). set_grads_to_none: false keeps every gradient through forward: the head's must not be
     # added a second time. fp32 torch_amp: grads 4 B/param; GPT-2's head is 50257 x 768.
     model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
-    line = ActivationLine(0.0, 2.0**30, "fp32", Source("measured", "x.json"))
+    line = ActivationLine(0.0, 2.0**30, "fp32",
+                          Source("measured", parts=(detail("measured_median", batch=1, labels="x.json"),)))
     freed = TrainingSetup(global_batch=8, optimizer="adamw", optimizer_impl="fused")
     kept = replace(freed, set_grads_to_none=False)
     opt = option("fp32", 8, 1, 1, 80.0, "8.0")
@@ -778,8 +781,8 @@ def test_softmax_keeps_input_is_read_from_the_scenario_and_named_in_the_source()
                               option("fp16", 128, 1, 1, 32.0, "7.0"))
     est_old = estimate_memory(model, old.training, option("fp16", 128, 1, 1, 32.0, "7.0"))
     assert est_old.activations - est_new.activations == pytest.approx(4 * 12 * 12 * 197 * 197 * 128)
-    assert "softmax input kept (PyTorch < 1.11)" in est_old.source.detail
-    assert "softmax input" not in est_new.source.detail
+    assert "softmax input kept (PyTorch < 1.11)" in detail_en(est_old.source)
+    assert "softmax input" not in detail_en(est_new.source)
 
 
 # ---------------------------------------------------------------- LitGPT's stack, as its code keeps tensors

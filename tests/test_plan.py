@@ -20,7 +20,7 @@ from planner.present.planjson import option_to_dict, plan_to_dict
 from planner.present.report import render_report
 from planner.present.viewmodel import plan_view
 from planner.vocab import GIB
-from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
+from tests.notes_support import detail_en, english, texts, texts_of_triple  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
@@ -58,12 +58,12 @@ def test_measured_file_is_used_for_its_gpu_and_transferred_to_others(inputs):
     plan = build_plan(_scenario(), inputs, TODAY)
     h100 = plan.option("h100-sxm-80gb-x1-bf16")
     assert h100.step.source.kind == "measured"
-    assert "resnet50-20261120T100000Z.json" in h100.step.source.detail
+    assert "resnet50-20261120T100000Z.json" in detail_en(h100.step.source)
     # fixture: t(256) = 0.004 + 0.00042*256 = 0.11152 s; no accumulation at 256 per GPU
     assert h100.micro_batch == 256 and h100.grad_accum == 1
     assert h100.step.compute_step_time_s == pytest.approx(0.11152, rel=1e-6)
     a100 = plan.option("a100-sxm-80gb-x1-bf16")
-    assert a100.step.source.kind == "transferred" and "H100" in a100.step.source.detail
+    assert a100.step.source.kind == "transferred" and "H100" in detail_en(a100.step.source)
     assert a100.step.step_time_s > h100.step.step_time_s
     assert any(str(Path(f).name).startswith("resnet50-") for f in plan.result_files_used)
 
@@ -79,12 +79,12 @@ def test_memory_line_from_measured_peaks_is_used(inputs):
 def test_nothing_measured_falls_back_to_analytic_and_says_so(bare_inputs):
     plan = build_plan(_scenario(), bare_inputs, TODAY)
     o = plan.option("h100-sxm-80gb-x1-bf16")
-    assert o.step.source.kind == "analytic" and "calibrated roofline" in o.step.source.detail
-    assert "Hopper fitted on" in o.step.source.detail
+    assert o.step.source.kind == "analytic" and "calibrated roofline" in detail_en(o.step.source)
+    assert "Hopper fitted on" in detail_en(o.step.source)
     # Without a calibration file the default-MFU formula is the fallback, and says so.
     uncalibrated = build_plan(_scenario(), dataclasses.replace(bare_inputs, calibration=None), TODAY)
     o = uncalibrated.option("h100-sxm-80gb-x1-bf16")
-    assert o.step.source.kind == "analytic" and "MFU" in o.step.source.detail
+    assert o.step.source.kind == "analytic" and "MFU" in detail_en(o.step.source)
     assert o.memory.source.kind == "user"
 
 
@@ -317,7 +317,7 @@ def test_lora_backward_skips_weight_gradients(bare_inputs):
 def test_dual_issue_fp32_peak_is_discounted_on_ampere_and_ada(bare_inputs):
     o = build_plan(_scenario(hardware={"gpus": ["rtx4090-24gb"], "gpu_counts": [1]}), bare_inputs,
                    TODAY).option("rtx4090-24gb-x1-fp32")
-    assert "dual-issue fp32" in o.step.source.detail
+    assert "dual-issue fp32" in detail_en(o.step.source)
 
 
 def test_spot_with_many_instances_warns_the_run_may_never_finish(bare_inputs):
@@ -382,7 +382,7 @@ def test_the_calibrated_time_grows_with_the_micro_batch(bare_inputs):
              for b in (8, 32, 128, 256)]
     micro = [t.micro_step_time_s for t in times]
     assert micro == sorted(micro) and micro[0] > 0
-    assert all(t.source.kind == "analytic" and "calibrated roofline" in t.source.detail for t in times)
+    assert all(t.source.kind == "analytic" and "calibrated roofline" in detail_en(t.source) for t in times)
 
 
 def test_every_step_range_says_what_it_is_and_none_has_zero_width(bare_inputs):
@@ -412,7 +412,7 @@ def test_another_gpus_measured_memory_line_is_labelled_transferred(inputs):
     plan = build_plan(_scenario(), inputs, TODAY)
     assert plan.option("h100-sxm-80gb-x1-bf16").memory.source.kind in ("measured", "interpolated")
     a100 = plan.option("a100-sxm-80gb-x1-bf16").memory.source
-    assert a100.kind == "transferred" and a100.detail.startswith("from h100-sxm-80gb (measured: ")
+    assert a100.kind == "transferred" and detail_en(a100).startswith("from h100-sxm-80gb (measured: ")
 
 
 def test_a_broken_calibration_file_becomes_a_problem_and_plans_use_the_default_mfus(monkeypatch, tmp_path):
@@ -431,7 +431,7 @@ def test_a_broken_calibration_file_becomes_a_problem_and_plans_use_the_default_m
     inputs = folders.load_inputs([tmp_path], include_user_data=False)
     assert inputs.calibration is None and any("step_calibration.json" in p for p in inputs.problems)
     o = build_plan(_scenario(), inputs, TODAY).option("h100-sxm-80gb-x1-bf16")
-    assert o.step.source.kind == "analytic" and "MFU" in o.step.source.detail
+    assert o.step.source.kind == "analytic" and "MFU" in detail_en(o.step.source)
 
 
 def test_qlora_pays_for_dequantising_its_base_weights(bare_inputs):
@@ -452,8 +452,8 @@ def test_qlora_pays_for_dequantising_its_base_weights(bare_inputs):
     extra = qlora.micro_step_time_s - lora.micro_step_time_s
     assert extra == pytest.approx(steptime.dequant_s(quantized, 1555), rel=1e-9)
     assert extra == pytest.approx((3.68 - 2.36) * 60 / 1000, rel=0.01)  # the published pair it is taken from
-    assert "to dequantise the nf4 base weights" in qlora.source.detail
-    assert "dequantise" not in lora.source.detail
+    assert "to dequantise the nf4 base weights" in detail_en(qlora.source)
+    assert "dequantise" not in detail_en(lora.source)
 
 
 def test_a_model_without_any_activation_figure_plans_with_fit_unknown(bare_inputs):
@@ -490,7 +490,7 @@ def test_the_zoo_vit_plans(bare_inputs):
                   training={"global_batch": 256, "precisions": ["bf16"], "optimizer": "adamw"})
     o = build_plan(s, bare_inputs, TODAY).options[0]
     assert o.fits and o.memory.activations > 0 and o.memory.source.kind == "analytic"
-    assert "no token vocabulary" in o.memory.source.detail
+    assert "no token vocabulary" in detail_en(o.memory.source)
 
 
 def test_the_micro_batch_leaves_headroom_when_a_smaller_one_can(inputs):

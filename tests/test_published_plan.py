@@ -17,6 +17,7 @@ from planner.engine.plan import build_plan
 from planner.inputs.folders import load_inputs
 from planner.inputs.resultfile import parse_result, read_result_file
 from planner.inputs.scenario import parse_scenario
+from tests.notes_support import detail_en
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "results" / "published"
@@ -50,7 +51,7 @@ def test_a_corpus_model_on_a_corpus_gpu_says_published_with_file_and_row(publish
     plan = build_plan(_scenario(), published_inputs, TODAY)
     a100 = plan.option("a100-sxm-80gb-x1-fp16")
     assert a100.step.source.kind == "published"
-    detail = a100.step.source.detail
+    detail = detail_en(a100.step.source)
     # NVIDIA DLE ResNet-50 README L598: 1x A100 80GB mixed precision 2470 img/s at 256 per GPU.
     assert "NVIDIA/DeepLearningExamples@729963d" in detail and "README.md#L598" in detail
     assert "retrieved 2026-12-01" in detail and "nvidia-dle-resnet50-pytorch__resnet50.json" in detail
@@ -64,7 +65,7 @@ def test_the_same_model_on_another_gpu_is_transferred_from_the_published_point(p
     l40s = plan.option("l40s-48gb-x1-fp16")  # no published ResNet-50 figure for the L40S
     assert l40s.step.source.kind == "transferred"
     # every GPU with a published ResNet-50 figure contributes (a weighted geometric mean), each cited
-    detail = l40s.step.source.detail
+    detail = detail_en(l40s.step.source)
     assert detail.startswith("weighted geometric mean of") and "NVIDIA A100 SXM4 80GB" in detail
     assert "NVIDIA/DeepLearningExamples@729963d" in detail and "weight" in detail
 
@@ -84,10 +85,10 @@ def test_a_bench_run_outranks_a_published_figure(tmp_path):
         hardware={"gpus": ["h100-sxm-80gb", "a100-sxm-80gb"], "gpu_counts": [1]})
     plan = build_plan(scenario, inputs, TODAY)
     h100 = plan.option("h100-sxm-80gb-x1-bf16")
-    assert h100.step.source.kind == "measured" and "resnet50-20261120T100000Z.json" in h100.step.source.detail
+    assert h100.step.source.kind == "measured" and "resnet50-20261120T100000Z.json" in detail_en(h100.step.source)
     # Transfer to the A100 comes from the bench run, not from the published figure.
     a100 = plan.option("a100-sxm-80gb-x1-bf16")
-    assert a100.step.source.kind == "transferred" and "published" not in a100.step.source.detail
+    assert a100.step.source.kind == "transferred" and "published" not in detail_en(a100.step.source)
 
 
 def test_another_batch_scales_the_published_point_and_states_the_prior(published_inputs):
@@ -98,8 +99,8 @@ def test_another_batch_scales_the_published_point_and_states_the_prior(published
         hardware={"gpus": ["v100-sxm2-16gb"], "gpu_counts": [1]})
     option = build_plan(scenario, published_inputs, TODAY).option("v100-sxm2-16gb-x1-fp16")
     assert option.step.source.kind == "extrapolated"
-    assert "only published batch 256" in option.step.source.detail
-    assert "prior: no fixed per-step part" in option.step.source.detail
+    assert "only published batch 256" in detail_en(option.step.source)
+    assert "prior: no fixed per-step part" in detail_en(option.step.source)
     low, high = option.step.band_s
     assert low < option.step.step_time_s < high
 
@@ -107,7 +108,7 @@ def test_another_batch_scales_the_published_point_and_states_the_prior(published
 def test_multi_gpu_rows_are_not_read_as_one_gpu_times(published_inputs):
     # 8x A100 rows (DDP) hold communication; only the 1-GPU row at L598 gives the A100's step time.
     plan = build_plan(_scenario(), published_inputs, TODAY)
-    assert "#L599" not in plan.option("a100-sxm-80gb-x1-fp16").step.source.detail
+    assert "#L599" not in detail_en(plan.option("a100-sxm-80gb-x1-fp16").step.source)
 
 
 def test_a_published_corpus_model_outside_the_zoo_is_plannable_from_its_file(published_inputs):
@@ -119,7 +120,7 @@ def test_a_published_corpus_model_outside_the_zoo_is_plannable_from_its_file(pub
         hardware={"gpus": ["a100-sxm-80gb", "rtx4090-24gb"], "gpu_counts": [1]})
     plan = build_plan(scenario, published_inputs, TODAY)
     a100 = plan.option("a100-sxm-80gb-x1-fp16")
-    assert a100.step.source.kind == "published" and "README.md#L" in a100.step.source.detail
+    assert a100.step.source.kind == "published" and "README.md#L" in detail_en(a100.step.source)
     model = resolve_model(scenario.model, published_inputs.results)
     assert model.seq_len == 384 and model.family == "encoder"
     assert 3.3e8 < model.params < 3.4e8  # BERT-large, from the file's shape
@@ -198,12 +199,12 @@ def test_bf16_takes_the_same_gpu_fp16_figure_where_their_peaks_are_equal(publish
     fp16, bf16 = plan.option("a100-sxm-80gb-x1-fp16"), plan.option("a100-sxm-80gb-x1-bf16")
     assert bf16.step.compute_step_time_s == fp16.step.compute_step_time_s == pytest.approx(256 / 2470)
     assert bf16.step.source.kind == "published"  # this GPU's own published figure, at fp16
-    assert bf16.step.source.detail.startswith("bf16 taken as fp16's time: the same dense peak on NVIDIA A100")
-    assert "; NVIDIA/DeepLearningExamples@729963d" in bf16.step.source.detail
+    assert detail_en(bf16.step.source).startswith("bf16 taken as fp16's time: the same dense peak on NVIDIA A100")
+    assert "; NVIDIA/DeepLearningExamples@729963d" in detail_en(bf16.step.source)
     # On a GPU without any figure the bf16 option is transferred from another GPU's fp16 figure, like fp16's.
     l40s_fp16, l40s_bf16 = plan.option("l40s-48gb-x1-fp16"), plan.option("l40s-48gb-x1-bf16")
     assert l40s_bf16.step.compute_step_time_s == pytest.approx(l40s_fp16.step.compute_step_time_s)
-    assert "bf16 taken as fp16's time" in l40s_bf16.step.source.detail
+    assert "bf16 taken as fp16's time" in detail_en(l40s_bf16.step.source)
 
 
 def test_no_sibling_where_the_gpu_has_no_bf16_peak():
@@ -222,14 +223,14 @@ def test_the_zoo_vit_plans_by_name(published_inputs):
         training={"global_batch": 192, "micro_batch": 192, "precisions": ["fp16"], "optimizer": "sgd_momentum"},
         workload={"dataset_samples": 1281167, "epochs": 1}, hardware={"gpus": ["rtx3090-24gb"], "gpu_counts": [1]})
     option = build_plan(scenario, published_inputs, TODAY).option("rtx3090-24gb-x1-fp16")
-    assert option.step.source.kind == "published" and "pytorch-image-models" in option.step.source.detail
+    assert option.step.source.kind == "published" and "pytorch-image-models" in detail_en(option.step.source)
 
 
 def test_a_typed_mfu_forces_the_formula_and_is_labelled_user(published_inputs):
     """model.mfu is the user's own figure: it wins over a published point on the same GPU, and says so."""
     scenario = _scenario(mfu=0.5)
     a100 = build_plan(scenario, published_inputs, TODAY).option("a100-sxm-80gb-x1-fp16")
-    assert a100.step.source.kind == "user" and "MFU 0.50 (yours: scenario model.mfu)" in a100.step.source.detail
+    assert a100.step.source.kind == "user" and "MFU 0.50 (yours: scenario model.mfu)" in detail_en(a100.step.source)
     flops = resolve_model(scenario.model, published_inputs.results).flops_per_sample * 256
     assert a100.step.micro_step_time_s == pytest.approx(flops / (312e12 * 0.5), rel=1e-9)
 

@@ -17,7 +17,7 @@ import pytest
 from pypdf import PdfReader
 
 from planner import __version__
-from planner.engine.estimates import Recommendation, Source
+from planner.engine.estimates import Recommendation, Source, detail
 from planner.engine.plan import build_plan
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, load_scenario_text
@@ -399,7 +399,7 @@ def with_primary(plan, o, **changes):
 def clean(plan):
     """A recommended option that triggers no risk: bf16, measured, roomy memory, fresh on-demand price."""
     o = next(x for x in plan.options if x.fits and x.cost and x.precision == "bf16" and x.memory.headroom > 0.3)
-    step = dataclasses.replace(o.step, source=Source("measured", "batch 64 from results/x.json (2026-11-01)"),
+    step = dataclasses.replace(o.step, source=Source("measured", parts=(detail("measured_median", batch=64, labels="results/x.json (2026-11-01)"),)),
                                input_time_s=None)
     price = dataclasses.replace(o.cost.price, tier="on_demand", as_of=(TODAY - dt.timedelta(days=10)).isoformat())
     cost = dataclasses.replace(o.cost, price=price, preemptions=0.0)
@@ -436,7 +436,7 @@ def _trigger(plan, o, base, key):
         cost = dataclasses.replace(base["cost"], price=price, preemptions=3.2)
         return with_primary(plan, o, **{**base, "cost": cost}), "3.2"
     if key == "far":
-        step = dataclasses.replace(base["step"], source=Source("transferred", "from A100"))
+        step = dataclasses.replace(base["step"], source=Source("transferred", parts=(detail("transferred", gpu="A100", source=Source("measured")),)))
         return with_primary(plan, o, **{**base, "step": step}), fmt.sig(o.step.band_s[1], "en")
     if key == "headroom":
         m = o.memory

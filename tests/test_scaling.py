@@ -8,8 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from planner.engine import scaling as sc
+from planner.engine.estimates import Source
 from planner.engine.option import OptionPlan
 from planner.inputs.scenario import Hardware, TrainingSetup
+from tests.notes_support import detail_en
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,15 @@ def test_all_gather_is_half_an_all_reduce_without_latency():
 
 # ---------------------------------------------------------------- bus bandwidth
 
+def _busbw(*args: object) -> tuple[float, str]:
+    """effective_busbw_gb_s with its parts said in English."""
+    busbw, parts = sc.effective_busbw_gb_s(*args)  # type: ignore[arg-type]
+    return busbw, detail_en(Source("analytic", parts=parts))
+
+
 def test_nvlink4_busbw_is_about_370():
     # ESTIMATION.md §3: NVLink4 900 GB/s = 450 per direction, NCCL reaches ≈ 370. 450 × 0.82 = 369; tolerance 2%.
-    busbw, text = sc.effective_busbw_gb_s(H100, 8, 8, 400.0)
+    busbw, text = _busbw(H100, 8, 8, 400.0)
     assert busbw == pytest.approx(370, rel=0.02)
     assert "450" in text and "nvlink4" in text
 
@@ -85,7 +93,7 @@ def test_a100_nvswitch_busbw_in_published_range():
 
 def test_pcie_gen4_busbw_in_published_range():
     # ESTIMATION.md §3: PCIe Gen4 x16 ≈ 20–25 of 32. 32 × 0.7 = 22.4.
-    busbw, text = sc.effective_busbw_gb_s(L40S, 4, 8, 100.0)
+    busbw, text = _busbw(L40S, 4, 8, 100.0)
     assert busbw == pytest.approx(22.4)
     assert 20 <= busbw <= 25 and "Gen4" in text
 
@@ -97,14 +105,14 @@ def test_pcie_link_figure_from_the_profile_counts_lanes():
 
 
 def test_unknown_pcie_gen_assumes_gen3_and_says_so():
-    busbw, text = sc.effective_busbw_gb_s(FakeGpu("x"), 2, 8, 100.0)
+    busbw, text = _busbw(FakeGpu("x"), 2, 8, 100.0)
     assert busbw == pytest.approx(16 * 0.7)
     assert "unknown" in text
 
 
 def test_nvlink_bridge_only_helps_pairs():
     pair, _ = sc.effective_busbw_gb_s(A100_PCIE, 2, 8, 100.0)
-    four, text = sc.effective_busbw_gb_s(A100_PCIE, 4, 8, 100.0)
+    four, text = _busbw(A100_PCIE, 4, 8, 100.0)
     assert pair == pytest.approx(300 * sc.NVLINK_EFFICIENCY)
     assert four == pytest.approx(22.4) and "pairs" in text
 
@@ -112,18 +120,18 @@ def test_nvlink_bridge_only_helps_pairs():
 def test_inter_node_busbw_uses_the_aggregate_nic_bandwidth():
     # DGX-A100: 8 × 200 Gb/s = 200 GB/s per node; ESTIMATION.md §3 says it measures ≈ 192.
     # 0.93 × 200 = 186 < intra 216 -> 186; within 5% of 192.
-    busbw, text = sc.effective_busbw_gb_s(A100, 16, 8, 200.0)
+    busbw, text = _busbw(A100, 16, 8, 200.0)
     assert busbw == pytest.approx(0.93 * 200)
     assert busbw == pytest.approx(192, rel=0.05)
     assert "2 nodes" in text
     # 8 × 400 Gb/s = 400 GB/s per node: 0.93 × 400 = 372 > intra 369 -> NVLink sets it
-    busbw, text = sc.effective_busbw_gb_s(H100, 32, 8, 400.0)
+    busbw, text = _busbw(H100, 32, 8, 400.0)
     assert busbw == pytest.approx(450 * 0.82)
     assert "sets busbw" in text
 
 
 def test_single_gpu_text_and_finite_figure():
-    busbw, text = sc.effective_busbw_gb_s(H100, 1, 8, 400.0)
+    busbw, text = _busbw(H100, 1, 8, 400.0)
     assert "single GPU" in text and math.isfinite(busbw)
 
 
@@ -250,12 +258,12 @@ def test_estimate_scaling_ddp_formula():
     assert est.allreduce_s == pytest.approx(1.75 * 4 * RN50 / 369e9 + 4 * 70e-6)
     assert est.efficiency == pytest.approx(0.1 / (0.1 + exposed))
     assert est.formula_step_time_s == pytest.approx(0.1 + exposed)
-    assert est.source.kind == "analytic" and "369 GB/s" in est.source.detail
+    assert est.source.kind == "analytic" and "369 GB/s" in detail_en(est.source)
 
 
 def test_estimate_scaling_uses_a_matching_measurement_and_keeps_the_formula():
     est = scale(8, measured_ddp=ddp(), measured_label="resnet50-ddp.json (2026-01-02)")
-    assert est.source.kind == "measured" and "resnet50-ddp.json" in est.source.detail
+    assert est.source.kind == "measured" and "resnet50-ddp.json" in detail_en(est.source)
     assert est.exposed_comm_s == pytest.approx(0.004)
     assert est.efficiency == pytest.approx(0.1 / 0.104)  # t_1 / (t_1 + measured exposed)
     assert est.formula_step_time_s == pytest.approx(0.1 + 1.75 * (4 * RN50 - 3 * MIB25) / 369e9 + 70e-6)

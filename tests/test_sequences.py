@@ -13,6 +13,7 @@ from planner.engine.plan import build_plan
 from planner.inputs.errors import InputError
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import TransformerShape, parse_scenario
+from tests.notes_support import detail_en
 
 LLAMA2_7B = TransformerShape(layers=32, hidden=4096, heads=32, seq_len=2048, vocab=32000, mlp="swiglu", ffn=11008)
 BERT_BASE = TransformerShape(layers=12, hidden=768, heads=12, seq_len=128, vocab=30522, mlp="gelu")
@@ -96,7 +97,7 @@ def test_padding_costs_compute_but_not_steps(inputs):
     factor = sequences.padded_time_factor(plan.model.params, LLAMA2_7B, padded_tokens=600)
     # the tokens-dependent part shrinks by the FLOPs ratio; QLoRA's dequantisation and the optimizer do not
     assert factor * full.step.step_time_s < to_600.step.step_time_s < 0.5 * full.step.step_time_s
-    assert "padded below the sequence length" in to_600.step.source.detail
+    assert "padded below the sequence length" in detail_en(to_600.step.source)
 
 
 def test_tokens_workload_counts_real_tokens_per_row(inputs):

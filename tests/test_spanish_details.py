@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 
 from planner.engine import memory_activations as ma
-from planner.engine.estimates import ResolvedModel
+from planner.engine.estimates import ResolvedModel, Source, detail
 from planner.engine.measurements import _file_applies, index_measurements
 from planner.engine.notes import Note
 from planner.inputs.resultfile import Measurement, ResultFile
 from planner.inputs.scenario import Adapter, TrainingSetup, TransformerShape
 from planner.present import i18n
-from planner.present.notes import english, render_note, source_detail
+from planner.present.notes import detail_text, english, render_note
 
 ES = "es-AR"
 
-# ---------------------------------------------------------------- the formula's set-up (Source.detail)
+# ---------------------------------------------------------------- the formula's set-up (the memory source's parts)
 
 GPT2 = TransformerShape(layers=12, hidden=768, heads=12, seq_len=1024, vocab=50257)  # gelu, layernorm, dropout unsaid
 LLAMA = TransformerShape(layers=32, hidden=4096, heads=32, seq_len=2048, vocab=32000, mlp="swiglu", ffn=11008,
@@ -56,8 +56,8 @@ def _english_left(text: str) -> list[str]:
     return [rx for rx in ENGLISH if re.search(rx, text, re.I)]
 
 
-def _details(monkeypatch: pytest.MonkeyPatch | None = None) -> list[str]:
-    """The Source.detail of the transformer formula for every configuration here (the engine's own wording)."""
+def _sources(monkeypatch: pytest.MonkeyPatch | None = None) -> list[Source]:
+    """The source of the transformer formula's activations for every configuration here (the engine's own parts)."""
     out = []
     for (shape, family), (precision, layout, cc), requested, ckpt, adapter, softmax in itertools.product(
             SHAPES.values(), SETUPS, (None, "eager", "sdpa", "flash"), (False, True), ADAPTERS, (False, True)):
@@ -65,20 +65,20 @@ def _details(monkeypatch: pytest.MonkeyPatch | None = None) -> list[str]:
         model = ResolvedModel(name="m", family=family, params=124_000_000, transformer=shape)
         _, source = ma.activation_bytes(model, precision, 2, checkpointing=ckpt, layout=layout, attention=attention,
                                         attention_why=why, adapter=adapter, softmax_keeps_input=softmax)
-        out.append(source.detail)
+        out.append(source)
     # the bare call (no why) and the formula's other default: no dropout when the shape does not say
     out.append(ma.activation_bytes(ResolvedModel(name="m", family="decoder", params=1, transformer=GPT2), "fp16",
-                                   1, layout="megatron")[1].detail)
+                                   1, layout="megatron")[1])
     if monkeypatch is not None:
         monkeypatch.setattr(ma, "ASSUME_DROPOUT", False)
-        out.append(ma._formula_detail(GPT2, "bf16", "torch_amp", attention="sdpa", attention_why="",
-                                      checkpointing=False))
+        out.append(Source("analytic", parts=ma._formula_detail(GPT2, "bf16", "torch_amp", attention="sdpa",
+                                                               attention_why="", checkpointing=False)))
     return list(dict.fromkeys(out))
 
 
 def test_the_formula_details_cover_every_piece_the_engine_writes(monkeypatch):
-    details = _details(monkeypatch)
-    text = "\n".join(details)
+    sources = _sources(monkeypatch)
+    text = "\n".join(detail_text(s, "en") for s in sources)
     for piece in ("torch AMP, ", "fp32, ", "16-bit, ", "sdpa attention (default: PyTorch's fused SDPA (flash kernel, ",
                   "(memory-efficient kernel, vit)", "eager attention (model.attention)",
                   "(model.attention flash needs fp16/bf16 on sm80+: SDPA at fp32 on sm7.0)",
@@ -95,13 +95,12 @@ def test_the_formula_details_cover_every_piece_the_engine_writes(monkeypatch):
     for key, value in es.items():
         if key.startswith("formula_piece."):
             longest = max((lit for lit, *_ in string.Formatter().parse(value)), key=len)
-            assert any(longest in source_detail(d, ES) for d in details), key
+            assert any(longest in detail_text(s, ES) for s in sources), key
 
 
 def test_the_formula_set_up_is_spanish_with_spanish_numbers(monkeypatch):
-    for detail in _details(monkeypatch):
-        es = source_detail(detail, ES)
-        assert source_detail(detail, "en") == detail
+    for source in _sources(monkeypatch):
+        detail, es = detail_text(source, "en"), detail_text(source, ES)
         assert es.startswith("Korthikanti et al. 2022, s·b·h·(34 + 5as/h) por capa: "), es
         assert _english_left(es) == [], (es, _english_left(es))
         if "dropout 0.1" in detail:
@@ -117,10 +116,10 @@ def test_the_formula_set_up_is_spanish_with_spanish_numbers(monkeypatch):
 
 
 def test_one_detail_word_for_word():
-    detail = ma._formula_detail(LLAMA, "bf16", "torch_amp", attention="sdpa", checkpointing=True,
-                                attention_why=ma.resolve_attention(None, family="decoder", precision="bf16",
-                                                                   compute_capability="9.0")[1])
-    assert source_detail(detail, ES) == (
+    parts = ma._formula_detail(LLAMA, "bf16", "torch_amp", attention="sdpa", checkpointing=True,
+                               attention_why=ma.resolve_attention(None, family="decoder", precision="bf16",
+                                                                  compute_capability="9.0")[1])
+    assert detail_text(Source("analytic", parts=parts), ES) == (
         "Korthikanti et al. 2022, s·b·h·(34 + 5as/h) por capa: torch AMP, atención sdpa (por defecto: el SDPA "
         "fusionado de PyTorch (kernel flash, decoder)), 8 cabezas KV, rmsnorm, dropout de 0, checkpointing de "
         "activaciones; + logits/pérdida 4sbV (log-softmax en fp32) + su transitorio del backward")
@@ -201,15 +200,16 @@ def test_rescaled_and_user_activation_details_are_spanish():
     model = ResolvedModel(name="gpt2", family="decoder", params=124_439_808, transformer=GPT2,
                           activation_bytes_per_sample=1.2e8)
     line = ma.ActivationLine(precision="fp32", intercept_bytes=0.0, bytes_per_sample=1.0e8,
-                             source=ma.Source("measured", "gpt2.json"))
+                             source=Source("measured", parts=(detail("measured_median", batch=4,
+                                                                     labels="gpt2.json"),)))
     _, measured = ma.activation_bytes(model, "bf16", 4, checkpointing=True, line=line, layout="pure_bf16")
     user_model = replace(model, transformer=None)
     _, user = ma.activation_bytes(user_model, "bf16", 4, checkpointing=True, layout="pure_bf16")
-    for detail in (measured.detail, user.detail):
-        es = source_detail(detail, ES)
-        assert es != detail
+    for source in (measured, user):
+        english_text, es = detail_text(source, "en"), detail_text(source, ES)
+        assert es != english_text
         for word in ("scaled", "transformer formula ratio", "segments", "not given", "used as is"):
             assert word not in es, (word, es)
-    assert "escalado de fp32 a bf16 ×" in source_detail(measured.detail, ES)
-    assert "checkpointing de activaciones ×0,5 (Chen et al. 2016, √n segmentos)" in source_detail(user.detail, ES)
-    assert "activation_precision no indicada: se usa tal cual" in source_detail(user.detail, ES)
+    assert "escalado de fp32 a bf16 ×" in detail_text(measured, ES)
+    assert "checkpointing de activaciones ×0,5 (Chen et al. 2016, √n segmentos)" in detail_text(user, ES)
+    assert "activation_precision no indicada: se usa tal cual" in detail_text(user, ES)

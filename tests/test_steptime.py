@@ -6,7 +6,7 @@ import pytest
 
 from planner.engine import steptime as st
 from planner.engine.estimates import Source, TimePoint
-from tests.notes_support import english, texts, texts_of_triple  # noqa: F401
+from tests.notes_support import detail_en, english, texts, texts_of_triple  # noqa: F401
 
 # Published figures used below (reference/gpu_reference.md, dense): A100 SXM 80GB bf16 312 TFLOPS, 2039 GB/s;
 # H100 SXM bf16 989.4 TFLOPS, 3350 GB/s.
@@ -71,7 +71,7 @@ def test_fit_one_batch_is_proportional_and_negative_slope_is_flat():
 def test_exact_batch_is_measured_with_its_label():
     t, source, band = st.measured_micro_step(points((32, 0.05), (64, 0.09)), 64)
     assert t == 0.09
-    assert source.kind == "measured" and "run.json" in source.detail
+    assert source.kind == "measured" and "run.json" in detail_en(source)
     assert band == pytest.approx((0.09 / 1.03, 0.09 * 1.03))
 
 
@@ -88,7 +88,7 @@ def test_interpolation_at_exactly_1_25x_the_largest_batch():
     assert source.kind == "interpolated"
     assert t == pytest.approx(0.084)
     assert band == pytest.approx((0.084 / 1.05, 0.084 * 1.05))
-    assert "64, 128" in source.detail and "a.json" in source.detail
+    assert "64, 128" in detail_en(source) and "a.json" in detail_en(source)
 
 
 def test_extrapolation_just_past_1_25x_says_how_far():
@@ -96,7 +96,7 @@ def test_extrapolation_just_past_1_25x_says_how_far():
     t, source, band = st.measured_micro_step(points(*LINE), 161)
     assert source.kind == "extrapolated"
     assert t == pytest.approx(0.0845)
-    assert "1.26× the largest measured (128)" in source.detail
+    assert "1.26× the largest measured (128)" in detail_en(source)
     assert band == pytest.approx((0.0845 / 1.1509375, 0.0845 * 1.1509375))
 
 
@@ -105,7 +105,7 @@ def test_extrapolation_band_grows_with_distance():
     t, source, band = st.measured_micro_step(points(*LINE), 512)
     assert t == pytest.approx(0.004 + 0.0005 * 512)
     assert band[1] / t == pytest.approx(1.48)
-    assert "4.00×" in source.detail
+    assert "4.00×" in detail_en(source)
 
 
 def test_below_the_smallest_batch_over_1_25_is_extrapolated():
@@ -132,7 +132,7 @@ def test_one_measured_batch_scales_proportionally_with_a_wide_band():
     # 0.032 × (0.25 + 0.75 × 4) = 0.104; band [0.104, 0.128] with a ±15% margin
     t, source, band = st.measured_micro_step(points((32, 0.032)), 128)
     assert t == pytest.approx(0.128)
-    assert source.kind == "extrapolated" and "prior: no fixed per-step part" in source.detail
+    assert source.kind == "extrapolated" and "prior: no fixed per-step part" in detail_en(source)
     assert band == pytest.approx((0.104 / 1.15, 0.128 * 1.15))
     # Down to batch 2: 0.032 × 2/32 = 0.002; all of the prior's fixed share: 0.032 × (0.25 + 0.75/16) = 0.0095
     t, _, band = st.measured_micro_step(points((32, 0.032)), 2)
@@ -242,7 +242,7 @@ def test_input_time():
 
 # ---------------------------------------------------------------- assembling one step
 
-SRC = Source("analytic", "test")
+SRC = Source("analytic")
 
 
 def test_assemble_single_micro_step_adds_optimizer_and_comm():
@@ -304,10 +304,15 @@ def test_assemble_not_input_bound_has_no_note():
     assert not texts(est.notes)
 
 
-def test_format_duration():
-    assert st.format_duration(0.041) == "41 ms"
-    assert st.format_duration(0.00123) == "1.23 ms"
-    assert st.format_duration(2.5) == "2.5 s"
+def test_a_duration_is_said_in_ms_below_a_second_and_in_s_above():
+    """A duration travels as raw seconds; present/ says it (the catalog's `duration` format) in each language."""
+    from planner.present.notes import number_in
+
+    assert number_in(0.041, "duration", "en") == "41 ms"
+    assert number_in(0.00123, "duration", "en") == "1.23 ms"
+    assert number_in(2.5, "duration", "en") == "2.5 s"
+    assert number_in(0.00123, "duration", "es-AR") == "1,23 ms"
+    assert number_in(1234.5, "duration", "es-AR") == "1,23e+03 s"
 
 
 # ---------------------------------------------------------------- launch floor, micro-batch monotonicity (issue 15)
@@ -390,7 +395,7 @@ def test_a_tiny_model_has_a_per_step_floor_of_its_kernel_launches(corpus):
     step = _step(corpus, "small_cnn", "h100-sxm-80gb", 32, optimizer="sgd_momentum")
     assert step.source.kind == "analytic"
     assert step.micro_step_time_s >= 27 * st.LAUNCH_S_PER_OP
-    assert "traced aten ops" in step.source.detail
+    assert "traced aten ops" in detail_en(step.source)
     # 200 epochs of CIFAR-10 (50,000 images) at 32: tens of seconds at least, not the 2.5 s the roofline alone gave
     assert 200 * 50_000 / 32 * step.step_time_s > 40
 
@@ -418,7 +423,7 @@ def test_a_transfer_combines_every_published_gpu_weighted_by_distance(corpus):
     from planner.engine.step_transfer import combined_seconds, transfer_weight
 
     step = _step(corpus, "resnet50", "l4-24gb", 256, optimizer="sgd_momentum")
-    detail = step.source.detail
+    detail = detail_en(step.source)
     assert step.source.kind == "transferred" and "weighted geometric mean of" in detail
     assert "NVIDIA A100" in detail and "NVIDIA H100" in detail and "weight" in detail
     # the nearer GPU weighs more; a source within the target's architecture group twice as much

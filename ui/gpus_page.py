@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pandas as pd
 import streamlit as st
@@ -20,7 +19,7 @@ from planner.inputs.userdata import (
 )
 from planner.present import fmt, gpu_table, result_views
 from planner.present.charts import option_label
-from planner.present.notes import number_text
+from planner.present.notes import number_in
 from planner.vocab import PEAK_KEYS, RENTAL_TIERS
 from ui import page_data
 from ui.i18n_ui import begin_run, choice_label, dataframe, locale, localized, tr
@@ -63,8 +62,9 @@ def profiles_frame(rows: list[gpu_table.ProfileRow]) -> pd.DataFrame:
         row[tr("pages.gpus.col.estimated")] = ", ".join(r.estimated)
         row[tr("pages.gpus.col.tdp")] = r.tdp_w
         # "nvlink3_bridge 112.5 GB/s": the bandwidth in the locale's format
-        row[tr("pages.gpus.col.interconnect")] = re.sub(r"[\d.]+(?= GB/s)", lambda m: number_text(m.group(0), locale()),
-                                                        r.interconnect) if r.interconnect else "—"
+        row[tr("pages.gpus.col.interconnect")] = (
+            f"{r.interconnect_kind} {number_in(r.interconnect_gb_per_s, 'g', locale())} GB/s"
+            if r.interconnect_kind and r.interconnect_gb_per_s is not None else "—")
         out.append(row)
     return pd.DataFrame(out)
 

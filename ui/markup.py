@@ -28,7 +28,7 @@ def gib(x_bytes: float | None, digits: int = 1) -> str:
 
 
 def source_text(source: Source | None) -> str:
-    """'measured: file, date' in the session's language (the detail too: planner.present.notes.source_detail)."""
+    """'measured: file, date' in the session's language (the detail too: planner.present.notes.render_source)."""
     if source is None:
         return "—"
     return render_source(source, locale())

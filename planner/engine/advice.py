@@ -17,10 +17,10 @@ from planner.inputs.zoo_catalog import canonical_id
 def assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstimate,
                 idx: MeasurementIndex) -> list[Note]:
     out: list[Note] = [
-        Note("assumption_model_flops", model=model.name, params=model.params, flops=f"{model.flops_per_sample:.3g}",
-             source=str(model.flops_source)) if model.flops_per_sample else
+        Note("assumption_model_flops", model=model.name, params=model.params, flops=model.flops_per_sample,
+             source=model.flops_source) if model.flops_per_sample else
         Note("assumption_model", model=model.name, params=model.params),
-        Note("assumption_steps", steps=round(conv.steps), source=str(conv.source)),
+        Note("assumption_steps", steps=round(conv.steps), source=conv.source),
         Note("assumption_memory_fit"),
         Note("assumption_layout", layout=scenario.training.state_layout, optimizer=scenario.training.optimizer,
              impl=scenario.training.optimizer_impl),

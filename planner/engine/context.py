@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from planner.engine import convergence, memo, memory, published_memory, sequences, steptime
-from planner.engine.estimates import ActivationLine, ConvergenceEstimate, ResolvedModel, Source
+from planner.engine.estimates import ActivationLine, ConvergenceEstimate, ResolvedModel, Source, detail
 from planner.engine.measurements import MeasurementIndex, index_measurements
 from planner.engine.models import resolve_model
 from planner.inputs.errors import CannotEstimate, InputError
@@ -133,17 +133,18 @@ def _activation_lines(idx: MeasurementIndex, model: ResolvedModel,
         states = memory.model_state_bytes(model.params, trainable, optimizer=first.optimizer,
                                           state_layout="torch_amp", precision=precision)
         kind = "traced" if gpu == "traced" else "measured"
-        detail = ", ".join(sorted({pt.label for pt in points}))
+        how = detail("peaks", batches=tuple(sorted({pt.batch_size for pt in points})),
+                     files=", ".join(sorted({pt.label for pt in points})))
         line = memory.fit_activation_line([(pt.batch_size, pt.peak_bytes) for pt in points],
                                           states.weights + states.grads + states.optimizer, precision,
-                                          Source(kind, f"peaks fitted over batches "
-                                                       f"{sorted({pt.batch_size for pt in points})} in {detail}"))
+                                          Source(kind, parts=(how,)))
         if line is not None:
             out[gpu] = line
     measured = [(g, line) for g, line in out.items() if g != "traced" and line is not None]
     if measured:  # another GPU's measured line stands for every GPU without its own, and says whose it is
         g, line = measured[0]
-        out["*"] = replace(line, source=Source("transferred", f"from {g} ({line.source})"))
+        out["*"] = replace(line, source=Source("transferred", parts=(detail("transferred_gpu", gpu=g,
+                                                                                    source=line.source),)))
     else:
         out["*"] = out.get("traced")
     return out

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import ConvergenceEstimate, Source
+from planner.engine.estimates import ConvergenceEstimate, Source, detail
 from planner.engine.fit import least_squares_line
 from planner.engine.notes import Note
 from planner.inputs.convergence_calibration import ConvergenceCalibration, load_convergence_calibration
@@ -216,20 +216,20 @@ def lr_advice(optimizer: str, reference_batch: float | None, batch: float, b_noi
         raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {', '.join(SGD_FAMILY + ADAM_FAMILY)}")
     out = []
     if reference_batch:
-        out.append(Note("lr_scale", rule=Note(rule), cite=cite, ref=_num(reference_batch), batch=_num(batch),
-                        factor=f"{(batch / reference_batch) ** exponent:.3g}"))
+        out.append(Note("lr_scale", rule=Note(rule), cite=cite, ref=reference_batch, batch=batch,
+                        factor=(batch / reference_batch) ** exponent))
     else:
         out.append(Note("lr_scale_unknown_ref", rule=Note(rule), cite=cite))
     if b_noise:
         out.append(Note("lr_noise_fraction", pct=round(100 * optimal_lr_fraction(b_noise, batch)),
-                        b_noise=_num(b_noise)))
+                        b_noise=b_noise))
     if reference_batch and batch > reference_batch:
         if optimizer in SGD_FAMILY:
             steps = round(SGD_WARMUP_EPOCHS * samples_per_epoch / batch) if samples_per_epoch else None
             out.append(Note("lr_warmup_epochs", epochs=SGD_WARMUP_EPOCHS, steps=steps if steps else "?"))
         else:
-            out.append(Note("lr_warmup_samples", factor=f"{reference_batch / batch:.3g}", ref=_num(reference_batch),
-                            batch=_num(batch)))
+            out.append(Note("lr_warmup_samples", factor=reference_batch / batch, ref=reference_batch,
+                            batch=batch))
     return tuple(out)
 
 
@@ -270,9 +270,9 @@ def steps_for_tokens(tokens: float, batch: float, seq_len: int) -> int:
 def _from_epochs(workload: Workload, batch: int, epochs: float) -> ConvergenceEstimate:
     dataset = _dataset_samples(workload, "epochs")
     steps = steps_for_epochs(epochs, dataset, batch)
-    detail = f"{epochs:g} epochs x {dataset:,} samples / {batch:,}"
+    how = detail("epochs", epochs=epochs, samples=dataset, batch=batch)
     return ConvergenceEstimate(
-        steps=steps, epochs=epochs, samples=epochs * dataset, source=Source("user", detail),
+        steps=steps, epochs=epochs, samples=epochs * dataset, source=Source("user", parts=(how,)),
         b_crit=workload.b_crit, notes=_b_crit_notes(batch, workload.b_crit),
     )
 
@@ -284,9 +284,9 @@ def _from_tokens(workload: Workload, batch: int, tokens: float, seq_len: int | N
     steps = steps_for_tokens(tokens, batch, seq_len)
     samples = tokens / seq_len
     epochs = samples / workload.dataset_samples if workload.dataset_samples else None
-    detail = f"{tokens:,.0f} tokens / ({batch:,} x {seq_len:,} tokens per sample)"
+    how = detail("tokens", tokens=tokens, batch=batch, seq_len=seq_len)
     return ConvergenceEstimate(
-        steps=steps, epochs=epochs, samples=samples, source=Source("user", detail),
+        steps=steps, epochs=epochs, samples=samples, source=Source("user", parts=(how,)),
         b_crit=workload.b_crit, notes=_b_crit_notes(batch, workload.b_crit),
     )
 
@@ -299,14 +299,13 @@ def _from_reference_points(workload: Workload, batch: int, cal: ConvergenceCalib
     if fit is None:  # one point, a failed fit or perfect scaling with workload.b_crit: eq. 2.11 at the nearest point
         if workload.b_crit is None:
             raise ValueError("one reference point needs workload.b_crit (or give two or more points)")
-        s_min, e_min, detail = _one_point(points, batch, workload.b_crit)
+        s_min, e_min, how = _one_point(points, batch, workload.b_crit)
         raw_steps = steps_at_batch(s_min, e_min, batch)
         residual = max(abs(math.log(s / steps_at_batch(s_min, e_min, b))) for b, s in points)
         b_crit = workload.b_crit
     else:
         s_min, e_min, residual, b_crit = fit.s_min, fit.e_min, fit.largest_log_residual, fit.b_crit
-        detail = (f"McCandlish et al. 2018 fit of {len(points)} points; "
-                  f"S_min={_num(s_min)}, E_min={_num(e_min)}")
+        how = (detail("mccandlish", n=len(points)), detail("s_min", s_min=s_min, e_min=e_min))
         raw_steps = steps_past_reference(s_min, e_min, batch, fit.high_batch, exponent=cal.large_batch_exponent)
         notes += _fit_notes(fit, batch, raw_steps, workload.b_crit, cal)
     steps = math.ceil(raw_steps - 1e-9)
@@ -319,7 +318,7 @@ def _from_reference_points(workload: Workload, batch: int, cal: ConvergenceCalib
     dataset = workload.dataset_samples
     return ConvergenceEstimate(
         steps=steps, epochs=steps * batch / dataset if dataset else None, samples=steps * batch,
-        source=Source("analytic", detail), b_crit=b_crit,
+        source=Source("analytic", parts=how), b_crit=b_crit,
         steps_range=(max(1.0, steps * math.exp(-band)), steps * math.exp(band)), s_min=s_min, e_min=e_min,
         notes=tuple(notes),
     )
@@ -337,7 +336,7 @@ def _reference_fit(points: list[tuple[float, float]], b_crit: float | None, note
         notes.append(Note("fit_fallback", error=str(exc), b_crit=b_crit))
         return None
     if fit.perfect_scaling and b_crit is not None:
-        notes.append(Note("perfect_scaling_b_crit", b_crit=b_crit, high=_num(fit.high_batch)))
+        notes.append(Note("perfect_scaling_b_crit", b_crit=b_crit, high=fit.high_batch))
         return None
     return fit
 
@@ -346,14 +345,14 @@ def _fit_notes(fit: ReferenceFit, batch: int, raw_steps: float, b_crit_given: fl
                cal: ConvergenceCalibration) -> list[Note]:
     out = []
     if fit.perfect_scaling:
-        out.append(Note("perfect_scaling", low=_num(fit.low_batch), high=_num(fit.high_batch)))
+        out.append(Note("perfect_scaling", low=fit.low_batch, high=fit.high_batch))
     elif b_crit_given is not None:
         out.append(Note("b_crit_ignored", given=b_crit_given, fitted=fit.e_min / fit.s_min))
     if batch > fit.high_batch and cal.large_batch_exponent != 0.0:
         plain = steps_at_batch(fit.s_min, fit.e_min, batch)
-        out.append(Note("large_batch_correction", ratio=f"{batch / fit.high_batch:.3g}", high=_num(fit.high_batch),
-                        exponent=f"{cal.large_batch_exponent:.3g}", steps=_num(math.ceil(raw_steps - 1e-9)),
-                        plain=_num(math.ceil(plain - 1e-9)), pct=round(100 * (raw_steps / plain - 1))))
+        out.append(Note("large_batch_correction", ratio=batch / fit.high_batch, high=fit.high_batch,
+                        exponent=cal.large_batch_exponent, steps=math.ceil(raw_steps - 1e-9),
+                        plain=math.ceil(plain - 1e-9), pct=round(100 * (raw_steps / plain - 1))))
     return out
 
 
@@ -376,13 +375,14 @@ def _point_steps(workload: Workload, point: ReferencePoint) -> float:
     return point.epochs * _dataset_samples(workload, "reference point epochs") / point.global_batch
 
 
-def _one_point(points: list[tuple[float, float]], batch: int, b_crit: float) -> tuple[float, float, str]:
-    """S_min, E_min from the point nearest `batch` (in log batch) and a given b_crit."""
+def _one_point(points: list[tuple[float, float]], batch: int,
+               b_crit: float) -> tuple[float, float, tuple[Note, ...]]:
+    """S_min, E_min from the point nearest `batch` (in log batch) and a given b_crit, and the parts saying so."""
     b1, s1 = min(points, key=lambda p: abs(math.log(p[0] / batch)))
     s_min = s_min_from_one_point(b1, s1, b_crit)
-    detail = (f"McCandlish et al. 2018, one point (batch {_num(b1)}, {_num(s1)} steps) with b_crit {_num(b_crit)}; "
-              f"S_min={_num(s_min)}, E_min={_num(b_crit * s_min)}")
-    return s_min, b_crit * s_min, detail
+    how = (detail("mccandlish_one", batch=b1, steps=s1, b_crit=b_crit),
+           detail("s_min", s_min=s_min, e_min=b_crit * s_min))
+    return s_min, b_crit * s_min, how
 
 
 def _outside_range_notes(points: list[tuple[float, float]], batch: int) -> list[Note]:

@@ -73,7 +73,7 @@ def data_cost(dataset_gb: float | None, *, gpu_provider: str, data_location: str
         else:
             stored = storage_usd(dataset_gb, price.usd_per_gb_month, hours)
             notes.append(Note("data_storage", gb=float(dataset_gb), provider=gpu_provider,
-                              price=f"{price.usd_per_gb_month:.4g}", product=price.product,
+                              price=price.usd_per_gb_month, product=price.product,
                               as_of=_dated(price.as_of), source=price.source, hours=float(hours),
                               usd=float(stored)))
     moved: float | None = 0.0
@@ -86,6 +86,6 @@ def data_cost(dataset_gb: float | None, *, gpu_provider: str, data_location: str
         else:
             moved = egress_usd(dataset_gb, out.usd_per_gb, copies=copies)
             notes.append(Note("data_egress", gb=float(dataset_gb), copies=copies, location=data_location,
-                              price=f"{out.usd_per_gb:.4g}", product=out.product, as_of=_dated(out.as_of),
+                              price=out.usd_per_gb, product=out.product, as_of=_dated(out.as_of),
                               source=out.source, free=float(out.free_gb_per_month), usd=float(moved)))
     return DataCost(usd=(stored or 0.0) + (moved or 0.0), storage_usd=stored, egress_usd=moved, notes=tuple(notes))

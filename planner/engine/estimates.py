@@ -16,13 +16,30 @@ if TYPE_CHECKING:  # a type name only: planner.inputs.scenario imports yaml
 
 @dataclass(frozen=True)
 class Source:
-    """Where a number came from, in words a user can check: kind + detail (file and date, formula, GPU...)."""
+    """Where a number came from: a kind (vocab.SOURCE_KINDS) and the parts that say how, in order (file and date,
+    formula, GPU...). Each part is a catalog key (source_detail.*, made by `detail`) with its raw numbers, ids and
+    nested parts or sources; planner/present/notes.py says them in a language. The engine writes no prose."""
 
     kind: str
-    detail: str = ""
+    parts: tuple[Note, ...] = ()
 
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.detail}" if self.detail else self.kind
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, tuple):  # Source("measured", "some text"): the engine writes no prose
+            raise TypeError(f"Source parts must be a tuple of source_detail notes, got {type(self.parts).__name__}")
+
+    def plus(self, *parts: Note) -> Source:
+        """The same source with more parts after its own."""
+        return Source(self.kind, parts=self.parts + parts)
+
+
+def detail(key: str, **params: object) -> Note:
+    """One part of a Source: the catalog text source_detail.<key> with these parameters."""
+    return Note(f"source_detail.{key}", **params)
+
+
+def piece(key: str, **params: object) -> Note:
+    """One piece of a list inside a part (the transformer formula's set-up): formula_piece.<key>."""
+    return Note(f"formula_piece.{key}", **params)
 
 
 # The fit compares the device total with the whole driver-reported capacity. Before the allocator's fragmentation

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import ActivationLine, MemoryEstimate, ResolvedModel, Source
+from planner.engine.estimates import ActivationLine, MemoryEstimate, ResolvedModel, Source, detail
 from planner.engine.fit import least_squares_line
 from planner.engine.memory_activations import (
     activation_bytes,
@@ -93,15 +93,13 @@ CUDA_GENERATIONS = ("lazy", "eager")
 CUDA_CONTEXT = {
     # nvidia-smi "used" after one 1x1 tensor on a Tesla V100-SXM2-16GB: 1343 MiB, the context with every kernel
     # loaded (HF transformers docs perf_train_gpu_one, corpus hf-transformers-perf-train-gpu-one L87).
-    ("eager", "7.0"): (1343 * MIB, "V100, eager module loading: 1343 MiB measured by nvidia-smi (HF transformers "
-                                   "docs, perf_train_gpu_one)"),
-    ("eager", "*"): (1343 * MIB, "eager module loading: 1343 MiB, the V100 figure (HF transformers docs, "
-                                 "perf_train_gpu_one; no other architecture's is published)"),
+    ("eager", "7.0"): (1343 * MIB, detail("context_eager_v100", mib=1343)),
+    ("eager", "*"): (1343 * MIB, detail("context_eager", mib=1343)),
     # Bare lazy contexts measured are 256 MiB (RTX 3090, torch 2.7.1+cu128; invoke-ai/InvokeAI#9413), 274 MiB
     # (pytorch/pytorch#86509) and 426 MiB (RTX 6000 Ada, torch 2.10+cu130; unslothai/unsloth-zoo#1053); training
     # loads cuBLAS/cuDNN/NCCL kernels on top, so the planner keeps 0.5 GiB (an assumption above the largest).
-    ("lazy", "*"): (CUDA_CONTEXT_BYTES, "lazy module loading (CUDA >= 12.2 / PyTorch >= 1.13): 0.5 GiB, above the "
-                                        "256-426 MiB bare contexts measured, for the kernels training loads"),
+    ("lazy", "*"): (CUDA_CONTEXT_BYTES, detail("context_lazy", cuda="12.2", torch="1.13", gib=CUDA_CONTEXT_BYTES / GIB,
+                                               low=256, high=426)),
 }
 # NCCL buffers when N > 1: "hundreds of MiB" (ESTIMATION.md §1): NCCL_BUFFSIZE 4 MiB per channel and peer
 # plus proxy/channel state.
@@ -446,7 +444,7 @@ def _is_sm90_or_newer(compute_capability: str | None) -> bool:
     return major >= 9
 
 
-def cuda_context_bytes(compute_capability: str | None, *, cuda_generation: str = "lazy") -> tuple[float, str]:
+def cuda_context_bytes(compute_capability: str | None, *, cuda_generation: str = "lazy") -> tuple[float, Note]:
     """(bytes, where the figure comes from) of the CUDA context for the GPU's architecture and the module-loading
     generation (CUDA_CONTEXT): the architecture's own row when one is published, else the generation's."""
     _check(cuda_generation, CUDA_GENERATIONS, "cuda_generation")
@@ -644,7 +642,7 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
     except CannotEstimate:
         # Plan the rest (states, time, cost) and say the fit is unknown rather than refuse the model.
         activations, known = 0.0, False
-        source = Source("analytic", f"activations unknown for {model.name}: model states and overheads only")
+        source = Source("analytic", parts=(detail("unknown_activations", model=model.name),))
         notes.append(Note("activations_unknown", model=model.name, precision=precision))
     parts = transient_parts(trainable, precision=precision, optimizer=training.optimizer,
                             optimizer_impl=training.optimizer_impl, grad_accum=option.grad_accum, n_gpus=n_gpus,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import ActivationLine, ResolvedModel, Source
+from planner.engine.estimates import ActivationLine, ResolvedModel, Source, detail, piece
+from planner.engine.notes import Note
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.vocab import (
     GROUP_ELEMENT_BYTES,
@@ -59,7 +60,7 @@ def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
 
 
 def resolve_attention(requested: str | None, *, family: str, precision: str,
-                      compute_capability: str | None) -> tuple[str, str]:
+                      compute_capability: str | None) -> tuple[str, Note | str]:
     """(attention, why): the scenario's model.attention, else sdpa.
 
     The default is what the common stacks run for ViT, encoders and decoders alike: PyTorch's fused
@@ -72,12 +73,12 @@ def resolve_attention(requested: str | None, *, family: str, precision: str,
     if requested is None:
         kernel = "flash" if precision in HALF_PRECISIONS and _capability(compute_capability) >= FLASH_MIN_CAPABILITY \
             else "memory-efficient"
-        return "sdpa", f"default: PyTorch's fused SDPA ({kernel} kernel, {family})"
+        return "sdpa", piece("sdpa_default", kernel=kernel, family=family)
     _check(requested, ATTENTIONS, "model.attention")
     if requested == "flash" and (precision not in HALF_PRECISIONS
                                  or _capability(compute_capability) < FLASH_MIN_CAPABILITY):
         # FlashAttention-2 cannot run here: the fused SDPA path is what would.
-        return "sdpa", f"model.attention flash needs fp16/bf16 on sm80+: SDPA at {precision} on sm{compute_capability}"
+        return "sdpa", piece("flash_unsupported", precision=precision, cc=str(compute_capability))
     return requested, "model.attention"
 
 
@@ -326,31 +327,24 @@ def activation_element_bytes(precision: str, layout: str) -> float:
 
 
 def checkpointing_fraction(model: ResolvedModel, precision: str, layout: str,
-                           adapter: Adapter | None = None) -> tuple[float, str]:
+                           adapter: Adapter | None = None) -> tuple[float, Note]:
     """Kept fraction of per-sample activations under checkpointing, and how it was obtained."""
     shape = model.transformer
     if shape is None:
-        return CHECKPOINTED_ACTIVATION_FRACTION, "checkpointing ×0.5 (Chen et al. 2016, √n segments)"
+        return CHECKPOINTED_ACTIVATION_FRACTION, detail("ckpt_chen", factor=CHECKPOINTED_ACTIVATION_FRACTION)
     full = transformer_activation_bytes(shape, 1, precision, layout=layout, adapter=adapter)
     kept = transformer_activation_bytes(shape, 1, precision, checkpointing=True, layout=layout, adapter=adapter)
     fraction = kept / full
-    return fraction, f"checkpointing ×{fraction:.2f} (transformer formula ratio)"
-
-
-def _with_detail(source: Source, extra: list[str]) -> Source:
-    if not extra:
-        return source
-    detail = "; ".join([source.detail, *extra]) if source.detail else "; ".join(extra)
-    return Source(source.kind, detail)
+    return fraction, detail("ckpt_ratio", factor=fraction)
 
 
 def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_precision: str, precision: str,
-                         layout: str, checkpointing: bool, extra: list[str], adapter: Adapter | None = None) -> float:
+                         layout: str, checkpointing: bool, extra: list[Note], adapter: Adapter | None = None) -> float:
     """A per-sample activation figure moved to another precision and to checkpointing; says how in `extra`."""
     if given_precision != precision:
         scale = activation_element_bytes(precision, layout) / activation_element_bytes(given_precision, layout)
         per_sample *= scale
-        extra.append(f"scaled {given_precision}→{precision} ×{scale:.2f}")
+        extra.append(detail("scaled", from_precision=given_precision, precision=precision, factor=scale))
     if checkpointing:
         fraction, how = checkpointing_fraction(model, precision, layout, adapter)
         per_sample *= fraction
@@ -358,34 +352,41 @@ def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_preci
     return per_sample
 
 
-def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str, attention_why: str,
-                    checkpointing: bool, softmax_keeps_input: bool = False) -> str:
+def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str,
+                    attention_why: Note | str, checkpointing: bool,
+                    softmax_keeps_input: bool = False) -> tuple[Note, ...]:
     """How the transformer formula was set up, knob by knob (the plan's source line for the activations)."""
-    variant = {"fp32": "fp32", "amp": "torch AMP", "half": "16-bit"}[activation_kind(precision, layout)]
-    if shape.dropout is None:
-        dropout = "dropout assumed (the shape does not say)" if ASSUME_DROPOUT else "no dropout assumed"
-    else:
-        dropout = f"dropout {shape.dropout:g}"
-    kv = f", {shape.kv_head_count} KV heads" if shape.kv_head_count != shape.heads else ""
+    kind = activation_kind(precision, layout)
+    pieces: list[Note | str] = [{"fp32": "fp32", "amp": "torch AMP"}[kind] if kind != "half" else piece("half")]
+    pieces.append(piece("attention_why", attention=attention, why=attention_why) if attention_why
+                  else piece("attention", attention=attention))
+    if shape.kv_head_count != shape.heads:
+        pieces.append(piece("kv_heads", n=shape.kv_head_count))
     if fused_qkv_extra(shape):
-        kv += ", fused QKV buffer kept (RoPE)"
-    why = f" ({attention_why})" if attention_why else ""
-    if not shape.vocab:
-        loss = "no token vocabulary (image transformer): no logits"
-    elif shape.loss == "chunked_fp32":
-        loss = "+ chunked logits kept in fp32 4sbV + fp32 log-softmax 4sbV"
-    elif shape.loss == "standard":
-        loss = "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient"
+        pieces.append(piece("fused_qkv"))
+    pieces.append(shape.norm_kind)
+    if shape.dropout is None:
+        pieces.append(piece("dropout_assumed" if ASSUME_DROPOUT else "no_dropout_assumed"))
     else:
-        loss = f"{shape.loss} loss: no whole logits"
-    return (f"Korthikanti et al. 2022, s·b·h·(34 + 5as/h) per layer: {variant}, {attention} attention{why}{kv}, "
-            f"{shape.norm_kind}, {dropout}{', softmax input kept (PyTorch < 1.11)' if softmax_keeps_input else ''}"
-            f"{', checkpointing' if checkpointing else ''}; {loss}")
+        pieces.append(piece("dropout", p=shape.dropout))
+    if softmax_keeps_input:
+        pieces.append(piece("softmax_input_kept"))
+    if checkpointing:
+        pieces.append(piece("checkpointing"))
+    if not shape.vocab:
+        loss = detail("no_vocab")
+    elif shape.loss == "chunked_fp32":
+        loss = detail("chunked_fp32_loss", formula="4sbV", formula2="4sbV")
+    elif shape.loss == "standard":
+        loss = detail("logits", formula="4sbV", precision="fp32")
+    else:
+        loss = detail(f"{shape.loss}_loss")
+    return detail("korthikanti", formula="2022, s·b·h·(34 + 5as/h)", what=tuple(pieces)), loss
 
 
 def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, checkpointing: bool = False,
                      line: ActivationLine | None = None, layout: str = "torch_amp", attention: str = "sdpa",
-                     attention_why: str = "", adapter: Adapter | None = None,
+                     attention_why: Note | str = "", adapter: Adapter | None = None,
                      softmax_keeps_input: bool = False) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
@@ -398,32 +399,31 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         raise InputError(None, "micro_batch", micro_batch, "an integer >= 1")
     activation_element_bytes(precision, layout)  # rejects an unknown precision or layout before any branch
     if line is not None:
-        extra: list[str] = []
+        extra: list[Note] = []
         per_sample = _rescaled_per_sample(line.bytes_per_sample, model, given_precision=line.precision,
                                           precision=precision, layout=layout, checkpointing=checkpointing,
                                           extra=extra, adapter=adapter)
-        return line.intercept_bytes + per_sample * micro_batch, _with_detail(line.source, extra)
+        return line.intercept_bytes + per_sample * micro_batch, line.source.plus(*extra)
     if model.transformer is not None:
         shape = model.transformer
         value = transformer_activation_bytes(shape, micro_batch, precision, attention=attention,
                                              checkpointing=checkpointing, layout=layout, adapter=adapter,
                                              softmax_keeps_input=softmax_keeps_input)
-        detail = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
-                                 checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input)
+        parts = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
+                                checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input)
         if adapter is not None:
-            detail += (f"; frozen base ({adapter.kind} on {adapter.targets}, base {adapter.base_dtype}): no input "
-                       "kept for frozen linears" + (" except bitsandbytes' quantised ones"
-                                                    if quantized_base_keeps_inputs(adapter) else ""))
-        return value, Source("analytic", detail)
+            parts += (detail("frozen_base_q" if quantized_base_keeps_inputs(adapter) else "frozen_base",
+                             adapter=adapter.kind, targets=adapter.targets, base=adapter.base_dtype),)
+        return value, Source("analytic", parts=parts)
     if model.activation_bytes_per_sample is not None:
-        extra = [f"model.activation_bytes_per_sample = {model.activation_bytes_per_sample:.3g} B"]
+        extra = [detail("user_activations", bytes=model.activation_bytes_per_sample)]
         if model.activation_precision is None:
-            extra.append("activation_precision not given: used as is")
+            extra.append(detail("user_activations_as_is"))
         per_sample = _rescaled_per_sample(model.activation_bytes_per_sample, model,
                                           given_precision=model.activation_precision or precision,
                                           precision=precision, layout=layout, checkpointing=checkpointing,
                                           extra=extra, adapter=adapter)
-        return per_sample * micro_batch, Source("user", "; ".join(extra))
+        return per_sample * micro_batch, Source("user", parts=tuple(extra))
     raise CannotEstimate(
         "model.activation_bytes_per_sample",
         f"an activation size for model {model.name}: nothing measured or traced at {precision}, no transformer "

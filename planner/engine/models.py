@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from planner.engine.estimates import ResolvedModel, Source
+from planner.engine.estimates import ResolvedModel, Source, detail
 from planner.engine.shapes import block_params, embedding_params
 from planner.inputs.errors import InputError
 from planner.inputs.published_models import load_published_models
@@ -137,20 +137,24 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
                          "any result file")
 
     flops: float | None = spec.flops_per_sample
-    flops_source = Source("user", "scenario model.flops_per_sample")
+    flops_source = Source("user", parts=(detail("scenario_flops"),))
     if flops is None and spec.transformer is not None:
         flops = transformer_flops_per_sample(int(params), spec.transformer)
-        flops_source = Source("analytic", "6·N + 12·L·h·s per token (PaLM App. B)")
+        flops_source = Source("analytic", parts=(detail("palm"),))
     if flops is None and file_model.get("flops_per_sample"):
         flops = float(file_model["flops_per_sample"])
         kind = "traced" if files[-1].is_traced else "measured"
-        flops_source = Source(kind, f"{file_model.get('flop_convention', 'FLOP counter')} in {files[-1].label}")
+        convention = file_model.get("flop_convention")
+        flops_source = Source(kind, parts=(detail("flops_file", convention=convention, file=files[-1].label)
+                                           if convention else detail("flops_file_counter", file=files[-1].label),))
     if flops is None and entry and entry.get("flops_per_sample"):
         flops = float(entry["flops_per_sample"])
-        flops_source = Source("analytic", f"zoo catalog: {entry.get('flop_convention', '')}".strip())
+        convention = entry.get("flop_convention")
+        flops_source = Source("analytic", parts=(detail("zoo_flops", convention=convention) if convention
+                                                 else detail("zoo_flops_bare"),))
     if flops is None and shape is not None:
         flops = transformer_flops_per_sample(int(params), shape)
-        flops_source = Source("analytic", "6·N + 12·L·h·s per token (PaLM App. B)")
+        flops_source = Source("analytic", parts=(detail("palm"),))
 
     largest = spec.largest_layer_params or (entry or {}).get("largest_layer_params")
     if largest is None and shape is not None:

@@ -113,8 +113,8 @@ def _option(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str) -> PlanOp
     first = timed[0]
     if billing is not None and first[0] is not None and billing is not first[0]:
         notes.append(Note("billed_by_total", provider=billing.quote.provider, instance=billing.quote.instance,
-                          usd=f"{c.usd:,.2f}", other_provider=first[0].quote.provider,
-                          other=first[0].quote.instance, other_usd=f"{first[3].usd:,.2f}"))
+                          usd=c.usd, other_provider=first[0].quote.provider,
+                          other=first[0].quote.instance, other_usd=first[3].usd))
     # Unpriced: timed on the scenario's own nodes; a job no rental can hold has no topology.
     topology = (billing.topology if billing else None if no_quote is not None and no_quote.key == "no_rentable_topology"
                 else cost.topology_for(n, hw.gpus_per_node, hw.gpus_per_node))

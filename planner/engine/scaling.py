@@ -7,7 +7,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from planner.engine.estimates import ScalingEstimate, Source
+from planner.engine.estimates import ScalingEstimate, Source, detail
+from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.vocab import HALF_PRECISIONS, element_bytes
 
@@ -88,32 +89,31 @@ def _nvlink_generation(kind: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def pcie_busbw_gb_s(pcie_gen: int | None) -> tuple[float, str]:
+def pcie_busbw_gb_s(pcie_gen: int | None) -> tuple[float, Note]:
     gen = pcie_gen if pcie_gen in PCIE_X16_GB_PER_S_PER_DIRECTION else PCIE_GEN_WHEN_UNKNOWN
     per_direction = PCIE_X16_GB_PER_S_PER_DIRECTION[gen]
-    assumed = "" if pcie_gen == gen else f" (PCIe generation unknown: Gen{gen} assumed)"
     busbw = per_direction * PCIE_EFFICIENCY
-    return busbw, (f"PCIe Gen{gen} x16: {per_direction:g} GB/s per direction × {PCIE_EFFICIENCY:g} "
-                   f"= {busbw:.0f} GB/s{assumed}")
+    said = dict(gen=gen, per_direction=per_direction, eff=PCIE_EFFICIENCY, busbw=busbw)
+    return busbw, detail("pcie", **said) if pcie_gen == gen else detail("pcie_assumed", assumed=gen, **said)
 
 
-def intra_node_busbw_gb_s(gpu: GpuProfile, local_ranks: int) -> tuple[float, str]:
+def intra_node_busbw_gb_s(gpu: GpuProfile, local_ranks: int) -> tuple[float, tuple[Note, ...]]:
     """busbw among `local_ranks` GPUs of one node, from the profile's interconnect (else PCIe)."""
     link = getattr(gpu, "interconnect", None)
     kind = (getattr(link, "kind", "") or "").lower() if link is not None else ""
     if link is None or not kind:
-        busbw, text = pcie_busbw_gb_s(gpu.pcie_gen)
-        return busbw, f"no GPU-to-GPU link: {text}"
+        busbw, pcie = pcie_busbw_gb_s(gpu.pcie_gen)
+        return busbw, (detail("no_link", link=pcie),)
     per_direction = link.per_direction_gb_per_s
     if "pcie" in kind:
         # The profile's own figure knows the lane count (an x8 card moves half of x16).
         busbw = per_direction * PCIE_EFFICIENCY
-        return busbw, (f"{link.kind}: {per_direction:g} GB/s per direction × {PCIE_EFFICIENCY:g} "
-                       f"= {busbw:.0f} GB/s")
+        return busbw, (detail("link_pcie", kind=link.kind, per_direction=per_direction, eff=PCIE_EFFICIENCY,
+                              busbw=busbw),)
     if "bridge" in kind and local_ranks > 2:
         # A bridge joins pairs only: a ring over more GPUs crosses PCIe, the slowest hop sets busbw.
-        busbw, text = pcie_busbw_gb_s(gpu.pcie_gen)
-        return busbw, f"{link.kind} joins pairs only; a ring of {local_ranks} GPUs crosses PCIe: {text}"
+        busbw, pcie = pcie_busbw_gb_s(gpu.pcie_gen)
+        return busbw, (detail("pairs_only", kind=link.kind), detail("ring_pcie", n=local_ranks, link=pcie))
     if "nvlink" in kind:
         efficiency = NVLINK_EFFICIENCY_BY_GENERATION.get(_nvlink_generation(kind), NVLINK_EFFICIENCY)
     elif "infinity" in kind or "xgmi" in kind:
@@ -121,8 +121,8 @@ def intra_node_busbw_gb_s(gpu: GpuProfile, local_ranks: int) -> tuple[float, str
     else:
         efficiency = NVLINK_EFFICIENCY
     busbw = per_direction * efficiency
-    return busbw, (f"{link.kind}: {per_direction:g} GB/s per direction "
-                   f"({link.bidirectional_gb_per_s:g} bidirectional) × {efficiency:g} = {busbw:.0f} GB/s")
+    return busbw, (detail("link", kind=link.kind, per_direction=per_direction,
+                          bidirectional=link.bidirectional_gb_per_s, eff=efficiency, busbw=busbw),)
 
 
 def node_layout(n_gpus: int, gpus_per_node: int) -> tuple[int, int | None]:
@@ -132,8 +132,8 @@ def node_layout(n_gpus: int, gpus_per_node: int) -> tuple[int, int | None]:
 
 
 def effective_busbw_gb_s(gpu: GpuProfile, n_gpus: int, gpus_per_node: int,
-                         inter_node_gb_per_s: float) -> tuple[float, str]:
-    """Ring all-reduce busbw per GPU, GB/s (one direction), and a sentence explaining it (ESTIMATION.md §3).
+                         inter_node_gb_per_s: float) -> tuple[float, tuple[Note, ...]]:
+    """Ring all-reduce busbw per GPU, GB/s (one direction), and the parts explaining it (ESTIMATION.md §3).
 
     Within a node: the interconnect's per-direction rate × NCCL efficiency (PCIe when there is no link).
     Across nodes, NCCL runs one ring per NIC (channel) and each ring crosses each node boundary once, carrying
@@ -146,20 +146,19 @@ def effective_busbw_gb_s(gpu: GpuProfile, n_gpus: int, gpus_per_node: int,
     local = min(n_gpus, gpus_per_node)
     nodes = math.ceil(n_gpus / gpus_per_node)
     if n_gpus == 1:
-        busbw, text = intra_node_busbw_gb_s(gpu, 2)
-        return busbw, f"single GPU, no gradient exchange (its link: {text})"
+        busbw, link = intra_node_busbw_gb_s(gpu, 2)
+        return busbw, (detail("single_gpu_link", link=link),)
     # One GPU per node has no intra-node hop: only the NICs limit the ring.
-    intra, text = (math.inf, "one GPU per node") if local == 1 else intra_node_busbw_gb_s(gpu, local)
+    intra, link = (math.inf, (detail("one_per_node"),)) if local == 1 else intra_node_busbw_gb_s(gpu, local)
     if nodes == 1:
-        return intra, f"{n_gpus} GPUs in one node, {text}"
+        return intra, (detail("in_node", n=n_gpus, link=link),)
     if not inter_node_gb_per_s > 0:
         raise ValueError(f"inter_node_gb_per_s must be positive, got {inter_node_gb_per_s}")
     inter = INTER_NODE_EFFICIENCY * inter_node_gb_per_s
-    nic = (f"{nodes} nodes: NIC-limited ring, {INTER_NODE_EFFICIENCY:g} × {inter_node_gb_per_s:g} GB/s aggregate "
-           f"NIC bandwidth per node = {inter:.3g} GB/s")
+    nic = dict(nodes=nodes, eff=INTER_NODE_EFFICIENCY, nic=inter_node_gb_per_s, busbw=inter, link=link)
     if inter < intra:
-        return inter, f"{nic} (intra-node {text})"
-    return intra, f"{nic}, above the intra-node {text}, which sets busbw"
+        return inter, (detail("nic", **nic),)
+    return intra, (detail("nic_above", **nic),)
 
 
 # ---------------------------------------------------------------- bytes and times
@@ -288,7 +287,7 @@ def _measured_exposed_s(section: Mapping[str, Any]) -> float | None:
 # ---------------------------------------------------------------- one plan option
 
 def _formula_comm(training: TrainingSetup, option: OptionPlan, *, busbw: float, trainable_params: int,
-                  params: int, micro_step_s: float, backward_s: float) -> tuple[float, float, str]:
+                  params: int, micro_step_s: float, backward_s: float) -> tuple[float, float, Note]:
     """(exposed_s, comm_s, description) per optimizer step for the setup's sharding."""
     layout, precision, n, grad_accum = training.state_layout, option.precision, option.n_gpus, option.grad_accum
     sync = grad_sync_bytes(trainable_params, precision, layout)
@@ -298,8 +297,7 @@ def _formula_comm(training: TrainingSetup, option: OptionPlan, *, busbw: float, 
                            grad_bytes=grad_bytes_per_param(precision, layout), n=n, busbw=busbw,
                            grad_accum=grad_accum)
         exposed = max(ZERO3_UNOVERLAPPED_FRACTION * comm, comm - grad_accum * micro_step_s)
-        what = (f"ZeRO-3: all-gather {params * param_bytes / 1e6:.0f} MB of parameters twice per micro-step "
-                f"+ reduce-scatter {sync / 1e6:.0f} MB of gradients")
+        what = detail("zero", stage=3, gather=params * param_bytes / 1e6, scatter=sync / 1e6)
         return exposed, comm, what
     if training.sharding in ("zero1", "zero2"):
         # Same volume as DDP: the reduce-scatter overlaps backward like DDP's buckets; the all-gather of the
@@ -307,12 +305,11 @@ def _formula_comm(training: TrainingSetup, option: OptionPlan, *, busbw: float, 
         rs_exposed, rs = _bucketed_comm_s(sync, n, busbw, backward_s=backward_s, bucket_bytes=DDP_BUCKET_BYTES,
                                           collective=ring_reduce_scatter_s)
         ag = ring_all_gather_s(trainable_params * param_gather_bytes_per_param(precision, layout), n, busbw)
-        what = (f"{training.sharding}: reduce-scatter {sync / 1e6:.0f} MB of gradients (overlapped with backward) "
-                f"+ all-gather of the updated parameters (exposed)")
+        what = detail("zero_shard", sharding=training.sharding, mb=sync / 1e6)
         return rs_exposed + ag, rs + ag, what
     exposed, allreduce = ddp_exposed_comm_s(sync, n, busbw, backward_s=backward_s, grad_accum=grad_accum)
     buckets = math.ceil(sync / DDP_BUCKET_BYTES) if sync > 0 else 0
-    what = f"DDP ring all-reduce of {sync / 1e6:.0f} MB in {buckets} buckets of 25 MiB, overlapped with backward"
+    what = detail("ddp", mb=sync / 1e6, n=buckets, mib=DDP_BUCKET_BYTES / 2**20)
     return exposed, allreduce, what
 
 
@@ -334,24 +331,24 @@ def estimate_scaling(
                          f"micro_step_s={micro_step_s}, backward_fraction={backward_fraction}")
     t_1 = grad_accum * micro_step_s + optimizer_s
     if n_gpus == 1:
-        return ScalingEstimate(Source("analytic", "single GPU: no gradient exchange"), 1.0, 0.0, 0.0, t_1)
-    busbw, bw_text = effective_busbw_gb_s(gpu, n_gpus, hardware.gpus_per_node, hardware.inter_node_gb_per_s)
+        return ScalingEstimate(Source("analytic", parts=(detail("single_gpu"),)), 1.0, 0.0, 0.0, t_1)
+    busbw, bw_how = effective_busbw_gb_s(gpu, n_gpus, hardware.gpus_per_node, hardware.inter_node_gb_per_s)
     exposed, comm, what = _formula_comm(training, option, busbw=busbw, trainable_params=trainable_params,
                                         params=params, micro_step_s=micro_step_s,
                                         backward_s=backward_fraction * micro_step_s)
     formula_step = t_1 + exposed
-    formula_detail = (f"{what}; busbw {busbw:.3g} GB/s ({bw_text}); exposed {exposed * 1e3:.3g} ms of "
-                      f"{comm * 1e3:.3g} ms per step")
+    formula = (what, detail("busbw", busbw=busbw, how=bw_how), detail("exposed", exposed=exposed * 1e3, total=comm * 1e3))
     if measured_ddp is not None and _matches(measured_ddp, gpu.id, n_gpus, hardware.gpus_per_node):
         measured_exposed = _measured_exposed_s(measured_ddp)
         if measured_exposed is not None:
             file_eff = measured_ddp.get("efficiency")
-            eff_text = f", its efficiency {float(file_eff):.2f}" if file_eff is not None else ""
-            detail = (f"{measured_label}: {measured_ddp.get('nnodes')} node(s) × "
-                      f"{measured_ddp.get('nproc_per_node')} {gpu.id}, nccl; exposed communication "
-                      f"{measured_exposed * 1e3:.3g} ms per step{eff_text}; formula: {formula_detail}")
+            exposed_part = detail("ddp_measured_exposed", ms=measured_exposed * 1e3) if file_eff is None else \
+                detail("ddp_measured_exposed_eff", ms=measured_exposed * 1e3, eff=float(file_eff))
+            parts = (detail("ddp_measured", label=measured_label, nnodes=measured_ddp.get("nnodes"),
+                            nproc=measured_ddp.get("nproc_per_node"), gpu=gpu.id),
+                     exposed_part, detail("formula", what=formula[0]), *formula[1:])
             t_n = t_1 + measured_exposed
             efficiency = t_1 / t_n if t_n > 0 else 1.0
-            return ScalingEstimate(Source("measured", detail), efficiency, measured_exposed, comm, formula_step)
+            return ScalingEstimate(Source("measured", parts=parts), efficiency, measured_exposed, comm, formula_step)
     efficiency = t_1 / formula_step if formula_step > 0 else 1.0
-    return ScalingEstimate(Source("analytic", formula_detail), efficiency, exposed, comm, formula_step)
+    return ScalingEstimate(Source("analytic", parts=formula), efficiency, exposed, comm, formula_step)

@@ -92,7 +92,7 @@ def sequence_work(workload: Workload, *, params: int, shape: TransformerShape | 
     factor = padded_time_factor(params, shape, padded_tokens=padded) if shape is not None else padded / seq_len
     waste = padding_waste_fraction(mean, padded)
     key = "padding_to_max" if workload.padded_tokens_per_sample is None else "padding_to_given"
-    note = Note(key, mean=float(mean), padded=float(padded), pct=round(100 * waste), factor=f"{factor:.3g}",
+    note = Note(key, mean=float(mean), padded=float(padded), pct=round(100 * waste), factor=factor,
                 seq=seq_len)
     return SequenceWork(dataset_rows=workload.dataset_samples, tokens_per_row=mean, time_factor=factor,
                         notes=(note,))

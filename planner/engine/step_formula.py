@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from planner.engine import calibration, memory, steptime
 from planner.engine.context import trainable_fraction
-from planner.engine.estimates import ResolvedModel, Source
+from planner.engine.estimates import ResolvedModel, Source, detail
 from planner.engine.micro import Micro, StepContext
+from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import GpuProfile
@@ -24,12 +25,10 @@ def with_dequant(ctx: StepContext, option: OptionPlan, m: Micro) -> Micro:
         return m
     quantized = memory.quantized_base_params(ctx.model)
     extra = steptime.dequant_s(quantized, option.gpu.memory_bandwidth_gb_per_s)
-    detail = (f"{m.source.detail}; + {steptime.format_duration(extra)} to dequantise the nf4 base weights "
-              f"({steptime.DEQUANT_PASSES} passes × {quantized:,} parameters × "
-              f"{steptime.QLORA_DEQUANT_BYTES_PER_PARAM_PASS:g} B at {option.gpu.memory_bandwidth_gb_per_s:g} GB/s, "
-              "from LitGPT's published LoRA/QLoRA pair)")
+    how = detail("dequant", duration=extra, passes=steptime.DEQUANT_PASSES, params=quantized,
+                 bytes=steptime.QLORA_DEQUANT_BYTES_PER_PARAM_PASS, bw=option.gpu.memory_bandwidth_gb_per_s)
     low, high = m.band
-    return replace(m, seconds=m.seconds + extra, source=Source(m.source.kind, detail), band=(low + extra, high + extra),
+    return replace(m, seconds=m.seconds + extra, source=m.source.plus(how), band=(low + extra, high + extra),
                    fixed_s=m.fixed_s + extra)
 
 
@@ -37,25 +36,27 @@ def default_mfu_micro(ctx: StepContext, option: OptionPlan, flops: float) -> Mic
     """F / (P × MFU) with the default (or the typed) MFU: the path without a calibration or an activation size."""
     model, gpu, precision = ctx.model, option.gpu, option.precision
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
-    mfu_origin = "yours: scenario model.mfu" if model.mfu else f"default for {model.family} {used}"
-    if not model.mfu and used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
-        mfu_origin += f", × {DUAL_ISSUE_FP32_FACTOR:g} for the dual-issue fp32 peak of this architecture"
-    detail = (f"F / (P × MFU): F = {flops:.3g} FLOPs per micro-step, P = {gpu.peak_tflops_for(used):g} TFLOP/s "
-              f"dense {used}, MFU {mfu:.2f} ({mfu_origin})")
+    if model.mfu:
+        origin = detail("mfu_yours")
+    elif used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+        origin = detail("mfu_default_dual", family=model.family, precision=used, factor=DUAL_ISSUE_FP32_FACTOR)
+    else:
+        origin = detail("mfu_default", family=model.family, precision=used)
+    parts = [detail("mfu", flops=flops, peak=gpu.peak_tflops_for(used), precision=used, mfu=mfu, origin=origin)]
     if used != precision:
-        detail += f"; {precision} is assumed no slower than {used}"
-    launch, launch_detail = launch_floor(ctx, precision)
+        parts.append(detail("no_slower", precision=precision, used=used))
+    launch, launch_part = launch_floor(ctx, precision)
     t = calibration.launch_bound_s(t, launch)
-    return Micro(t, Source("user" if model.mfu else "analytic", detail + launch_detail), (0.6 * t, 1.6 * t), None,
-                  False)
+    return Micro(t, Source("user" if model.mfu else "analytic", parts=(*parts, launch_part)), (0.6 * t, 1.6 * t),
+                 None, False)
 
 
-def kernel_count(ctx: StepContext, precision: str) -> tuple[float, str] | None:
+def kernel_count(ctx: StepContext, precision: str) -> tuple[float, Note] | None:
     """Kernel launches of one micro-step (forward + backward) and where the count comes from: the model's trace,
     else per layer for a typed transformer shape (steptime.transformer_aten_ops); None when neither exists."""
     traced = ctx.idx.aten_ops.get(precision)
     if traced is not None:
-        return traced[0], f"{traced[0]:,.0f} traced aten ops in {traced[2]}"
+        return traced[0], detail("aten_traced", n=traced[0], files=traced[2])
     shape = ctx.model.transformer
     if shape is None:
         return None
@@ -63,19 +64,19 @@ def kernel_count(ctx: StepContext, precision: str) -> tuple[float, str] | None:
     factor = steptime.compute_factor(ctx.training.activation_checkpointing,
                                      trainable_fraction(ctx.model, ctx.training))
     n = steptime.transformer_aten_ops(shape.layers, precision) * factor
-    return n, f"{n:,.0f} aten ops estimated for {shape.layers} transformer layers (per-layer count of the shipped traces)"
+    return n, detail("aten_estimated", n=n, layers=shape.layers)
 
 
-def launch_floor(ctx: StepContext, precision: str) -> tuple[float, str]:
-    """(seconds, detail) of the launch floor kernels × launch cost (0 when the kernel count is unknown)."""
+def launch_floor(ctx: StepContext, precision: str) -> tuple[float, Note]:
+    """(seconds, the part that says so) of the launch floor kernels × launch cost (0 when the kernel count is
+    unknown)."""
     cal = ctx.inputs.calibration
     per_op = cal.launch_s_per_op if cal is not None and cal.launch_s_per_op is not None else steptime.LAUNCH_S_PER_OP
     kernels = kernel_count(ctx, precision)
     if kernels is None:
-        return 0.0, "; no launch term (no trace of the model and no transformer shape to count its kernels)"
+        return 0.0, detail("no_launch")
     seconds = steptime.launch_s(kernels[0], seconds_per_op=per_op)
-    return seconds, (f"; never below {steptime.format_duration(seconds)}, the host's kernel launches: {kernels[1]} "
-                     f"× {per_op * 1e6:.3g} µs per op")
+    return seconds, detail("launch_floor", duration=seconds, kernels=kernels[1], us=per_op * 1e6)
 
 
 # Band of a prior (an architecture without published runs in the calibration): the held-out range, widened by half.
@@ -105,25 +106,23 @@ def calibrated(ctx: StepContext, option: OptionPlan, flops: float, activation_by
     # An efficiency on a bound of the fit was not pinned by the runs (a reviewer found 5 of 6 there): say so and give
     # it the prior's wider range.
     at_bound = known and not (calibration.EFFICIENCY_BOUNDS[0] + 1e-3 < eff < calibration.EFFICIENCY_BOUNDS[1] - 1e-3)
-    origin = (f"{group} fitted on {cal.counts.get(group, 0)} published runs"
-              + (", at the fit's bound: the runs do not pin it, so its range is widened" if at_bound else "")
-              if known else
-              f"prior: no published run on {group} in the calibration; the 25th percentile of the fitted "
-              "architectures")
-    detail = (f"calibrated roofline F / (P × e × f) + {cal.activation_traffic:.3g} × A / BW: F = {flops:.3g} FLOPs "
-              f"per micro-step, P = {peak:g} TFLOP/s dense {used}, e = {eff:.2f} ({origin}), "
-              f"f = {cal.precision_factor.get(used, 1.0):.2f}, A = {activation_bytes / GIB:.3g} GiB of activations, "
-              f"BW = {gpu.memory_bandwidth_gb_per_s:g} GB/s; calibration of {cal.fitted_on} on {cal.n_points} runs")
+    origin: tuple[Note, ...] = (
+        (detail("fitted_on_bound" if at_bound else "fitted_on", group=group, n=cal.counts.get(group, 0)),) if known
+        else (detail("prior_group", group=group), detail("percentile")))
+    parts = [detail("roofline", traffic=cal.activation_traffic, flops=flops, peak=peak, precision=used, eff=eff,
+                    origin=origin, f=cal.precision_factor.get(used, 1.0), a=activation_bytes / GIB,
+                    bw=gpu.memory_bandwidth_gb_per_s),
+             detail("calibration", date=cal.fitted_on, n=cal.n_points)]
     if used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
-        detail += f"; P is × {DUAL_ISSUE_FP32_FACTOR:g} the dual-issue fp32 peak of this architecture"
+        parts.append(detail("dual_issue", factor=DUAL_ISSUE_FP32_FACTOR))
     if used != precision:
-        detail += f"; {precision} is assumed no slower than {used}"
-    detail += launch_floor(ctx, used)[1]
+        parts.append(detail("no_slower", precision=precision, used=used))
+    parts.append(launch_floor(ctx, used)[1])
     # Held-out errors e = predicted / published - 1 lie in [p10, p90], so the run lies in [t/(1+p90), t/(1+p10)].
     widen = 1.0 if known and not at_bound else PRIOR_BAND_WIDENING
     low = t / (1.0 + max(cal.residual_p90, 0.05) * widen)
     high = t / max(1.0 + min(cal.residual_p10, -0.05) * widen, 0.2)
-    return Micro(t, Source("analytic", detail), (low, high), None, False, band_meaning="p10-p90")
+    return Micro(t, Source("analytic", parts=tuple(parts)), (low, high), None, False, band_meaning="p10-p90")
 
 
 # A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from planner.engine import calibration, memo, memory, scaling, steptime
 from planner.engine.context import micro_flops, model_facts
-from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint
+from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
 from planner.engine.micro import Micro, StepContext
 from planner.engine.notes import Note
@@ -150,9 +150,8 @@ def _padded_micro(m: Micro, factor: float, *, optimizer_s: float) -> Micro:
     def scaled(t: float) -> float:
         return max(t - inside, 0.0) * factor + inside
 
-    detail = f"{m.source.detail}; forward+backward × {factor:.3g} for rows padded below the sequence length"
     return replace(m, seconds=scaled(m.seconds), band=(scaled(m.band[0]), scaled(m.band[1])),
-                   source=Source(m.source.kind, detail))
+                   source=m.source.plus(detail("padded", factor=factor)))
 
 
 def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint]) -> list[Note]:
@@ -177,7 +176,7 @@ def _micro_step(ctx: StepContext, option: OptionPlan) -> Micro:
             # The sibling's figure on this very GPU keeps its own kind (published, measured, interpolated...): it is
             # not a transfer from another GPU; the detail says which precision it was.
             source = got[1] if used == precision else Source(
-                got[1].kind, f"{sibling_reason(gpu, precision, used)}; {got[1].detail}")
+                got[1].kind, parts=(sibling_reason(gpu, precision, used), *got[1].parts))
             return Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro),
                          precision_used=used)
     flops = micro_flops(ctx.model, ctx.training, micro)

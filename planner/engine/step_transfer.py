@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.engine import calibration, steptime
-from planner.engine.estimates import Source, TimePoint
+from planner.engine.estimates import Source, TimePoint, detail
 from planner.engine.micro import Micro, StepContext
+from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import launch_floor, transfer_peak
 from planner.inputs.profiles import GpuProfile
@@ -38,9 +39,8 @@ def same_speed_precisions(gpu: GpuProfile, precision: str) -> tuple[str, ...]:
     return (precision, sibling) if sibling and peak and other and peak == other else (precision,)
 
 
-def sibling_reason(gpu: GpuProfile, precision: str, used: str) -> str:
-    return (f"{precision} taken as {used}'s time: the same dense peak on {gpu.name} "
-            f"({gpu.peak_tflops_for(precision):g} TFLOP/s)")
+def sibling_reason(gpu: GpuProfile, precision: str, used: str) -> Note:
+    return detail("sibling", precision=precision, used=used, gpu=gpu.name, tflops=gpu.peak_tflops_for(precision))
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class _Transfer:
     seconds: float
     ratio_band: tuple[float, float]
     weight: float
-    detail: str
+    gpu_name: str  # the source GPU
+    source: Source  # how its own time was obtained
     optimizer_s: float | None
     used: tuple[TimePoint, ...]
 
@@ -73,8 +74,7 @@ def _transfer_from(ctx: StepContext, option: OptionPlan, *, other: GpuProfile, p
     weight = transfer_weight(peak_ratio=peak_a / peak_b,
                              bandwidth_ratio=other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s,
                              same_group=calibration.arch_group(other) == calibration.arch_group(gpu))
-    return _Transfer(t_b, band, weight, f"{other.name} ({src_source.kind}: {src_source.detail})", opt_b,
-                     steptime.points_used(pts, option.micro_batch))
+    return _Transfer(t_b, band, weight, other.name, src_source, opt_b, steptime.points_used(pts, option.micro_batch))
 
 
 def transfer_weight(*, peak_ratio: float, bandwidth_ratio: float, same_group: bool) -> float:
@@ -123,15 +123,18 @@ def transferred(ctx: StepContext, option: OptionPlan, flops: float, precision: s
     band = _transfer_band(ctx, t_b, ratio_band)
     opts = [s.optimizer_s for s in sources if s.optimizer_s]
     share = sum(weights)
-    detail = "from " + "; ".join(f"{s.detail}, weight {s.weight / share:.2f}" for s in sources) if len(sources) > 1 \
-        else f"from {sources[0].detail}"
     if len(sources) > 1:
-        detail = f"weighted geometric mean of {len(sources)} GPUs' transfers ({detail})"
+        weighted = tuple(detail("weighted_first" if i == 0 else "weighted", gpu=s.gpu_name, source=s.source,
+                                weight=s.weight / share) for i, s in enumerate(sources))
+        parts: tuple[Note, ...] = (detail("geomean", n=len(sources), detail=weighted),)
+    else:
+        parts = (detail("transferred", gpu=sources[0].gpu_name, source=sources[0].source),)
     if precision != option.precision:
-        detail = f"{sibling_reason(gpu, option.precision, precision)}; {detail}"
+        parts = (sibling_reason(gpu, option.precision, precision), *parts)
     meaning = "p10-p90" if band != ratio_band else "assumed"
     used = tuple(p for s in sources for p in s.used)
-    return Micro(t_b, Source("transferred", detail), band, combined_seconds(opts, [1.0] * len(opts)) if opts else None,
+    return Micro(t_b, Source("transferred", parts=parts), band,
+                 combined_seconds(opts, [1.0] * len(opts)) if opts else None,
                   True, used, band_meaning=meaning, precision_used=precision)
 
 

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from planner.engine.estimates import Source, StepEstimate, TimePoint
+from planner.engine.estimates import Source, StepEstimate, TimePoint, detail
 from planner.engine.fit import least_squares_line
 from planner.engine.notes import Note
 from planner.inputs.errors import FitError
@@ -276,33 +276,34 @@ def measured_micro_step(
     if exact:
         t = statistics.median(p.step_time_s for p in exact)
         if _origin(exact) == "published":  # a cited public figure at this very batch
-            return t, Source("published", f"{_labels(exact)}, batch {micro_batch}"), _band(t, MEASURED_BAND)
-        detail = f"batch {micro_batch}, median step time from {_labels(exact)}"
-        return t, Source("measured", detail), _band(t, MEASURED_BAND)
+            return t, Source("published", parts=(detail("published_at", labels=_labels(exact), batch=micro_batch),)), \
+                _band(t, MEASURED_BAND)
+        source = Source("measured", parts=(detail("measured_median", batch=micro_batch, labels=_labels(exact)),))
+        return t, source, _band(t, MEASURED_BAND)
     batches = s.batches
     if s.line is None:  # one measured batch
         return _single_point_scaling(s.points, micro_batch)
     t0, c = s.line
     t = t0 + c * micro_batch
     residual = s.residual
-    origin = "published figures " if _origin(s.points) == "published" else ""
-    fit = (f"fit t(b) = {t0 * 1e3:.3g} ms + {c * 1e3:.3g} ms × b over batches {', '.join(map(str, batches))} "
-           f"from {origin}{s.labels}")
+    published = "_published" if _origin(s.points) == "published" else ""
+    fit = dict(t0=t0 * 1e3, c=c * 1e3, batches=batches, labels=s.labels)
     low_limit, high_limit = batches[0] / INTERPOLATION_LIMIT, batches[-1] * INTERPOLATION_LIMIT
     if low_limit <= micro_batch <= high_limit:
         half = max(INTERPOLATED_BAND_MIN, residual)
-        return t, Source("interpolated", f"batch {micro_batch}: {fit}"), _band(t, half)
+        return t, Source("interpolated", parts=(detail("interpolated" + published, batch=micro_batch, **fit),)), \
+            _band(t, half)
     if micro_batch > high_limit:
-        ratio = micro_batch / batches[-1]
-        where = f"batch {micro_batch} is {ratio:.2f}× the largest measured ({batches[-1]})"
+        where = detail("above", batch=micro_batch, ratio=micro_batch / batches[-1], largest=batches[-1],
+                       limit=INTERPOLATION_LIMIT)
         distance = micro_batch / high_limit
     else:
-        ratio = batches[0] / micro_batch
-        where = f"batch {micro_batch} is 1/{ratio:.2f} of the smallest measured ({batches[0]})"
+        where = detail("below", batch=micro_batch, ratio=batches[0] / micro_batch, smallest=batches[0],
+                       limit=INTERPOLATION_LIMIT)
         distance = low_limit / micro_batch
     # The band grows in proportion to the distance past the interpolation limit (assumption).
     half = max(EXTRAPOLATED_BAND_MIN, 2.0 * residual) * distance
-    return t, Source("extrapolated", f"{where}, beyond the 1.25× interpolation limit; {fit}"), _band(t, half)
+    return t, Source("extrapolated", parts=(where, detail("fit" + published, **fit))), _band(t, half)
 
 
 def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tuple[float, Source, tuple[float, float]]:
@@ -316,10 +317,9 @@ def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tupl
     band = (low / (1.0 + SINGLE_POINT_BAND), high * (1.0 + SINGLE_POINT_BAND))
     # Prior for the fixed per-step part when one batch gives no t(b) fit: none (proportional scaling) for the
     # estimate; the band reaches the largest share the prior allows (SINGLE_POINT_FIXED_SHARE_MAX).
-    detail = (f"batch {micro_batch} scaled proportionally ({ratio:.2f}×) from the only {_origin(points)} batch {b1} "
-              f"({_labels(points)}); prior: no fixed per-step part (one batch cannot separate it), up to "
-              f"{fixed:.0%} of the step at batch {b1} in the band ({t_fixed * 1e3:.3g} ms)")
-    return t, Source("extrapolated", detail), band
+    parts = (detail(f"single_{_origin(points)}", batch=micro_batch, ratio=ratio, b1=b1, labels=_labels(points)),
+             detail("prior_fixed", pct=100 * fixed, b1=b1, ms=t_fixed * 1e3))
+    return t, Source("extrapolated", parts=parts), band
 
 
 # ---------------------------------------------------------------- transfer between GPUs, analytic
@@ -396,13 +396,6 @@ def input_time_s(micro_batch: int, cpu_s_per_sample: float | None, workers: int)
 
 # ---------------------------------------------------------------- one optimizer step
 
-def format_duration(seconds: float) -> str:
-    """'41 ms', '1.2 ms', '2.5 s': three significant figures."""
-    if seconds < 1.0:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds:.3g} s"
-
-
 def _step_time(fwd_bwd_s: float, grad_accum: int, *, optimizer_s: float, input_s: float | None,
                exposed_comm_s: float, input_overlaps: bool) -> tuple[float, float]:
     """(step seconds, GPU-busy seconds) for one optimizer step."""
@@ -456,14 +449,13 @@ def assemble_step(
         low, high = step / (1.0 + LOADING_BAND), step * (1.0 + LOADING_BAND)
         band_meaning = "assumed"
     if optimizer_included and grad_accum > 1:
-        notes.append(Note("optimizer_counted_once", duration=format_duration(optimizer_part), k=grad_accum))
+        notes.append(Note("optimizer_counted_once", duration=optimizer_part, k=grad_accum))
     if input_s is not None:
         loading = grad_accum * input_s
         if not input_overlaps:
-            notes.append(Note("loading_main_process", loading=format_duration(loading),
-                              compute=format_duration(busy)))
+            notes.append(Note("loading_main_process", loading=loading, compute=busy))
         elif loading > busy:
-            notes.append(Note("input_bound", loading=format_duration(loading), compute=format_duration(busy)))
+            notes.append(Note("input_bound", loading=loading, compute=busy))
     return StepEstimate(
         step_time_s=step,
         micro_step_time_s=fwd_bwd(micro_step_s),

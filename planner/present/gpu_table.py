@@ -27,7 +27,8 @@ class ProfileRow:
     peaks: Mapping[str, float | None]
     estimated: tuple[str, ...]
     tdp_w: float
-    interconnect: str | None
+    interconnect_kind: str | None  # the GPU-to-GPU link (nvlink4, pcie4_x8...), None without one
+    interconnect_gb_per_s: float | None  # its bidirectional bandwidth
     usd_per_gpu_hour: float | None
     provider: str | None
     instance: str | None
@@ -63,8 +64,8 @@ def profile_rows(profiles: Mapping[str, GpuProfile], overrides: Mapping[str, lis
             bandwidth_gb_per_s=p.memory_bandwidth_gb_per_s,
             peaks={k: p.peak_tflops.get(k) for k in PEAK_KEYS}, estimated=tuple(p.estimated_peaks),
             tdp_w=p.tdp_w,
-            interconnect=(f"{p.interconnect.kind} {p.interconnect.bidirectional_gb_per_s:g} GB/s"
-                          if p.interconnect else None),
+            interconnect_kind=p.interconnect.kind if p.interconnect else None,
+            interconnect_gb_per_s=p.interconnect.bidirectional_gb_per_s if p.interconnect else None,
             usd_per_gpu_hour=q.usd_per_gpu_hour if q else None, provider=q.provider if q else None,
             instance=q.instance if q else None, price_as_of=as_of,
             price_age_days=(today - as_of).days if as_of else None,

@@ -1,31 +1,63 @@
-"""Render engine notes (catalog key + parameters) and source details in one language; plain strings (file problems)
-pass through."""
+"""Say engine notes and sources in one language: each is a catalog key with raw parameters (numbers, ids, nested
+notes and sources), rendered from the locale's catalog; plain strings (file problems, user text) pass through.
+
+Nothing here reads text the engine wrote: a number is formatted from its raw value with the format spec of the
+English catalog's text (`{t0:.3g}`, `{n:,}`, or a named one: `count`, `duration`), so every language shows the same
+digits in its own separators, and the translations carry no specs.
+"""
 
 from __future__ import annotations
 
 import math
-import re
 import string
-from functools import cache, lru_cache
+from functools import cache
 
+from planner.engine.estimates import Source
 from planner.engine.notes import Note
 from planner.present import fmt
 from planner.present.i18n import catalog, language_of, t
 
-# A number as the engine writes it into a string (Python's format: 1,281,167 / 0.57 / 2.46e+10).
-_EN_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?")
+_DETAIL = "source_detail"  # the catalog section of a source's parts (planner.engine.estimates.detail)
 
 
-def _localise(value: object, locale: str | None) -> object:
-    """Numbers take the locale's separators (es-AR 1.234,5); nested notes render in the same language."""
-    if isinstance(value, Note):
-        return render_note(value, locale)
-    if isinstance(value, str) and locale not in (None, "en"):
-        return _text_param(value, locale)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return value
+# ---------------------------------------------------------------- numbers
+
+def _python_text(value: float, spec: str) -> str:
+    """The number as the English catalog's spec writes it: Python's format, or a named format: "count" (grouped
+    from 100 up, three significant digits below) and "duration" (seconds as "41 ms" or "2.5 s", three significant
+    digits)."""
+    if spec == "count":
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if spec == "duration":
+        return f"{value * 1e3:.3g} ms" if value < 1.0 else f"{value:.3g} s"
+    return format(value, spec)
+
+
+def number_in(value: float, spec: str, locale: str | None) -> str:
+    """A raw number in the locale, with the decimals, grouping and notation the English spec gives it."""
+    text = _python_text(value, spec)
+    if language_of(locale) == "en" or not math.isfinite(value):
+        return text
+    # The English digits decide (Python rounds the binary value; babel would round the decimal one half-even).
+    unit = ""
+    if spec == "duration":
+        text, unit = text.split(" ")
+        unit = " " + unit
+    elif text.endswith("%"):
+        text, unit = text[:-1], "%"
+    mantissa, exp_mark, exponent = text.partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    shown = fmt.number(float(mantissa.replace(",", "")), locale, decimals)
+    if "," not in mantissa:  # the English spec groups no thousands (a batch, a year): neither does the locale
+        shown = shown.replace(fmt.number(1000, locale, 0)[1], "")
+    return shown + (f"e{exponent}" if exp_mark else "") + unit
+
+
+def _plain_number(value: float, locale: str | None) -> str:
+    """A note's number with no spec: whole numbers grouped, others to 2, 1 or 0 decimals by size, trailing zeros
+    dropped, in the locale's separators (es-AR 1.234,5)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "—"
+        return fmt.MISSING
     decimals = 0 if isinstance(value, int) else (2 if abs(value) < 10 else (1 if abs(value) < 100 else 0))
     if abs(value) >= fmt.SCIENTIFIC_FROM:
         return fmt.optional_decimals(value, locale, decimals)
@@ -35,57 +67,66 @@ def _localise(value: object, locale: str | None) -> object:
     return fmt.optional_decimals(value, locale, decimals)
 
 
-def number_text(text: str, locale: str | None) -> str:
-    """A number the engine wrote in English ("1,281,167", "0.57", "2.46e+10") in the locale, same decimals."""
-    m = _EN_NUMBER.fullmatch(text)
-    if m is None or locale in (None, "en"):
-        return text
-    mantissa = text.split("e")[0].split("E")[0]
-    shown = fmt.number(float(mantissa.replace(",", "")), locale, len(m.group(1) or ""))
-    if "," not in mantissa:  # the engine wrote it without grouping (a batch, a year): so does the locale
-        shown = shown.replace(fmt.number(1000, locale, 0)[1], "")
-    return shown + (f"e{m.group(2)}" if m.group(2) else "")
+def _money(value: float, spec: str, locale: str | None) -> str:
+    """An amount the English note writes after a dollar sign, as the locale writes USD (CLDR)."""
+    digits = (len(_python_text(value, spec).split(".")[1]) if "." in _python_text(value, spec) else 0) if spec \
+        else (0 if abs(value) >= 100 else 2)
+    return fmt.money(float(value), "USD", locale, digits=digits)
 
 
-# A duration or size the engine wrote with its unit ("12.4 ms", "0.5 GiB").
-_WITH_UNIT = re.compile(r"(?P<n>" + _EN_NUMBER.pattern + r")(?P<unit>\s?(?:ms|s|h|µs|GiB|GB|MiB|MB|×|%))")
-
-
-def _text_param(value: str, locale: str) -> str:
-    """A text parameter of a note: a number or a number with its unit in the locale's format; a source sentence
-    of the planner's in the locale's language (source_detail); anything else (names, files, citations) as is."""
-    if _EN_NUMBER.fullmatch(value):
-        return number_text(value, locale)
-    m = _WITH_UNIT.fullmatch(value)
-    if m:
-        return number_text(m.group("n"), locale) + m.group("unit")
-    return source_detail(value, locale)
-
+# ---------------------------------------------------------------- templates
 
 @cache
-def _money_fields(key: str) -> frozenset[str]:
-    """Parameters the English note writes after a dollar sign ("${usd}"): money, shown per CLDR elsewhere."""
-    text = catalog("en").get(f"note.{key}", "")
-    return frozenset(field for lit, field, _, _ in string.Formatter().parse(text) if field and lit.endswith("$"))
+def _template(key: str, lang: str) -> tuple[tuple[str, str | None, str, bool], ...]:
+    """(literal, field, English spec, money) of a catalog text: the spec is always the English text's, and a field
+    the English text writes after "$" is money."""
+    english_fields = {f: (spec or "", lit.endswith("$")) for lit, f, spec, _ in
+                      string.Formatter().parse(catalog("en")[key]) if f}
+    text = catalog(lang).get(key) or catalog("en")[key]
+    return tuple((lit, f, *english_fields.get(f, ("", False))) if f else (lit, None, "", False)
+                 for lit, f, _, _ in string.Formatter().parse(text))
 
 
-def _money(value: object, locale: str | None) -> object:
-    try:
-        amount = float(str(value).replace(",", "")) if not isinstance(value, int | float) else float(value)
-    except ValueError:
-        return value
-    text = str(value)
-    digits = len(text.split(".")[1]) if isinstance(value, str) and "." in text else (0 if abs(amount) >= 100 else 2)
-    return fmt.money(amount, "USD", locale, digits=digits)
+def _param_text(value: object, spec: str, locale: str | None) -> str:
+    """One parameter of a part or a note in `locale`."""
+    if isinstance(value, Source):
+        return _nested_source(value, locale)
+    if isinstance(value, Note):
+        return render_part(value, locale) if "." in value.key else render_note(value, locale)
+    if isinstance(value, tuple | list):  # fragments of a detail are said as a detail is ("; "); anything else, a list
+        sep = "; " if value and all(isinstance(v, Note) and v.key.startswith(_DETAIL + ".") for v in value) else ", "
+        return sep.join(_param_text(v, spec, locale) for v in value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return format(value, spec) if spec else str(value)
+    return number_in(value, spec, locale)
 
+
+def _render(key: str, params: dict[str, object], locale: str | None, *, note: bool) -> str:
+    lang = language_of(locale)
+    out = []
+    for literal, field, spec, money in _template(key, lang):
+        out.append(literal)
+        if field is None:
+            continue
+        value = params[field]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if money and number and lang != "en":
+            out.append(_money(value, spec, locale))  # type: ignore[arg-type]
+        elif note and number and not spec:
+            out.append(_plain_number(value, locale))  # type: ignore[arg-type]
+        else:
+            out.append(_param_text(value, spec, locale))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- notes and sources
 
 def render_note(note: Note | str, locale: str | None) -> str:
-    """A note in `locale` (None = English); plain strings (file problems, user text) are shown as they are."""
+    """A note (catalog text note.<key>) in `locale` (None = English); plain strings (file problems, user text) are
+    shown as they are."""
     if not isinstance(note, Note):
         return str(note)
-    money = _money_fields(note.key) if language_of(locale) != "en" else frozenset()
-    params = {k: (_money(v, locale) if k in money else _localise(v, locale)) for k, v in note.items}
-    return t(f"note.{note.key}", locale, **params)
+    return _render(f"note.{note.key}", dict(note.items), locale, note=True)
 
 
 def english(note: Note | str) -> str:
@@ -93,112 +134,31 @@ def english(note: Note | str) -> str:
     return render_note(note, "en")
 
 
-# ---------------------------------------------------------------- source details
-
-# Parameters of source_detail.* and formula_piece.* that are always numbers (a number pattern keeps a match from
-# straying).
-_NUMERIC = frozenset("epochs samples batch tokens seq_len n t0 c ratio limit largest smallest b1 pct ms tflops factor us "
-                     "passes params bytes bw traffic flops peak eff f a mfu mb mib busbw exposed total per_direction "
-                     "bidirectional nodes nic stage gather scatter layers weight p".split())
-# versions, names, files (cc: a compute capability, "8.6")
-_VERBATIM = frozenset({"cuda", "torch", "date", "labels", "files", "gpu", "model", "gen", "assumed", "cc"})
-# one word: nvlink4, pcie4_x8, bf16, extrapolated, sdpa
-_WORDS = frozenset({"kind", "precision", "used", "stage", "attention"})
-# Parameters that are a comma-separated list of pieces, each said by a formula_piece.* template (the transformer
-# formula's set-up, knob by knob: "torch AMP, sdpa attention (...), rmsnorm, dropout 0, checkpointing").
-_LISTS = frozenset({"what"})
-_DETAIL = "source_detail"  # the catalog section of whole fragments
-_PIECE = "formula_piece"  # the catalog section of the pieces of a _LISTS parameter
-_WORD_RX = r"[\w.-]+"
-_NUMBER_RX = r"-?[\d.,]+(?:[eE][+-]?\d+)?"
+def render_part(part: Note, locale: str | None) -> str:
+    """One part of a source (a fully named catalog key: source_detail.*, formula_piece.*) in `locale`."""
+    return _render(part.key, dict(part.items), locale, note=False)
 
 
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += ch in "(["
-        depth -= ch in ")]"
-        if depth < 0:
-            return False
-    return depth == 0
+def _nested_source(source: Source, locale: str | None) -> str:
+    """A source inside another one's detail: its kind as the engine names it (English) or the catalog's label."""
+    kind = source.kind if language_of(locale) == "en" else t(f"common.source.{source.kind}", locale)
+    detail = detail_text(source, locale)
+    return f"{kind}: {detail}" if detail else kind
 
 
-@cache
-def _detail_templates(section: str = _DETAIL) -> tuple[tuple[re.Pattern, str], ...]:
-    """(regex of the English wording, catalog key) of one catalog section, most specific first (the longest fixed
-    text)."""
-    out = []
-    for key, text in catalog("en").items():
-        if not key.startswith(section + "."):
-            continue
-        parts, fixed = [], 0
-        for lit, field, _, _ in string.Formatter().parse(text):
-            parts.append(re.escape(lit))
-            fixed += len(lit)
-            if field is not None:
-                parts.append(f"(?P<{field}>{_NUMBER_RX if field in _NUMERIC else _WORD_RX if field in _WORDS else '.+?'})")
-        out.append((fixed, re.compile("".join(parts) + r"\Z", re.S), key))
-    return tuple((rx, key) for _, rx, key in sorted(out, key=lambda x: -x[0]))
+def detail_text(source: Source, locale: str | None) -> str:
+    """How a figure was obtained, in `locale`: its parts in order, separated by '; '."""
+    return "; ".join(render_part(p, locale) for p in source.parts)
 
 
-def _fragments(text: str, sep: str = "; ") -> list[str]:
-    """`text` split at the `sep` ("; " or ", ") that are outside parentheses and brackets."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth = max(0, depth - 1)
-        elif ch == sep[0] and depth == 0 and text.startswith(sep, i):
-            out.append(text[start:i])
-            start = i + len(sep)
-    out.append(text[start:])
-    return out
+def source_text(source: Source) -> str:
+    """'kind: detail' in English with the engine's kind names: what JSON, CSV and the CLI carry."""
+    return _nested_source(source, "en")
 
 
-def _param(name: str, value: str, locale: str, depth: int, section: str) -> str:
-    if name == "kind":
-        return t(f"common.source.{value}", locale) if f"common.source.{value}" in catalog("en") else value
-    if name in _VERBATIM:
-        return value
-    if _EN_NUMBER.fullmatch(value):
-        return number_text(value, locale)
-    m = _WITH_UNIT.fullmatch(value)
-    if m:
-        return number_text(m.group("n"), locale) + m.group("unit")
-    if name in _LISTS:  # each piece by itself; a piece's own parameters (the attention's why) are pieces too
-        return ", ".join(_translate(piece, locale, depth + 1, _PIECE) for piece in _fragments(value, ", "))
-    return _translate(value, locale, depth + 1, section)
-
-
-def _fragment(text: str, locale: str, depth: int, section: str) -> str:
-    for rx, key in _detail_templates(section):
-        m = rx.match(text)
-        if m and all(_balanced(v) for v in m.groupdict().values()) and (
-                key != "source_detail.source_str" or f"common.source.{m['kind']}" in catalog("en")):
-            return t(key, locale, **{k: _param(k, v, locale, depth, section) for k, v in m.groupdict().items()})
-    return text
-
-
-def _translate(text: str, locale: str, depth: int = 0, section: str = _DETAIL) -> str:
-    if depth > 4 or not text:
-        return text
-    return "; ".join(_fragment(f, locale, depth, section) for f in _fragments(text))
-
-
-@lru_cache(maxsize=8192)
-def source_detail(detail: str, locale: str | None) -> str:
-    """A Source.detail in `locale`: each fragment in the planner's wording is said in that language, its numbers in
-    the locale's format; file names, citations and unknown wording stay as written. English: unchanged."""
-    if language_of(locale) == "en" or not detail:
-        return detail
-    return _translate(detail, locale or "en")
-
-
-def render_source(source: object, locale: str | None) -> str:
-    """'kind: detail' of a Source in `locale` (the kind from common.source.*)."""
-    kind = getattr(source, "kind", "") or ""
-    detail = getattr(source, "detail", "") or ""
-    key = f"common.source.{kind}"
-    label = t(key, locale) if key in catalog("en") else kind
-    return f"{label}: {source_detail(detail, locale)}" if detail else label
+def render_source(source: Source, locale: str | None) -> str:
+    """'kind: detail' of a Source in `locale` (the kind's label from common.source.*)."""
+    key = f"common.source.{source.kind}"
+    label = t(key, locale) if key in catalog("en") else source.kind
+    detail = detail_text(source, locale)
+    return f"{label}: {detail}" if detail else label

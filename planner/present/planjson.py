@@ -8,7 +8,7 @@ import math
 
 from planner import __version__
 from planner.engine.estimates import Plan, PlanOption
-from planner.present.notes import english
+from planner.present.notes import english, source_text
 from planner.vocab import GIB
 
 SCHEMA = "trainplan.plan/2"
@@ -45,20 +45,20 @@ def option_to_dict(o: PlanOption) -> dict:
         "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
         "memory_gib": memory_gib,
         "headroom": _r(m.headroom, 3) if m else None,
-        "memory_source": str(m.source) if m else None,
+        "memory_source": source_text(m.source) if m else None,
         "memory_phase": m.phase if m else None,
         "memory_published": ({"outcome": m.published_outcome, "source": m.published_label,
                               "peak_gib": _r(m.published_figure / GIB) if m.published_figure else None,
                               "counter": m.published_meaning} if m and m.published_outcome else None),
         "step_time_s": _r(s.step_time_s) if s else None,
         "micro_step_time_s": _r(s.micro_step_time_s) if s else None,
-        "step_time_source": str(s.source) if s else None,
+        "step_time_source": source_text(s.source) if s else None,
         "step_time_range_s": _pair(s.band_s) if s else None,
         "range_meaning": s.band_meaning if s else None,
         "samples_per_s": _r(s.samples_per_s) if s else None,
         "steps": _r(conv.steps, 6) if conv else None,
         "epochs": _r(conv.epochs) if conv and conv.epochs is not None else None,
-        "convergence_source": str(conv.source) if conv else None,
+        "convergence_source": source_text(conv.source) if conv else None,
         "hours": _r(c.hours) if c else None,
         "hours_range": _pair(c.hours_range) if c else None,
         "gpu_hours": _r(c.gpu_hours) if c else None,
@@ -69,7 +69,7 @@ def option_to_dict(o: PlanOption) -> dict:
                         "range": _pair(c.amount_range_in_currency, 6)} if c else None),
         "price": price,
         "n_gpus_billed": c.n_gpus_billed if c else None,
-        "scaling": ({"source": str(o.scaling.source), "efficiency": _r(o.scaling.efficiency, 3),
+        "scaling": ({"source": source_text(o.scaling.source), "efficiency": _r(o.scaling.efficiency, 3),
                      "exposed_comm_s": _r(o.scaling.exposed_comm_s),
                      "formula_step_time_s": _r(o.scaling.formula_step_time_s)} if o.scaling else None),
         "energy_kwh": _r(c.energy_kwh) if c else None,

@@ -16,7 +16,7 @@ from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
 from planner.present.i18n import language_of, t
-from planner.present.notes import render_note, source_detail
+from planner.present.notes import detail_text, render_note
 from planner.present.report.risks import Risk, find_risks
 from planner.present.viewmodel import cost_text, plan_view, time_range
 from planner.vocab import GIB
@@ -258,10 +258,10 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
         lines = []
         if o.step:
             lines.append(t("report.src.step", locale, kind=source_kind(o.step.source.kind, locale),
-                           detail=source_detail(o.step.source.detail, locale)))
+                           detail=detail_text(o.step.source, locale)))
         if o.memory:
             lines.append(t("report.src.memory", locale, kind=source_kind(o.memory.source.kind, locale),
-                           detail=source_detail(o.memory.source.detail, locale)))
+                           detail=detail_text(o.memory.source, locale)))
             m = o.memory
             lines.append(t("report.src.memory_figures", locale, allocated=fmt.number(m.allocated_peak / GIB, locale),
                            reserved=fmt.number(m.reserved_peak / GIB, locale),
@@ -269,10 +269,10 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
                            phase=t(f"common.phase.{m.phase}", locale)))
         if o.convergence:
             lines.append(t("report.src.steps", locale, kind=source_kind(o.convergence.source.kind, locale),
-                           detail=source_detail(o.convergence.source.detail, locale)))
+                           detail=detail_text(o.convergence.source, locale)))
         if o.scaling:
             lines.append(t("report.src.scaling", locale, kind=source_kind(o.scaling.source.kind, locale),
-                           detail=source_detail(o.scaling.source.detail, locale),
+                           detail=detail_text(o.scaling.source, locale),
                            eff=fmt.percent(o.scaling.efficiency, locale)))
         lines.extend(render_note(n, locale) for n in o.notes)
         per_option.append((option_label(o), list(dict.fromkeys(lines))))
