@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import streamlit as st
 
 from planner.inputs.errors import InputError
-from planner.inputs.scenario import (
+from planner.vocab import (
     ADAPTER_TARGETS,
     BASE_DTYPES,
     DEADLINE_CONFIDENCES,

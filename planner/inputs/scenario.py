@@ -15,25 +15,9 @@ import yaml
 from planner.inputs import loader
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
+from planner.inputs.fields import AT_PATH, Field
 from planner.vocab import (
-    ADAPTER_KINDS,
-    ADAPTER_TARGETS,
-    BASE_DTYPES,
-    DEADLINE_CONFIDENCES,
-    LOCALES,
-    LOSS_KINDS,
-    MLP_KINDS,
-    MODEL_ATTENTIONS,
-    MODEL_FAMILIES,
-    NORM_KINDS,
-    OPTIMIZER_IMPLS,
-    OPTIMIZERS,
     PRECISIONS,
-    QKV_LAYOUTS,
-    REGION_GROUPS,
-    SHARDINGS,
-    STATE_LAYOUTS,
-    TIERS,
 )
 
 SCHEMA = "trainplan.scenario/1"
@@ -256,6 +240,54 @@ def defaults_of(cls: type) -> dict[str, Any]:
     return out
 
 
+# The dataclass that holds the fields under each dotted section path (a row's path minus its last part).
+_SECTION_TYPES: dict[str, Any] = {  # dataclass types (mypy has no name for "a dataclass type")
+    "": Scenario, "model": ModelSpec, "model.transformer": TransformerShape, "training": TrainingSetup,
+    "training.adapter": Adapter, "workload": Workload, "hardware": Hardware, "pricing": Pricing,
+    "pricing.spot": SpotSettings, "pricing.on_prem": OnPrem, "constraints": Constraints,
+}
+REQUIRED = object()  # a field without a default: the reader requires it
+
+
+def field_default(path: str) -> Any:
+    """The default of the field at a dotted scenario path, read from its dataclass; REQUIRED when it has none."""
+    parent, _, name = path.rpartition(".")
+    f = _SECTION_TYPES[parent].__dataclass_fields__[name]  # one lookup: the reader asks for every field it reads
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return REQUIRED
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else int(x)
+
+
+def _get(r: Reader, path: str, default: Any = None, /) -> Any:
+    """The field at `path` (its last part read from `r`), typed and bounded by its row in planner.inputs.fields;
+    absent: its dataclass default, or `default` where the default depends on another field (pass REQUIRED to
+    require it)."""
+    f: Field = AT_PATH[path]
+    fallback = field_default(path) if default is None else default
+    if fallback is not REQUIRED and not r.has(f.name):
+        return fallback
+    return _read(r, f)
+
+
+def _read(r: Reader, f: Field) -> Any:
+    """The value of `f` in `r` (required here), checked against its row."""
+    if f.type is bool:
+        return r.boolean(f.name)
+    if f.type is int:
+        return r.integer(f.name, minimum=_int(f.minimum), maximum=_int(f.maximum))
+    if f.type is float:
+        return r.number(f.name, minimum=f.minimum, maximum=f.maximum)
+    if f.type is dt.date:
+        return r.date(f.name)
+    return r.string(f.name, choices=f.choices)
+
+
 # ---------------------------------------------------------------- loading
 
 def load_scenario_file(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
@@ -274,7 +306,6 @@ def load_scenario_text(text: str, source: str = "<scenario>", known_gpu_ids: Ite
 
 
 def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
-    sd = defaults_of(Scenario)
     r = Reader(data, source)
     r.reject_unknown(["schema", "name", "locale", "model", "training", "workload", "hardware", "pricing",
                       "constraints"])
@@ -286,8 +317,8 @@ def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iter
     workload = _workload(_required_section(r, "workload"), model)
     hardware = _hardware(_section(r, "hardware"), known_gpu_ids)
     scenario = Scenario(
-        name=r.string("name", sd["name"]),
-        locale=r.string("locale", sd["locale"], LOCALES),
+        name=_get(r, "name"),
+        locale=_get(r, "locale"),
         model=model,
         training=training,
         workload=workload,
@@ -307,43 +338,42 @@ def _required_section(r: Reader, key: str) -> Reader:
 
 
 def _model(r: Reader) -> ModelSpec:
-    tsd = defaults_of(TransformerShape)
     r.reject_unknown([f.name for f in dataclasses.fields(ModelSpec)])
     shape = None
     t = r.sub("transformer")
     if t is not None:
         t.reject_unknown([f.name for f in dataclasses.fields(TransformerShape)])
         shape = TransformerShape(
-            layers=t.integer("layers", minimum=1, maximum=1000),
-            hidden=t.integer("hidden", minimum=1, maximum=1_000_000),
-            heads=t.integer("heads", minimum=1, maximum=10_000),
-            seq_len=t.integer("seq_len", minimum=1, maximum=10_000_000),
-            vocab=t.integer("vocab", minimum=1, maximum=100_000_000),
-            mlp=t.string("mlp", tsd["mlp"], MLP_KINDS),
-            ffn=t.integer("ffn", None, minimum=1, maximum=10_000_000),
-            kv_heads=t.integer("kv_heads", None, minimum=1, maximum=10_000),
-            tie_embeddings=t.boolean("tie_embeddings") if t.raw("tie_embeddings", None) is not None else None,
-            dropout=t.number("dropout", None, minimum=0, maximum=0.99),
-            norm=t.string("norm", None, NORM_KINDS),
-            loss=t.string("loss", tsd["loss"], LOSS_KINDS),
-            qkv=t.string("qkv", tsd["qkv"], QKV_LAYOUTS),
+            layers=_get(t, "model.transformer.layers"),
+            hidden=_get(t, "model.transformer.hidden"),
+            heads=_get(t, "model.transformer.heads"),
+            seq_len=_get(t, "model.transformer.seq_len"),
+            vocab=_get(t, "model.transformer.vocab"),
+            mlp=_get(t, "model.transformer.mlp"),
+            ffn=_get(t, "model.transformer.ffn"),
+            kv_heads=_get(t, "model.transformer.kv_heads"),
+            tie_embeddings=_get(t, "model.transformer.tie_embeddings") if t.has("tie_embeddings") else None,
+            dropout=_get(t, "model.transformer.dropout"),
+            norm=_get(t, "model.transformer.norm"),
+            loss=_get(t, "model.transformer.loss"),
+            qkv=_get(t, "model.transformer.qkv"),
         )
         if shape.hidden % shape.heads:
             raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
         if shape.heads % shape.kv_head_count:
             raise t.fail("kv_heads", shape.kv_heads, f"a divisor of heads ({shape.heads})")
     spec = ModelSpec(
-        name=r.string("name", None),
-        params=r.integer("params", None, minimum=1, maximum=10**14),
-        largest_layer_params=r.integer("largest_layer_params", None, minimum=1, maximum=10**14),
-        flops_per_sample=r.number("flops_per_sample", None, minimum=0, exclusive_min=True, maximum=1e20),
-        activation_bytes_per_sample=r.number("activation_bytes_per_sample", None, minimum=0, maximum=1e15),
-        activation_precision=r.string("activation_precision", None, PRECISIONS),
+        name=_get(r, "model.name"),
+        params=_get(r, "model.params"),
+        largest_layer_params=_get(r, "model.largest_layer_params"),
+        flops_per_sample=_get(r, "model.flops_per_sample"),
+        activation_bytes_per_sample=_get(r, "model.activation_bytes_per_sample"),
+        activation_precision=_get(r, "model.activation_precision"),
         transformer=shape,
-        mfu=r.number("mfu", None, minimum=0.01, maximum=1),
-        input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0, maximum=100),
-        attention=r.string("attention", None, MODEL_ATTENTIONS),
-        family=r.string("family", None, MODEL_FAMILIES),
+        mfu=_get(r, "model.mfu"),
+        input_cpu_s_per_sample=_get(r, "model.input_cpu_s_per_sample"),
+        attention=_get(r, "model.attention"),
+        family=_get(r, "model.family"),
     )
     if spec.name is None and spec.params is None and spec.transformer is None:
         raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
@@ -358,46 +388,46 @@ def _training(r: Reader) -> TrainingSetup:
     r.reject_unknown([f.name for f in dataclasses.fields(TrainingSetup)])
     precisions = r.list_of("precisions", list(td["precisions"]))
     for i, p in enumerate(precisions):
-        if p not in PRECISIONS:
-            raise InputError(r.source, r.field(f"precisions[{i}]"), p, "one of " + ", ".join(PRECISIONS))
+        if p not in (choices := AT_PATH["training.precisions"].choices or ()):
+            raise InputError(r.source, r.field(f"precisions[{i}]"), p, "one of " + ", ".join(choices))
     if len(set(precisions)) != len(precisions):
         raise r.fail("precisions", precisions, "each precision at most once")
     micro = r.raw("micro_batch", "auto")
     if micro == "auto":
         micro_batch = None
     else:
-        micro_batch = r.integer("micro_batch", minimum=1, maximum=10**9)
+        micro_batch = _get(r, "training.micro_batch", REQUIRED)
     adapter = None
     a = r.sub("adapter")
     if a is not None:
         a.reject_unknown([f.name for f in dataclasses.fields(Adapter)])
-        kind = a.string("kind", ad["kind"], ADAPTER_KINDS)
+        kind = _get(a, "training.adapter.kind")
         adapter = Adapter(
             kind=kind,
-            rank=a.integer("rank", ad["rank"], minimum=1, maximum=65536),
-            targets=a.string("targets", ad["targets"], ADAPTER_TARGETS),
-            base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"], BASE_DTYPES),
-            dropout=a.number("dropout", ad["dropout"], minimum=0, maximum=0.99),
-            kbit_upcast=a.boolean("kbit_upcast", ad["kbit_upcast"]),
-            nf4_keeps_input=a.boolean("nf4_keeps_input", ad["nf4_keeps_input"]),
-            fused_qkv=a.boolean("fused_qkv", ad["fused_qkv"]),
+            rank=_get(a, "training.adapter.rank"),
+            targets=_get(a, "training.adapter.targets"),
+            base_dtype=_get(a, "training.adapter.base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"]),
+            dropout=_get(a, "training.adapter.dropout"),
+            kbit_upcast=_get(a, "training.adapter.kbit_upcast"),
+            nf4_keeps_input=_get(a, "training.adapter.nf4_keeps_input"),
+            fused_qkv=_get(a, "training.adapter.fused_qkv"),
         )
     setup = TrainingSetup(
-        global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
+        global_batch=_get(r, "training.global_batch"),
         precisions=tuple(precisions),
-        optimizer=r.string("optimizer", td["optimizer"], OPTIMIZERS),
-        optimizer_impl=r.string("optimizer_impl", td["optimizer_impl"], OPTIMIZER_IMPLS),
+        optimizer=_get(r, "training.optimizer"),
+        optimizer_impl=_get(r, "training.optimizer_impl"),
         micro_batch=micro_batch,
-        activation_checkpointing=r.boolean("activation_checkpointing", td["activation_checkpointing"]),
-        sharding=r.string("sharding", td["sharding"], SHARDINGS),
-        state_layout=r.string("state_layout", td["state_layout"], STATE_LAYOUTS),
-        frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
+        activation_checkpointing=_get(r, "training.activation_checkpointing"),
+        sharding=_get(r, "training.sharding"),
+        state_layout=_get(r, "training.state_layout"),
+        frozen_fraction=_get(r, "training.frozen_fraction"),
         adapter=adapter,
-        set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
-        softmax_keeps_input=r.boolean("softmax_keeps_input", td["softmax_keeps_input"]),
-        fsdp_no_sync=r.boolean("fsdp_no_sync", td["fsdp_no_sync"]),
-        fsdp_frozen_grads=r.boolean("fsdp_frozen_grads", td["fsdp_frozen_grads"]),
-        lr_reference_batch=r.integer("lr_reference_batch", td["lr_reference_batch"], minimum=1, maximum=10**9),
+        set_grads_to_none=_get(r, "training.set_grads_to_none"),
+        softmax_keeps_input=_get(r, "training.softmax_keeps_input"),
+        fsdp_no_sync=_get(r, "training.fsdp_no_sync"),
+        fsdp_frozen_grads=_get(r, "training.fsdp_frozen_grads"),
+        lr_reference_batch=_get(r, "training.lr_reference_batch"),
     )
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
         raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "
@@ -410,7 +440,6 @@ def _training(r: Reader) -> TrainingSetup:
 
 
 def _workload(r: Reader, model: ModelSpec) -> Workload:
-    wd = defaults_of(Workload)
     r.reject_unknown([f.name for f in dataclasses.fields(Workload)])
     given = [k for k in ("epochs", "tokens", "reference_points") if r.has(k)]
     if len(given) != 1:
@@ -431,18 +460,18 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
                 epochs=p.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
             ))
     workload = Workload(
-        dataset_samples=r.integer("dataset_samples", None, minimum=1, maximum=10**13),
-        epochs=r.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
-        tokens=r.number("tokens", None, minimum=0, exclusive_min=True, maximum=1e16),
+        dataset_samples=_get(r, "workload.dataset_samples"),
+        epochs=_get(r, "workload.epochs"),
+        tokens=_get(r, "workload.tokens"),
         reference_points=tuple(points),
-        b_crit=r.number("b_crit", None, minimum=0, exclusive_min=True, maximum=1e12),
-        early_stop_fraction=r.number("early_stop_fraction", wd["early_stop_fraction"], minimum=0.0, maximum=1.0, exclusive_min=True),
-        eval_overhead=r.number("eval_overhead", wd["eval_overhead"], minimum=0.0, maximum=10.0),
-        checkpoint_overhead=r.number("checkpoint_overhead", wd["checkpoint_overhead"], minimum=0.0, maximum=10.0),
-        mean_tokens_per_sample=r.number("mean_tokens_per_sample", None, minimum=1.0, maximum=1e7),
-        packing=r.boolean("packing", wd["packing"]),
-        padded_tokens_per_sample=r.number("padded_tokens_per_sample", None, minimum=1.0, maximum=1e7),
-        dataset_gb=r.number("dataset_gb", None, minimum=0, maximum=1e9),
+        b_crit=_get(r, "workload.b_crit"),
+        early_stop_fraction=_get(r, "workload.early_stop_fraction"),
+        eval_overhead=_get(r, "workload.eval_overhead"),
+        checkpoint_overhead=_get(r, "workload.checkpoint_overhead"),
+        mean_tokens_per_sample=_get(r, "workload.mean_tokens_per_sample"),
+        packing=_get(r, "workload.packing"),
+        padded_tokens_per_sample=_get(r, "workload.padded_tokens_per_sample"),
+        dataset_gb=_get(r, "workload.dataset_gb"),
         data_location=_data_location(r),
     )
     if workload.mean_tokens_per_sample is None:
@@ -502,15 +531,16 @@ def _hardware(r: Reader, known_gpu_ids: Iterable[str] | None) -> Hardware:
                 raise InputError(r.source, r.field(f"gpus[{i}]"), gid,
                                  "a known GPU profile id: " + ", ".join(sorted(known)))
         gpus = tuple(items)
-    counts = r.integer_list("gpu_counts", list(hd["gpu_counts"]), minimum=1, maximum=100_000, max_items=64)
+    f = AT_PATH["hardware.gpu_counts"]
+    counts = r.integer_list("gpu_counts", list(hd["gpu_counts"]), minimum=_int(f.minimum), maximum=_int(f.maximum),
+                            max_items=64)
     return Hardware(
         gpus=gpus,
         gpu_counts=tuple(sorted(set(counts))),
-        gpus_per_node=r.integer("gpus_per_node", hd["gpus_per_node"], minimum=1, maximum=64),
-        inter_node_gb_per_s=r.number("inter_node_gb_per_s", hd["inter_node_gb_per_s"], minimum=0,
-                                     exclusive_min=True, maximum=100_000),
-        cpu_workers_per_gpu=r.integer("cpu_workers_per_gpu", hd["cpu_workers_per_gpu"], minimum=0, maximum=1024),
-        workspace_gib=r.number("workspace_gib", hd["workspace_gib"], minimum=0, maximum=1024),
+        gpus_per_node=_get(r, "hardware.gpus_per_node"),
+        inter_node_gb_per_s=_get(r, "hardware.inter_node_gb_per_s"),
+        cpu_workers_per_gpu=_get(r, "hardware.cpu_workers_per_gpu"),
+        workspace_gib=_get(r, "hardware.workspace_gib"),
     )
 
 
@@ -518,11 +548,9 @@ def _spot(s: Reader) -> SpotSettings:
     d = defaults_of(SpotSettings)
     s.reject_unknown(d)
     return SpotSettings(
-        preemptions_per_instance_hour=s.number("preemptions_per_instance_hour", d["preemptions_per_instance_hour"],
-                                               minimum=0, maximum=100),
-        checkpoint_interval_min=s.number("checkpoint_interval_min", d["checkpoint_interval_min"], minimum=0,
-                                         exclusive_min=True, maximum=1e5),
-        restart_min=s.number("restart_min", d["restart_min"], minimum=0, maximum=1e4),
+        preemptions_per_instance_hour=_get(s, "pricing.spot.preemptions_per_instance_hour"),
+        checkpoint_interval_min=_get(s, "pricing.spot.checkpoint_interval_min"),
+        restart_min=_get(s, "pricing.spot.restart_min"),
     )
 
 
@@ -530,46 +558,42 @@ def _on_prem(o: Reader) -> OnPrem:
     d = defaults_of(OnPrem)
     o.reject_unknown(d)
     return OnPrem(
-        purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", d["purchase_usd_per_gpu"], minimum=0,
-                                      maximum=1e8),
-        lifetime_years=o.number("lifetime_years", d["lifetime_years"], minimum=0, exclusive_min=True, maximum=50),
-        fleet_utilisation=o.number("fleet_utilisation", d["fleet_utilisation"], minimum=0, exclusive_min=True,
-                                   maximum=1),
-        usd_per_kwh=o.number("usd_per_kwh", d["usd_per_kwh"], minimum=0, maximum=100),
-        pue=o.number("pue", d["pue"], minimum=1.0, maximum=5.0),
-        power_fraction_of_tdp=o.number("power_fraction_of_tdp", d["power_fraction_of_tdp"], minimum=0,
-                                       exclusive_min=True, maximum=1.0),
+        purchase_usd_per_gpu=_get(o, "pricing.on_prem.purchase_usd_per_gpu"),
+        lifetime_years=_get(o, "pricing.on_prem.lifetime_years"),
+        fleet_utilisation=_get(o, "pricing.on_prem.fleet_utilisation"),
+        usd_per_kwh=_get(o, "pricing.on_prem.usd_per_kwh"),
+        pue=_get(o, "pricing.on_prem.pue"),
+        power_fraction_of_tdp=_get(o, "pricing.on_prem.power_fraction_of_tdp"),
     )
 
 
 def _pricing(r: Reader) -> Pricing:
     pd = defaults_of(Pricing)
     r.reject_unknown(pd)
-    currency = r.string("currency", pd["currency"])
+    currency = _get(r, "pricing.currency")
     if len(currency) != 3 or not currency.isalpha():
         raise r.fail("currency", currency, "a 3-letter ISO 4217 code such as USD, MXN, ARS, EUR")
-    rate = r.number("exchange_rate", pd["exchange_rate"], minimum=1e-6, maximum=1e9)
+    rate = _get(r, "pricing.exchange_rate")
     if currency.upper() == "USD" and rate != 1.0:
         # Amounts are priced in USD and multiplied by the rate for `currency`: a rate other than 1 with USD would
         # print two different dollar figures for one option.
         raise r.fail("exchange_rate", rate, "1 with currency USD (the rate converts USD into `currency`; set "
                                             "`currency` to the local one, e.g. MXN, or remove `exchange_rate`)")
     return Pricing(
-        tier=r.string("tier", pd["tier"], TIERS),
-        provider=r.string("provider", pd["provider"]),
-        region_group=r.string("region_group", pd["region_group"], REGION_GROUPS),
+        tier=_get(r, "pricing.tier"),
+        provider=_get(r, "pricing.provider"),
+        region_group=_get(r, "pricing.region_group"),
         regions=_regions(r),
         currency=currency.upper(),
         exchange_rate=rate,
-        exchange_rate_as_of=r.date("exchange_rate_as_of", pd["exchange_rate_as_of"]),
-        runs=r.integer("runs", pd["runs"], minimum=1, maximum=100_000),
-        failure_overhead=r.number("failure_overhead", pd["failure_overhead"], minimum=0, maximum=10),
-        tax_rate=r.number("tax_rate", pd["tax_rate"], minimum=0, maximum=5),
-        billing_increment_min=r.number("billing_increment_min", pd["billing_increment_min"], minimum=0,
-                                       exclusive_min=True, maximum=60 * 24),
+        exchange_rate_as_of=_get(r, "pricing.exchange_rate_as_of"),
+        runs=_get(r, "pricing.runs"),
+        failure_overhead=_get(r, "pricing.failure_overhead"),
+        tax_rate=_get(r, "pricing.tax_rate"),
+        billing_increment_min=_get(r, "pricing.billing_increment_min"),
         spot=_spot(_section(r, "spot")),
         on_prem=_on_prem(_section(r, "on_prem")),
-        grid_kg_co2_per_kwh=r.number("grid_kg_co2_per_kwh", pd["grid_kg_co2_per_kwh"], minimum=0, maximum=5),
+        grid_kg_co2_per_kwh=_get(r, "pricing.grid_kg_co2_per_kwh"),
     )
 
 
@@ -587,10 +611,9 @@ def _constraints(r: Reader) -> Constraints:
     d = defaults_of(Constraints)
     r.reject_unknown(d)
     return Constraints(
-        deadline_hours=r.number("deadline_hours", d["deadline_hours"], minimum=0, exclusive_min=True,
-                                maximum=1e7),
-        budget_usd=r.number("budget_usd", d["budget_usd"], minimum=0, exclusive_min=True, maximum=1e12),
-        deadline_confidence=r.string("deadline_confidence", d["deadline_confidence"], DEADLINE_CONFIDENCES),
+        deadline_hours=_get(r, "constraints.deadline_hours"),
+        budget_usd=_get(r, "constraints.budget_usd"),
+        deadline_confidence=_get(r, "constraints.deadline_confidence"),
     )
 
 
