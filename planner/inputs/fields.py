@@ -49,6 +49,11 @@ from planner.vocab import (
 Widget = Literal["number", "checkbox", "select", "radio", "multiselect", "date", "text", "text_area"]
 Section = Literal["top", "model", "workload", "training", "gpus", "pricing", "constraints"]
 SECTIONS: tuple[Section, ...] = ("top", "model", "workload", "training", "gpus", "pricing", "constraints")
+# The catalog label of each section's expander ("top" is drawn above them, unlabelled).
+SECTION_LABELS: Mapping[Section, str] = {
+    "model": "app.sidebar.section_model", "workload": "app.sidebar.section_workload",
+    "training": "app.sidebar.section_training", "gpus": "app.sidebar.section_gpus",
+    "pricing": "app.sidebar.section_pricing", "constraints": "app.sidebar.section_constraints"}
 
 # A condition the app derives rather than reads from one widget: whether the model has attention (a typed
 # transformer shape, or a catalog model with one; ui.state.has_attention supplies it).
@@ -139,7 +144,8 @@ FIELDS: tuple[Field, ...] = (
     Field("name", str, key="scenario_name", widget="text", section="top", max_chars=120),
     Field("locale", str, choices=LOCALES),  # the report's language; the UI's language is the user's own choice
     # ---------------------------------------------------------------- model
-    Field("model.name", str, key="model_name", widget="select", section="model", help="app.sidebar.model_help"),
+    Field("model.name", str, key="model_name", widget="select", section="model", label="app.sidebar.model",
+          help="app.sidebar.model_help"),
     Field("model.params", int, "parameters", 1, 10**14, key="model_params", widget="number", section="model",
           label="app.sidebar.params", help="app.sidebar.params_help", optional=True, format="%d"),
     Field("model.largest_layer_params", int, "parameters", 1, 10**14),
