@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from planner.inputs.errors import InputError
 from planner.inputs.fields import AT_PATH, BY_KEY, FIELDS, SECTION_LABELS, SECTIONS, Field
-from planner.inputs.scenario import parse_scenario
+from planner.inputs.scenario import SECTION_TYPES, parse_scenario
 from planner.present import i18n
 from ui import panels, sidebar
 
@@ -163,6 +163,24 @@ def test_each_bound_moved_off_an_exclusive_zero_says_why():
     for f in FIELDS:
         if f.bound_note:
             assert f.bound_note.startswith("was > 0: ") and f.minimum and f.minimum > 0, f.path
+
+
+# Scenario fields without a row of their own: sub-sections and lists (their reader names their parts), and
+# data_location (a provider id or "local": a pattern, not a choice list).
+STRUCTURED = {"model", "training", "workload", "hardware", "pricing", "constraints", "model.transformer",
+              "training.adapter", "workload.reference_points", "workload.data_location", "hardware.gpus",
+              "pricing.regions", "pricing.spot", "pricing.on_prem"}
+
+
+def test_every_scenario_dataclass_field_has_a_row():
+    """The reader reads a section's rows without naming them: a dataclass field without a row would be accepted
+    in a file (its key is known) and silently left at its default."""
+    rows = {f.path for f in FIELDS}
+    missing = [path for section, cls in SECTION_TYPES.items() for name in cls.__dataclass_fields__
+               if (path := f"{section}.{name}" if section else name) not in rows | STRUCTURED]
+    assert missing == []
+    assert {p for p in STRUCTURED if "." in p} <= {f"{s}.{n}" for s, c in SECTION_TYPES.items() if s
+                                                    for n in c.__dataclass_fields__}
 
 
 # ---------------------------------------------------------------- catalog keys

@@ -14,8 +14,8 @@ Adding a knob (a number in an existing section), e.g. `workload.warmup_fraction`
   2. one row here: `Field("workload.warmup_fraction", float, "fraction", 0.0, 1.0, key="warmup_fraction",
      widget="number", section="workload", step=0.01, format="%.2f", help="app.sidebar.warmup_fraction_help")`;
   3. the label (and help) under `app.sidebar` in planner/present/locales/en/app.yaml and es/app.yaml.
-The reader reads it in its section with `_get(r, "workload.warmup_fraction")`; the sidebar draws it, the link
-carries it and a value outside its bounds is refused with one message, with no other change.
+The reader reads every row of a section (scenario._fields_of), the sidebar draws it in its section, the link
+carries it and a value outside its bounds is refused with one message naming the field: no other change.
 """
 
 from __future__ import annotations

@@ -241,18 +241,21 @@ def defaults_of(cls: type) -> dict[str, Any]:
 
 
 # The dataclass that holds the fields under each dotted section path (a row's path minus its last part).
-_SECTION_TYPES: dict[str, Any] = {  # dataclass types (mypy has no name for "a dataclass type")
+SECTION_TYPES: dict[str, Any] = {  # dataclass types (mypy has no name for "a dataclass type")
     "": Scenario, "model": ModelSpec, "model.transformer": TransformerShape, "training": TrainingSetup,
     "training.adapter": Adapter, "workload": Workload, "hardware": Hardware, "pricing": Pricing,
     "pricing.spot": SpotSettings, "pricing.on_prem": OnPrem, "constraints": Constraints,
 }
 REQUIRED = object()  # a field without a default: the reader requires it
+# The table's rows by section: the fields each section's reader reads without naming them.
+_CHILDREN: dict[str, tuple[Field, ...]] = {
+    section: tuple(f for f in AT_PATH.values() if f.path.rpartition(".")[0] == section) for section in SECTION_TYPES}
 
 
 def field_default(path: str) -> Any:
     """The default of the field at a dotted scenario path, read from its dataclass; REQUIRED when it has none."""
     parent, _, name = path.rpartition(".")
-    f = _SECTION_TYPES[parent].__dataclass_fields__[name]  # one lookup: the reader asks for every field it reads
+    f = SECTION_TYPES[parent].__dataclass_fields__[name]  # one lookup: the reader asks for every field it reads
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -273,6 +276,14 @@ def _get(r: Reader, path: str, default: Any = None, /) -> Any:
     if fallback is not REQUIRED and not r.has(f.name):
         return fallback
     return _read(r, f)
+
+
+def _fields_of(r: Reader, section: str, **given: Any) -> dict[str, Any]:
+    """Every table row directly under `section` read from `r` (typed, bounded, defaulted), with `given` for the
+    fields its reader works out itself (sub-sections, lists, values whose rule spans fields)."""
+    out = {f.name: _get(r, f.path) for f in _CHILDREN.get(section, ()) if f.name not in given}
+    out.update(given)
+    return out
 
 
 def _read(r: Reader, f: Field) -> Any:
@@ -316,16 +327,9 @@ def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iter
     training = _training(_required_section(r, "training"))
     workload = _workload(_required_section(r, "workload"), model)
     hardware = _hardware(_section(r, "hardware"), known_gpu_ids)
-    scenario = Scenario(
-        name=_get(r, "name"),
-        locale=_get(r, "locale"),
-        model=model,
-        training=training,
-        workload=workload,
-        hardware=hardware,
-        pricing=_pricing(_section(r, "pricing")),
-        constraints=_constraints(_section(r, "constraints")),
-    )
+    scenario = Scenario(**_fields_of(r, "", model=model, training=training, workload=workload, hardware=hardware,
+                                     pricing=_pricing(_section(r, "pricing")),
+                                     constraints=_constraints(_section(r, "constraints"))))
     _check_batches(scenario, source)
     return scenario
 
@@ -343,38 +347,14 @@ def _model(r: Reader) -> ModelSpec:
     t = r.sub("transformer")
     if t is not None:
         t.reject_unknown([f.name for f in dataclasses.fields(TransformerShape)])
-        shape = TransformerShape(
-            layers=_get(t, "model.transformer.layers"),
-            hidden=_get(t, "model.transformer.hidden"),
-            heads=_get(t, "model.transformer.heads"),
-            seq_len=_get(t, "model.transformer.seq_len"),
-            vocab=_get(t, "model.transformer.vocab"),
-            mlp=_get(t, "model.transformer.mlp"),
-            ffn=_get(t, "model.transformer.ffn"),
-            kv_heads=_get(t, "model.transformer.kv_heads"),
-            tie_embeddings=_get(t, "model.transformer.tie_embeddings") if t.has("tie_embeddings") else None,
-            dropout=_get(t, "model.transformer.dropout"),
-            norm=_get(t, "model.transformer.norm"),
-            loss=_get(t, "model.transformer.loss"),
-            qkv=_get(t, "model.transformer.qkv"),
-        )
+        shape = TransformerShape(**_fields_of(
+            t, "model.transformer",
+            tie_embeddings=_get(t, "model.transformer.tie_embeddings") if t.has("tie_embeddings") else None))
         if shape.hidden % shape.heads:
             raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
         if shape.heads % shape.kv_head_count:
             raise t.fail("kv_heads", shape.kv_heads, f"a divisor of heads ({shape.heads})")
-    spec = ModelSpec(
-        name=_get(r, "model.name"),
-        params=_get(r, "model.params"),
-        largest_layer_params=_get(r, "model.largest_layer_params"),
-        flops_per_sample=_get(r, "model.flops_per_sample"),
-        activation_bytes_per_sample=_get(r, "model.activation_bytes_per_sample"),
-        activation_precision=_get(r, "model.activation_precision"),
-        transformer=shape,
-        mfu=_get(r, "model.mfu"),
-        input_cpu_s_per_sample=_get(r, "model.input_cpu_s_per_sample"),
-        attention=_get(r, "model.attention"),
-        family=_get(r, "model.family"),
-    )
+    spec = ModelSpec(**_fields_of(r, "model", transformer=shape))
     if spec.name is None and spec.params is None and spec.transformer is None:
         raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
     if spec.params and spec.largest_layer_params and spec.largest_layer_params > spec.params:
@@ -402,33 +382,10 @@ def _training(r: Reader) -> TrainingSetup:
     if a is not None:
         a.reject_unknown([f.name for f in dataclasses.fields(Adapter)])
         kind = _get(a, "training.adapter.kind")
-        adapter = Adapter(
-            kind=kind,
-            rank=_get(a, "training.adapter.rank"),
-            targets=_get(a, "training.adapter.targets"),
-            base_dtype=_get(a, "training.adapter.base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"]),
-            dropout=_get(a, "training.adapter.dropout"),
-            kbit_upcast=_get(a, "training.adapter.kbit_upcast"),
-            nf4_keeps_input=_get(a, "training.adapter.nf4_keeps_input"),
-            fused_qkv=_get(a, "training.adapter.fused_qkv"),
-        )
-    setup = TrainingSetup(
-        global_batch=_get(r, "training.global_batch"),
-        precisions=tuple(precisions),
-        optimizer=_get(r, "training.optimizer"),
-        optimizer_impl=_get(r, "training.optimizer_impl"),
-        micro_batch=micro_batch,
-        activation_checkpointing=_get(r, "training.activation_checkpointing"),
-        sharding=_get(r, "training.sharding"),
-        state_layout=_get(r, "training.state_layout"),
-        frozen_fraction=_get(r, "training.frozen_fraction"),
-        adapter=adapter,
-        set_grads_to_none=_get(r, "training.set_grads_to_none"),
-        softmax_keeps_input=_get(r, "training.softmax_keeps_input"),
-        fsdp_no_sync=_get(r, "training.fsdp_no_sync"),
-        fsdp_frozen_grads=_get(r, "training.fsdp_frozen_grads"),
-        lr_reference_batch=_get(r, "training.lr_reference_batch"),
-    )
+        base_dtype = _get(a, "training.adapter.base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"])
+        adapter = Adapter(**_fields_of(a, "training.adapter", kind=kind, base_dtype=base_dtype))
+    setup = TrainingSetup(**_fields_of(r, "training", precisions=tuple(precisions), micro_batch=micro_batch,
+                                       adapter=adapter))
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
         raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "
                      "(DeepSpeed's estimator covers only those)")
@@ -459,21 +416,7 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
                 steps=p.integer("steps", None, minimum=1, maximum=10**12),
                 epochs=p.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
             ))
-    workload = Workload(
-        dataset_samples=_get(r, "workload.dataset_samples"),
-        epochs=_get(r, "workload.epochs"),
-        tokens=_get(r, "workload.tokens"),
-        reference_points=tuple(points),
-        b_crit=_get(r, "workload.b_crit"),
-        early_stop_fraction=_get(r, "workload.early_stop_fraction"),
-        eval_overhead=_get(r, "workload.eval_overhead"),
-        checkpoint_overhead=_get(r, "workload.checkpoint_overhead"),
-        mean_tokens_per_sample=_get(r, "workload.mean_tokens_per_sample"),
-        packing=_get(r, "workload.packing"),
-        padded_tokens_per_sample=_get(r, "workload.padded_tokens_per_sample"),
-        dataset_gb=_get(r, "workload.dataset_gb"),
-        data_location=_data_location(r),
-    )
+    workload = Workload(**_fields_of(r, "workload", reference_points=tuple(points), data_location=_data_location(r)))
     if workload.mean_tokens_per_sample is None:
         for key in ("padded_tokens_per_sample",) + (("packing",) if workload.packing else ()):
             if r.has(key):
@@ -534,37 +477,19 @@ def _hardware(r: Reader, known_gpu_ids: Iterable[str] | None) -> Hardware:
     f = AT_PATH["hardware.gpu_counts"]
     counts = r.integer_list("gpu_counts", list(hd["gpu_counts"]), minimum=_int(f.minimum), maximum=_int(f.maximum),
                             max_items=64)
-    return Hardware(
-        gpus=gpus,
-        gpu_counts=tuple(sorted(set(counts))),
-        gpus_per_node=_get(r, "hardware.gpus_per_node"),
-        inter_node_gb_per_s=_get(r, "hardware.inter_node_gb_per_s"),
-        cpu_workers_per_gpu=_get(r, "hardware.cpu_workers_per_gpu"),
-        workspace_gib=_get(r, "hardware.workspace_gib"),
-    )
+    return Hardware(**_fields_of(r, "hardware", gpus=gpus, gpu_counts=tuple(sorted(set(counts)))))
 
 
 def _spot(s: Reader) -> SpotSettings:
     d = defaults_of(SpotSettings)
     s.reject_unknown(d)
-    return SpotSettings(
-        preemptions_per_instance_hour=_get(s, "pricing.spot.preemptions_per_instance_hour"),
-        checkpoint_interval_min=_get(s, "pricing.spot.checkpoint_interval_min"),
-        restart_min=_get(s, "pricing.spot.restart_min"),
-    )
+    return SpotSettings(**_fields_of(s, "pricing.spot"))
 
 
 def _on_prem(o: Reader) -> OnPrem:
     d = defaults_of(OnPrem)
     o.reject_unknown(d)
-    return OnPrem(
-        purchase_usd_per_gpu=_get(o, "pricing.on_prem.purchase_usd_per_gpu"),
-        lifetime_years=_get(o, "pricing.on_prem.lifetime_years"),
-        fleet_utilisation=_get(o, "pricing.on_prem.fleet_utilisation"),
-        usd_per_kwh=_get(o, "pricing.on_prem.usd_per_kwh"),
-        pue=_get(o, "pricing.on_prem.pue"),
-        power_fraction_of_tdp=_get(o, "pricing.on_prem.power_fraction_of_tdp"),
-    )
+    return OnPrem(**_fields_of(o, "pricing.on_prem"))
 
 
 def _pricing(r: Reader) -> Pricing:
@@ -579,22 +504,8 @@ def _pricing(r: Reader) -> Pricing:
         # print two different dollar figures for one option.
         raise r.fail("exchange_rate", rate, "1 with currency USD (the rate converts USD into `currency`; set "
                                             "`currency` to the local one, e.g. MXN, or remove `exchange_rate`)")
-    return Pricing(
-        tier=_get(r, "pricing.tier"),
-        provider=_get(r, "pricing.provider"),
-        region_group=_get(r, "pricing.region_group"),
-        regions=_regions(r),
-        currency=currency.upper(),
-        exchange_rate=rate,
-        exchange_rate_as_of=_get(r, "pricing.exchange_rate_as_of"),
-        runs=_get(r, "pricing.runs"),
-        failure_overhead=_get(r, "pricing.failure_overhead"),
-        tax_rate=_get(r, "pricing.tax_rate"),
-        billing_increment_min=_get(r, "pricing.billing_increment_min"),
-        spot=_spot(_section(r, "spot")),
-        on_prem=_on_prem(_section(r, "on_prem")),
-        grid_kg_co2_per_kwh=_get(r, "pricing.grid_kg_co2_per_kwh"),
-    )
+    return Pricing(**_fields_of(r, "pricing", currency=currency.upper(), exchange_rate=rate, regions=_regions(r),
+                                spot=_spot(_section(r, "spot")), on_prem=_on_prem(_section(r, "on_prem"))))
 
 
 def _regions(r: Reader) -> tuple[str, ...]:
@@ -610,11 +521,7 @@ def _regions(r: Reader) -> tuple[str, ...]:
 def _constraints(r: Reader) -> Constraints:
     d = defaults_of(Constraints)
     r.reject_unknown(d)
-    return Constraints(
-        deadline_hours=_get(r, "constraints.deadline_hours"),
-        budget_usd=_get(r, "constraints.budget_usd"),
-        deadline_confidence=_get(r, "constraints.deadline_confidence"),
-    )
+    return Constraints(**_fields_of(r, "constraints"))
 
 
 def _check_batches(s: Scenario, source: str) -> None:
