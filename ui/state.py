@@ -55,13 +55,18 @@ BOUNDS = fields.BOUNDS
 _BY_NAME = frozenset({"model_name", "model_attention", "micro_batch", "region_group"})
 _PLAIN: tuple[Field, ...] = tuple(f for f in FIELDS if f.key and not f.switch and f.key not in _BY_NAME)
 _CONDITION_KEYS = frozenset(c.key for f in FIELDS for c in (*f.shown, *f.enabled)) - {HAS_ATTENTION}
+_CONDITIONAL: tuple[Field, ...] = tuple(f for f in FIELDS if f.key and f.shown)  # the rows that may be hidden
+
+
+# Each plain row's path, split once (to_widgets and from_widgets walk them on every sidebar change).
+_PATHS: dict[str, tuple[str, ...]] = {f.path: tuple(f.path.split(".")) for f in _PLAIN}
 
 
 def _at(d: Mapping[str, Any], path: str) -> Any:
     """The value at a dotted path of a scenario mapping; None where a section or the field is absent."""
     node: Any = d
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
+    for part in _PATHS.get(path) or path.split("."):
+        if not isinstance(node, dict | Mapping):  # a dict first: the ABC check is the slow one
             return None
         node = node.get(part)
     return node
@@ -69,7 +74,7 @@ def _at(d: Mapping[str, Any], path: str) -> Any:
 
 def _put(d: dict[str, Any], path: str, value: Any) -> None:
     """Set a dotted path of a scenario mapping, making the sections on the way."""
-    *parents, name = path.split(".")
+    *parents, name = _PATHS.get(path) or path.split(".")
     node = d
     for part in parents:
         if not isinstance(node.get(part), dict):
@@ -327,7 +332,7 @@ def condition_view(session: Session | Mapping[str, Any]) -> dict[str, Any]:
 def hidden_keys(session: Session | Mapping[str, Any]) -> set[str]:
     """Widgets the sidebar does not draw in this run: their row's "shown when" does not hold."""
     view = condition_view(session)
-    return {f.key for f in FIELDS if f.key and not fields.shown(f, view)}
+    return {f.key for f in _CONDITIONAL if f.key and not fields.shown(f, view)}
 
 
 def prepare_widgets(session: Session) -> None:

@@ -21,6 +21,7 @@ carries it and a value outside its bounds is refused with one message naming the
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -111,7 +112,7 @@ class Field:
     max_chars: int | None = None
     bound_note: str = ""                        # why a bound is where it is (an exclusive bound made inclusive)
 
-    @property
+    @functools.cached_property  # the reader asks for it for every field of every scenario it reads
     def name(self) -> str:
         return self.path.rsplit(".", 1)[-1]
 

@@ -252,10 +252,19 @@ _CHILDREN: dict[str, tuple[Field, ...]] = {
     section: tuple(f for f in AT_PATH.values() if f.path.rpartition(".")[0] == section) for section in SECTION_TYPES}
 
 
+def _dataclass_field(path: str) -> dataclasses.Field:
+    parent, _, name = path.rpartition(".")
+    return SECTION_TYPES[parent].__dataclass_fields__[name]
+
+
+# Each row's dataclass field, found once: its default is read from it on every use (the reader runs on every
+# sidebar change), so the dataclass stays the default's one owner.
+_DATACLASS_FIELDS: dict[str, dataclasses.Field] = {path: _dataclass_field(path) for path in AT_PATH}
+
+
 def field_default(path: str) -> Any:
     """The default of the field at a dotted scenario path, read from its dataclass; REQUIRED when it has none."""
-    parent, _, name = path.rpartition(".")
-    f = SECTION_TYPES[parent].__dataclass_fields__[name]  # one lookup: the reader asks for every field it reads
+    f = _DATACLASS_FIELDS.get(path) or _dataclass_field(path)
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -272,9 +281,10 @@ def _get(r: Reader, path: str, default: Any = None, /) -> Any:
     absent: its dataclass default, or `default` where the default depends on another field (pass REQUIRED to
     require it)."""
     f: Field = AT_PATH[path]
-    fallback = field_default(path) if default is None else default
-    if fallback is not REQUIRED and not r.has(f.name):
-        return fallback
+    if r.data.get(f.name) is None:  # absent or null: the default, unless the field is required
+        fallback = field_default(path) if default is None else default
+        if fallback is not REQUIRED:
+            return fallback
     return _read(r, f)
 
 
