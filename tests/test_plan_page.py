@@ -192,20 +192,32 @@ def test_a_large_upload_is_an_error_box_at_the_top():
     assert "could not be used" in box.value and "big.yaml" in box.value.replace("\\", "")
 
 
+def test_a_file_value_outside_a_field_is_refused_not_clamped():
+    """The file and the field have one bound (planner/inputs/fields.py): 0.005 epochs, once read and clamped to the
+    field's 0.01, is refused with the bound, and the scenario stays as it was."""
+    text = DEFAULT_SCENARIO.read_text().replace("epochs: 90", "epochs: 0.005")
+    at = fresh()
+    at.file_uploader(key="upload").set_value(("far.yaml", text.encode(), "application/x-yaml")).run()
+    [box] = at.main.error
+    error = box.value.replace("\\", "")
+    assert "far.yaml" in error and "workload.epochs" in error and "between 0.01 and 1e6" in error, error
+    assert at.number_input(key="epochs").value == 90
+    assert not at.warning or "outside what the app's fields accept" not in " ".join(w.value for w in at.warning)
+
+
 def test_clamped_values_are_named_in_the_page_in_english_and_spanish():
+    """A scenario mapping outside a field's bounds (a caller of to_widgets that did not read it through the
+    parser) is clamped to the field's bound and named on the page in the interface's language."""
     clamped: list = []
     d = scenario_to_dict(load_scenario_file(DEFAULT_SCENARIO))
     d["constraints"] = {"deadline_hours": 5e7}
     values = state.to_widgets(d, clamped)
-    assert values["deadline_hours"] == state.BOUNDS["deadline_hours"][1]
-    assert clamped == [("deadline_hours", 5e7, state.BOUNDS["deadline_hours"][1])]
-    # The file's own rules accept 0.005 epochs; the epochs field starts at 0.01 (the plan then uses 0.01).
-    text = DEFAULT_SCENARIO.read_text().replace("epochs: 90", "epochs: 0.005")
-    at = fresh()
-    at.file_uploader(key="upload").set_value(("far.yaml", text.encode(), "application/x-yaml")).run()
-    warned = " ".join(w.value for w in at.warning).replace("\\", "")
-    assert "outside what the app's fields accept" in warned and "(epochs): 0.005 → 0.01" in warned
-    at = fresh()
-    at.radio(key="ui_lang").set_value("es").run()
-    at.file_uploader(key="upload").set_value(("far.yaml", text.encode(), "application/x-yaml")).run()
-    assert "fuera de lo que aceptan" in " ".join(w.value for w in at.warning)
+    assert values["deadline_hours"] == state.BOUNDS["deadline_hours"][1] == 1e7
+    assert clamped == [("deadline_hours", 5e7, 1e7)]
+    for lang, words in (("en", "outside what the app's fields accept"), ("es", "fuera de lo que aceptan")):
+        at = fresh()
+        at.radio(key="ui_lang").set_value(lang).run()
+        at.session_state[state.CLAMPED_KEY] = clamped
+        at.run()
+        warned = " ".join(w.value for w in at.warning).replace("\\", "")
+        assert words in warned and "(deadline_hours)" in warned, warned

@@ -18,14 +18,15 @@ from streamlit.elements.lib.mutable_expander_container import ExpanderContainer
 OPEN_KEY = "_open_panels"
 
 
-def _widget_key(name: str) -> str:
+def widget_key(name: str) -> str:
+    """The session key of the panel's expander (a widget: it reports its open state)."""
     return f"panel_{name}"
 
 
 def _toggled(name: str) -> None:
     ss = st.session_state
     opened = set(ss.get(OPEN_KEY, ()))
-    if ss.get(_widget_key(name)):
+    if ss.get(widget_key(name)):
         opened.add(name)
     else:
         opened.discard(name)
@@ -38,7 +39,7 @@ def is_open(name: str) -> bool:
 
 def lazy_expander(label: str, name: str) -> ExpanderContainer:
     """An expander named `name` (unique on its page); build its body under `if panel.open:`."""
-    return st.expander(label, expanded=is_open(name), key=_widget_key(name), on_change=_toggled, args=(name,))
+    return st.expander(label, expanded=is_open(name), key=widget_key(name), on_change=_toggled, args=(name,))
 
 
 def open_panels(session: object, *names: str) -> None:

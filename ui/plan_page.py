@@ -8,6 +8,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_expander_container import ExpanderContainer
 
 from planner.inputs.errors import InputError
+from planner.inputs.fields import BY_KEY
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import (
     Scenario,
@@ -147,16 +148,10 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
     return scenario
 
 
-# Widget keys whose sidebar label has another name (the rest: app.sidebar.<key>).
-LABEL_KEYS = {"model_params": "params", "model_flops": "flops", "model_mfu": "mfu", "model_input_cpu": "input_cpu",
-              "early_stop_fraction": "early_stop", "cpu_workers_per_gpu": "cpu_workers",
-              "inter_node_gb_per_s": "inter_node", "workspace_gib": "workspace", "mean_tokens_per_sample": "mean_tokens",
-              "padded_tokens_per_sample": "padded_tokens", "deadline_hours": "deadline", "budget_usd": "budget",
-              "exchange_rate_as_of": "exchange_rate_as_of"}
-
-
 def field_label(key: str) -> str:
-    return tr_or(f"app.sidebar.{LABEL_KEYS.get(key, key)}", key)
+    """A widget's name as the sidebar labels it (its row in planner/inputs/fields.py), else its key."""
+    row = BY_KEY.get(key)
+    return tr_or(row.label_key, key) if row is not None and row.label_key else key
 
 
 def _file_messages(ss) -> None:

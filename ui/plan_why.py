@@ -19,6 +19,7 @@ from planner.engine.estimates import (
     cost_of,
 )
 from planner.engine.notes import Note
+from planner.inputs.fields import AT_PATH
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
@@ -28,6 +29,11 @@ from ui.panels import lazy_expander
 
 # The panels' names (ui.panels), in page order.
 PANELS = ("why_memory", "why_step", "why_scaling", "why_steps", "why_hours", "why_cost", "why_inputs")
+
+
+def _field(path: str) -> str:
+    """A scenario field's name as the sidebar labels it (its row in planner/inputs/fields.py)."""
+    return tr(AT_PATH[path].label_key or path)
 
 
 def _kv_table(rows: Sequence[tuple[str, str]]) -> None:
@@ -102,7 +108,7 @@ def _steps(conv: ConvergenceEstimate, scenario: Scenario, loc: str) -> None:
                                                  f"{fmt.number(conv.steps_range[1], loc, 0)}"))
     if conv.b_crit:
         rows.append((tr("app.why.b_crit"), fmt.number(conv.b_crit, loc, 0)))
-    rows.append((tr("app.sidebar.global_batch"), fmt.number(scenario.training.global_batch, loc, 0)))
+    rows.append((_field("training.global_batch"), fmt.number(scenario.training.global_batch, loc, 0)))
     _explained(rows, source=conv.source, notes=conv.notes)
 
 
@@ -110,12 +116,12 @@ def _hours(o: PlanOption, scenario: Scenario, loc: str) -> None:
     c, s, conv = cost_of(o), o.step, o.convergence
     w, p = scenario.workload, scenario.pricing
     _explained([(tr("app.col.steps"), fmt.number(conv.steps, loc, 0) if conv else "—"),
-               (tr("app.sidebar.early_stop"), fmt.number(w.early_stop_fraction, loc, 2)),
+               (_field("workload.early_stop_fraction"), fmt.number(w.early_stop_fraction, loc, 2)),
                (tr("app.col.step_s"), fmt.sig(s.step_time_s, loc) if s else "—"),
-               (tr("app.sidebar.eval_overhead"), fmt.percent(w.eval_overhead, loc)),
-               (tr("app.sidebar.checkpoint_overhead"), fmt.percent(w.checkpoint_overhead, loc)),
-               (tr("app.sidebar.failure_overhead"), fmt.percent(p.failure_overhead, loc)),
-               (tr("app.sidebar.runs"), str(p.runs)),
+               (_field("workload.eval_overhead"), fmt.percent(w.eval_overhead, loc)),
+               (_field("workload.checkpoint_overhead"), fmt.percent(w.checkpoint_overhead, loc)),
+               (_field("pricing.failure_overhead"), fmt.percent(p.failure_overhead, loc)),
+               (_field("pricing.runs"), str(p.runs)),
                (tr("app.why.hours_range"), f"{fmt.hours(c.hours_range[0], loc)} – "
                                             f"{fmt.hours(c.hours_range[1], loc)}")], formula="app.why.hours_formula")
 
@@ -130,11 +136,11 @@ def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
         pr = c.price
         rows += [(tr("app.why.price"), fmt.money(pr.usd_per_gpu_hour, "USD", loc, 3)),
                  (tr("app.why.provider"), fmt.offer(pr.provider, pr.instance, pr.region)),
-                 (tr("app.sidebar.tier"), tr_or(f"common.tier.{pr.tier}", pr.tier)),
+                 (_field("pricing.tier"), tr_or(f"common.tier.{pr.tier}", pr.tier)),
                  (tr("app.why.price_date"), fmt.date(pr.as_of, loc) if pr.as_of else tr("app.why.undated")),
                  (tr("app.why.price_origin"), tr_or(f"common.origin.{pr.origin}", pr.origin)),
                  (tr("app.why.price_source"), pr.source)]
-    rows += [(tr("app.sidebar.tax_rate"), fmt.percent(p.tax_rate, loc)),
+    rows += [(_field("pricing.tax_rate"), fmt.percent(p.tax_rate, loc)),
              (tr("app.col.cost_usd"), fmt.money(c.usd, "USD", loc))]
     if c.currency != "USD":
         as_of = fmt.date(p.exchange_rate_as_of, loc) if p.exchange_rate_as_of else tr("app.why.undated")

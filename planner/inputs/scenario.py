@@ -15,25 +15,9 @@ import yaml
 from planner.inputs import loader
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
+from planner.inputs.fields import AT_PATH, Field
 from planner.vocab import (
-    ADAPTER_KINDS,
-    ADAPTER_TARGETS,
-    BASE_DTYPES,
-    DEADLINE_CONFIDENCES,
-    LOCALES,
-    LOSS_KINDS,
-    MLP_KINDS,
-    MODEL_ATTENTIONS,
-    MODEL_FAMILIES,
-    NORM_KINDS,
-    OPTIMIZER_IMPLS,
-    OPTIMIZERS,
     PRECISIONS,
-    QKV_LAYOUTS,
-    REGION_GROUPS,
-    SHARDINGS,
-    STATE_LAYOUTS,
-    TIERS,
 )
 
 SCHEMA = "trainplan.scenario/1"
@@ -256,6 +240,75 @@ def defaults_of(cls: type) -> dict[str, Any]:
     return out
 
 
+# The dataclass that holds the fields under each dotted section path (a row's path minus its last part).
+SECTION_TYPES: dict[str, Any] = {  # dataclass types (mypy has no name for "a dataclass type")
+    "": Scenario, "model": ModelSpec, "model.transformer": TransformerShape, "training": TrainingSetup,
+    "training.adapter": Adapter, "workload": Workload, "hardware": Hardware, "pricing": Pricing,
+    "pricing.spot": SpotSettings, "pricing.on_prem": OnPrem, "constraints": Constraints,
+}
+REQUIRED = object()  # a field without a default: the reader requires it
+# The table's rows by section: the fields each section's reader reads without naming them.
+_CHILDREN: dict[str, tuple[Field, ...]] = {
+    section: tuple(f for f in AT_PATH.values() if f.path.rpartition(".")[0] == section) for section in SECTION_TYPES}
+
+
+def _dataclass_field(path: str) -> dataclasses.Field:
+    parent, _, name = path.rpartition(".")
+    return SECTION_TYPES[parent].__dataclass_fields__[name]
+
+
+# Each row's dataclass field, found once: its default is read from it on every use (the reader runs on every
+# sidebar change), so the dataclass stays the default's one owner.
+_DATACLASS_FIELDS: dict[str, dataclasses.Field] = {path: _dataclass_field(path) for path in AT_PATH}
+
+
+def field_default(path: str) -> Any:
+    """The default of the field at a dotted scenario path, read from its dataclass; REQUIRED when it has none."""
+    f = _DATACLASS_FIELDS.get(path) or _dataclass_field(path)
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return REQUIRED
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else int(x)
+
+
+def _get(r: Reader, path: str, default: Any = None, /) -> Any:
+    """The field at `path` (its last part read from `r`), typed and bounded by its row in planner.inputs.fields;
+    absent: its dataclass default, or `default` where the default depends on another field (pass REQUIRED to
+    require it)."""
+    f: Field = AT_PATH[path]
+    if r.data.get(f.name) is None:  # absent or null: the default, unless the field is required
+        fallback = field_default(path) if default is None else default
+        if fallback is not REQUIRED:
+            return fallback
+    return _read(r, f)
+
+
+def _fields_of(r: Reader, section: str, **given: Any) -> dict[str, Any]:
+    """Every table row directly under `section` read from `r` (typed, bounded, defaulted), with `given` for the
+    fields its reader works out itself (sub-sections, lists, values whose rule spans fields)."""
+    out = {f.name: _get(r, f.path) for f in _CHILDREN.get(section, ()) if f.name not in given}
+    out.update(given)
+    return out
+
+
+def _read(r: Reader, f: Field) -> Any:
+    """The value of `f` in `r` (required here), checked against its row."""
+    if f.type is bool:
+        return r.boolean(f.name)
+    if f.type is int:
+        return r.integer(f.name, minimum=_int(f.minimum), maximum=_int(f.maximum))
+    if f.type is float:
+        return r.number(f.name, minimum=f.minimum, maximum=f.maximum)
+    if f.type is dt.date:
+        return r.date(f.name)
+    return r.string(f.name, choices=f.choices)
+
+
 # ---------------------------------------------------------------- loading
 
 def load_scenario_file(path: str | Path, known_gpu_ids: Iterable[str] | None = None) -> Scenario:
@@ -274,7 +327,6 @@ def load_scenario_text(text: str, source: str = "<scenario>", known_gpu_ids: Ite
 
 
 def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iterable[str] | None = None) -> Scenario:
-    sd = defaults_of(Scenario)
     r = Reader(data, source)
     r.reject_unknown(["schema", "name", "locale", "model", "training", "workload", "hardware", "pricing",
                       "constraints"])
@@ -285,16 +337,9 @@ def parse_scenario(data: object, source: str = "<scenario>", known_gpu_ids: Iter
     training = _training(_required_section(r, "training"))
     workload = _workload(_required_section(r, "workload"), model)
     hardware = _hardware(_section(r, "hardware"), known_gpu_ids)
-    scenario = Scenario(
-        name=r.string("name", sd["name"]),
-        locale=r.string("locale", sd["locale"], LOCALES),
-        model=model,
-        training=training,
-        workload=workload,
-        hardware=hardware,
-        pricing=_pricing(_section(r, "pricing")),
-        constraints=_constraints(_section(r, "constraints")),
-    )
+    scenario = Scenario(**_fields_of(r, "", model=model, training=training, workload=workload, hardware=hardware,
+                                     pricing=_pricing(_section(r, "pricing")),
+                                     constraints=_constraints(_section(r, "constraints"))))
     _check_batches(scenario, source)
     return scenario
 
@@ -307,44 +352,19 @@ def _required_section(r: Reader, key: str) -> Reader:
 
 
 def _model(r: Reader) -> ModelSpec:
-    tsd = defaults_of(TransformerShape)
     r.reject_unknown([f.name for f in dataclasses.fields(ModelSpec)])
     shape = None
     t = r.sub("transformer")
     if t is not None:
         t.reject_unknown([f.name for f in dataclasses.fields(TransformerShape)])
-        shape = TransformerShape(
-            layers=t.integer("layers", minimum=1, maximum=1000),
-            hidden=t.integer("hidden", minimum=1, maximum=1_000_000),
-            heads=t.integer("heads", minimum=1, maximum=10_000),
-            seq_len=t.integer("seq_len", minimum=1, maximum=10_000_000),
-            vocab=t.integer("vocab", minimum=1, maximum=100_000_000),
-            mlp=t.string("mlp", tsd["mlp"], MLP_KINDS),
-            ffn=t.integer("ffn", None, minimum=1, maximum=10_000_000),
-            kv_heads=t.integer("kv_heads", None, minimum=1, maximum=10_000),
-            tie_embeddings=t.boolean("tie_embeddings") if t.raw("tie_embeddings", None) is not None else None,
-            dropout=t.number("dropout", None, minimum=0, maximum=0.99),
-            norm=t.string("norm", None, NORM_KINDS),
-            loss=t.string("loss", tsd["loss"], LOSS_KINDS),
-            qkv=t.string("qkv", tsd["qkv"], QKV_LAYOUTS),
-        )
+        shape = TransformerShape(**_fields_of(
+            t, "model.transformer",
+            tie_embeddings=_get(t, "model.transformer.tie_embeddings") if t.has("tie_embeddings") else None))
         if shape.hidden % shape.heads:
             raise t.fail("heads", shape.heads, f"a divisor of hidden ({shape.hidden})")
         if shape.heads % shape.kv_head_count:
             raise t.fail("kv_heads", shape.kv_heads, f"a divisor of heads ({shape.heads})")
-    spec = ModelSpec(
-        name=r.string("name", None),
-        params=r.integer("params", None, minimum=1, maximum=10**14),
-        largest_layer_params=r.integer("largest_layer_params", None, minimum=1, maximum=10**14),
-        flops_per_sample=r.number("flops_per_sample", None, minimum=0, exclusive_min=True, maximum=1e20),
-        activation_bytes_per_sample=r.number("activation_bytes_per_sample", None, minimum=0, maximum=1e15),
-        activation_precision=r.string("activation_precision", None, PRECISIONS),
-        transformer=shape,
-        mfu=r.number("mfu", None, minimum=0.01, maximum=1),
-        input_cpu_s_per_sample=r.number("input_cpu_s_per_sample", None, minimum=0, maximum=100),
-        attention=r.string("attention", None, MODEL_ATTENTIONS),
-        family=r.string("family", None, MODEL_FAMILIES),
-    )
+    spec = ModelSpec(**_fields_of(r, "model", transformer=shape))
     if spec.name is None and spec.params is None and spec.transformer is None:
         raise r.fail("name", None, "a model name (zoo or result-file model) or its numbers (params or transformer)")
     if spec.params and spec.largest_layer_params and spec.largest_layer_params > spec.params:
@@ -358,47 +378,24 @@ def _training(r: Reader) -> TrainingSetup:
     r.reject_unknown([f.name for f in dataclasses.fields(TrainingSetup)])
     precisions = r.list_of("precisions", list(td["precisions"]))
     for i, p in enumerate(precisions):
-        if p not in PRECISIONS:
-            raise InputError(r.source, r.field(f"precisions[{i}]"), p, "one of " + ", ".join(PRECISIONS))
+        if p not in (choices := AT_PATH["training.precisions"].choices or ()):
+            raise InputError(r.source, r.field(f"precisions[{i}]"), p, "one of " + ", ".join(choices))
     if len(set(precisions)) != len(precisions):
         raise r.fail("precisions", precisions, "each precision at most once")
     micro = r.raw("micro_batch", "auto")
     if micro == "auto":
         micro_batch = None
     else:
-        micro_batch = r.integer("micro_batch", minimum=1, maximum=10**9)
+        micro_batch = _get(r, "training.micro_batch", REQUIRED)
     adapter = None
     a = r.sub("adapter")
     if a is not None:
         a.reject_unknown([f.name for f in dataclasses.fields(Adapter)])
-        kind = a.string("kind", ad["kind"], ADAPTER_KINDS)
-        adapter = Adapter(
-            kind=kind,
-            rank=a.integer("rank", ad["rank"], minimum=1, maximum=65536),
-            targets=a.string("targets", ad["targets"], ADAPTER_TARGETS),
-            base_dtype=a.string("base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"], BASE_DTYPES),
-            dropout=a.number("dropout", ad["dropout"], minimum=0, maximum=0.99),
-            kbit_upcast=a.boolean("kbit_upcast", ad["kbit_upcast"]),
-            nf4_keeps_input=a.boolean("nf4_keeps_input", ad["nf4_keeps_input"]),
-            fused_qkv=a.boolean("fused_qkv", ad["fused_qkv"]),
-        )
-    setup = TrainingSetup(
-        global_batch=r.integer("global_batch", minimum=1, maximum=10**9),
-        precisions=tuple(precisions),
-        optimizer=r.string("optimizer", td["optimizer"], OPTIMIZERS),
-        optimizer_impl=r.string("optimizer_impl", td["optimizer_impl"], OPTIMIZER_IMPLS),
-        micro_batch=micro_batch,
-        activation_checkpointing=r.boolean("activation_checkpointing", td["activation_checkpointing"]),
-        sharding=r.string("sharding", td["sharding"], SHARDINGS),
-        state_layout=r.string("state_layout", td["state_layout"], STATE_LAYOUTS),
-        frozen_fraction=r.number("frozen_fraction", td["frozen_fraction"], minimum=0.0, maximum=1.0),
-        adapter=adapter,
-        set_grads_to_none=r.boolean("set_grads_to_none", td["set_grads_to_none"]),
-        softmax_keeps_input=r.boolean("softmax_keeps_input", td["softmax_keeps_input"]),
-        fsdp_no_sync=r.boolean("fsdp_no_sync", td["fsdp_no_sync"]),
-        fsdp_frozen_grads=r.boolean("fsdp_frozen_grads", td["fsdp_frozen_grads"]),
-        lr_reference_batch=r.integer("lr_reference_batch", td["lr_reference_batch"], minimum=1, maximum=10**9),
-    )
+        kind = _get(a, "training.adapter.kind")
+        base_dtype = _get(a, "training.adapter.base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"])
+        adapter = Adapter(**_fields_of(a, "training.adapter", kind=kind, base_dtype=base_dtype))
+    setup = TrainingSetup(**_fields_of(r, "training", precisions=tuple(precisions), micro_batch=micro_batch,
+                                       adapter=adapter))
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
         raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "
                      "(DeepSpeed's estimator covers only those)")
@@ -410,7 +407,6 @@ def _training(r: Reader) -> TrainingSetup:
 
 
 def _workload(r: Reader, model: ModelSpec) -> Workload:
-    wd = defaults_of(Workload)
     r.reject_unknown([f.name for f in dataclasses.fields(Workload)])
     given = [k for k in ("epochs", "tokens", "reference_points") if r.has(k)]
     if len(given) != 1:
@@ -430,21 +426,7 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
                 steps=p.integer("steps", None, minimum=1, maximum=10**12),
                 epochs=p.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
             ))
-    workload = Workload(
-        dataset_samples=r.integer("dataset_samples", None, minimum=1, maximum=10**13),
-        epochs=r.number("epochs", None, minimum=0, exclusive_min=True, maximum=1e6),
-        tokens=r.number("tokens", None, minimum=0, exclusive_min=True, maximum=1e16),
-        reference_points=tuple(points),
-        b_crit=r.number("b_crit", None, minimum=0, exclusive_min=True, maximum=1e12),
-        early_stop_fraction=r.number("early_stop_fraction", wd["early_stop_fraction"], minimum=0.0, maximum=1.0, exclusive_min=True),
-        eval_overhead=r.number("eval_overhead", wd["eval_overhead"], minimum=0.0, maximum=10.0),
-        checkpoint_overhead=r.number("checkpoint_overhead", wd["checkpoint_overhead"], minimum=0.0, maximum=10.0),
-        mean_tokens_per_sample=r.number("mean_tokens_per_sample", None, minimum=1.0, maximum=1e7),
-        packing=r.boolean("packing", wd["packing"]),
-        padded_tokens_per_sample=r.number("padded_tokens_per_sample", None, minimum=1.0, maximum=1e7),
-        dataset_gb=r.number("dataset_gb", None, minimum=0, maximum=1e9),
-        data_location=_data_location(r),
-    )
+    workload = Workload(**_fields_of(r, "workload", reference_points=tuple(points), data_location=_data_location(r)))
     if workload.mean_tokens_per_sample is None:
         for key in ("padded_tokens_per_sample",) + (("packing",) if workload.packing else ()):
             if r.has(key):
@@ -502,75 +484,38 @@ def _hardware(r: Reader, known_gpu_ids: Iterable[str] | None) -> Hardware:
                 raise InputError(r.source, r.field(f"gpus[{i}]"), gid,
                                  "a known GPU profile id: " + ", ".join(sorted(known)))
         gpus = tuple(items)
-    counts = r.integer_list("gpu_counts", list(hd["gpu_counts"]), minimum=1, maximum=100_000, max_items=64)
-    return Hardware(
-        gpus=gpus,
-        gpu_counts=tuple(sorted(set(counts))),
-        gpus_per_node=r.integer("gpus_per_node", hd["gpus_per_node"], minimum=1, maximum=64),
-        inter_node_gb_per_s=r.number("inter_node_gb_per_s", hd["inter_node_gb_per_s"], minimum=0,
-                                     exclusive_min=True, maximum=100_000),
-        cpu_workers_per_gpu=r.integer("cpu_workers_per_gpu", hd["cpu_workers_per_gpu"], minimum=0, maximum=1024),
-        workspace_gib=r.number("workspace_gib", hd["workspace_gib"], minimum=0, maximum=1024),
-    )
+    f = AT_PATH["hardware.gpu_counts"]
+    counts = r.integer_list("gpu_counts", list(hd["gpu_counts"]), minimum=_int(f.minimum), maximum=_int(f.maximum),
+                            max_items=64)
+    return Hardware(**_fields_of(r, "hardware", gpus=gpus, gpu_counts=tuple(sorted(set(counts)))))
 
 
 def _spot(s: Reader) -> SpotSettings:
     d = defaults_of(SpotSettings)
     s.reject_unknown(d)
-    return SpotSettings(
-        preemptions_per_instance_hour=s.number("preemptions_per_instance_hour", d["preemptions_per_instance_hour"],
-                                               minimum=0, maximum=100),
-        checkpoint_interval_min=s.number("checkpoint_interval_min", d["checkpoint_interval_min"], minimum=0,
-                                         exclusive_min=True, maximum=1e5),
-        restart_min=s.number("restart_min", d["restart_min"], minimum=0, maximum=1e4),
-    )
+    return SpotSettings(**_fields_of(s, "pricing.spot"))
 
 
 def _on_prem(o: Reader) -> OnPrem:
     d = defaults_of(OnPrem)
     o.reject_unknown(d)
-    return OnPrem(
-        purchase_usd_per_gpu=o.number("purchase_usd_per_gpu", d["purchase_usd_per_gpu"], minimum=0,
-                                      maximum=1e8),
-        lifetime_years=o.number("lifetime_years", d["lifetime_years"], minimum=0, exclusive_min=True, maximum=50),
-        fleet_utilisation=o.number("fleet_utilisation", d["fleet_utilisation"], minimum=0, exclusive_min=True,
-                                   maximum=1),
-        usd_per_kwh=o.number("usd_per_kwh", d["usd_per_kwh"], minimum=0, maximum=100),
-        pue=o.number("pue", d["pue"], minimum=1.0, maximum=5.0),
-        power_fraction_of_tdp=o.number("power_fraction_of_tdp", d["power_fraction_of_tdp"], minimum=0,
-                                       exclusive_min=True, maximum=1.0),
-    )
+    return OnPrem(**_fields_of(o, "pricing.on_prem"))
 
 
 def _pricing(r: Reader) -> Pricing:
     pd = defaults_of(Pricing)
     r.reject_unknown(pd)
-    currency = r.string("currency", pd["currency"])
+    currency = _get(r, "pricing.currency")
     if len(currency) != 3 or not currency.isalpha():
         raise r.fail("currency", currency, "a 3-letter ISO 4217 code such as USD, MXN, ARS, EUR")
-    rate = r.number("exchange_rate", pd["exchange_rate"], minimum=1e-6, maximum=1e9)
+    rate = _get(r, "pricing.exchange_rate")
     if currency.upper() == "USD" and rate != 1.0:
         # Amounts are priced in USD and multiplied by the rate for `currency`: a rate other than 1 with USD would
         # print two different dollar figures for one option.
         raise r.fail("exchange_rate", rate, "1 with currency USD (the rate converts USD into `currency`; set "
                                             "`currency` to the local one, e.g. MXN, or remove `exchange_rate`)")
-    return Pricing(
-        tier=r.string("tier", pd["tier"], TIERS),
-        provider=r.string("provider", pd["provider"]),
-        region_group=r.string("region_group", pd["region_group"], REGION_GROUPS),
-        regions=_regions(r),
-        currency=currency.upper(),
-        exchange_rate=rate,
-        exchange_rate_as_of=r.date("exchange_rate_as_of", pd["exchange_rate_as_of"]),
-        runs=r.integer("runs", pd["runs"], minimum=1, maximum=100_000),
-        failure_overhead=r.number("failure_overhead", pd["failure_overhead"], minimum=0, maximum=10),
-        tax_rate=r.number("tax_rate", pd["tax_rate"], minimum=0, maximum=5),
-        billing_increment_min=r.number("billing_increment_min", pd["billing_increment_min"], minimum=0,
-                                       exclusive_min=True, maximum=60 * 24),
-        spot=_spot(_section(r, "spot")),
-        on_prem=_on_prem(_section(r, "on_prem")),
-        grid_kg_co2_per_kwh=r.number("grid_kg_co2_per_kwh", pd["grid_kg_co2_per_kwh"], minimum=0, maximum=5),
-    )
+    return Pricing(**_fields_of(r, "pricing", currency=currency.upper(), exchange_rate=rate, regions=_regions(r),
+                                spot=_spot(_section(r, "spot")), on_prem=_on_prem(_section(r, "on_prem"))))
 
 
 def _regions(r: Reader) -> tuple[str, ...]:
@@ -586,12 +531,7 @@ def _regions(r: Reader) -> tuple[str, ...]:
 def _constraints(r: Reader) -> Constraints:
     d = defaults_of(Constraints)
     r.reject_unknown(d)
-    return Constraints(
-        deadline_hours=r.number("deadline_hours", d["deadline_hours"], minimum=0, exclusive_min=True,
-                                maximum=1e7),
-        budget_usd=r.number("budget_usd", d["budget_usd"], minimum=0, exclusive_min=True, maximum=1e12),
-        deadline_confidence=r.string("deadline_confidence", d["deadline_confidence"], DEADLINE_CONFIDENCES),
-    )
+    return Constraints(**_fields_of(r, "constraints"))
 
 
 def _check_batches(s: Scenario, source: str) -> None:
