@@ -11,7 +11,7 @@ from pathlib import Path
 from bench.events import Events
 from planner.inputs.errors import InputError
 from planner.inputs.shipped import bench_out_dir
-from planner.vocab import OPTIMIZERS, PRECISIONS
+from planner.vocab import OPTIMIZERS, PRECISIONS, Reason
 
 DEFAULT_OUT = bench_out_dir()  # the checkout's results/, or $TRAINPLAN_HOME/results when installed
 EXIT_INTERRUPTED = 130
@@ -155,7 +155,7 @@ def main(args) -> int:
         try:
             sweep.run()
         except KeyboardInterrupt:
-            sweep.stop_reason = "interrupted (Ctrl-C or SIGTERM) before this point was measured"
+            sweep.stop_reason = Reason("interrupted")
             sweep.save(partial=True)
             sweep.progress.warn(f"interrupted: {sweep.ok_count()} measurement(s) kept, marked partial, in "
                                 f"{sweep.path}")
@@ -163,7 +163,7 @@ def main(args) -> int:
             return EXIT_INTERRUPTED
         except Exception as exc:  # noqa: BLE001 - keep what was measured, then report the crash
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            sweep.stop_reason = f"the run failed before this point ({exc.__class__.__name__}: {first_line})"[:500]
+            sweep.stop_reason = Reason("run_failed", error=f"{exc.__class__.__name__}: {first_line}"[:480])
             sweep.save(partial=True)
             traceback.print_exc()
             text = f"bench run failed; what was measured is in {sweep.path} (partial)"

@@ -13,6 +13,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from bench.stats import summarize
+from planner.inputs.reasons import reason_fields
+from planner.vocab import Reason
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 WORKERS = (0, 2, 4, 8)
@@ -109,7 +111,7 @@ def run(device: torch.device, batch_size: int = 32, batches: int = 10, cpu_cost_
                    "batch_size": batch_size, "dataset": source}
             if pin and device.type != "cuda":
                 row["samples_per_s"] = None
-                row["reason"] = "pin_memory only matters for copies to a CUDA device"
+                row.update(reason_fields(Reason("pin_memory_cpu")))
             else:
                 row["samples_per_s"] = loader_throughput(dataset, batch_size, num_workers, pin, device)
             rows.append(row)

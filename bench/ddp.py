@@ -413,15 +413,16 @@ def build_result(report: dict, created_utc: str, command: list[str]) -> dict:
     """The result file (schema /2) from rank 0's report; written only for a complete run, so nothing is missing."""
     from bench.runinfo import requested
     from bench.stats import noise_warning
+    from planner.inputs.reasons import warning_fields
     from planner.inputs.resultfile import SCHEMA
 
     m, d, s = report["measurement"], report["ddp"], report["settings"]
     settings = {**s, "command": command,
                 "requested": requested([d["precision"]], [d["batch_per_process"]], s["steps"], s["warmup"])}
-    warnings = [noise_warning(f"DDP step on {d['world_size']} processes, batch {d['batch_per_process']}",
-                              m["step_time_s"])] if m.get("noisy") else []
+    warnings = [noise_warning(m["step_time_s"], processes=d["world_size"], batch=d["batch_per_process"])
+                ] if m.get("noisy") else []
     return {"schema": SCHEMA, "created_utc": created_utc, "partial": False, "environment": report["environment"],
-            "model": report["model"], "settings": settings, "missing": [], "warnings": warnings,
+            "model": report["model"], "settings": settings, "missing": [], **warning_fields(warnings),
             "measurements": [m], "max_batch": [], "dataloader": [], "ddp": d}
 
 

@@ -33,6 +33,8 @@ from bench.precision import plan_for, set_fp32_mode
 from bench.stats import step_time_block, summarize
 from bench.testing import inject_fault
 from planner.inputs.atomic import atomic_write
+from planner.inputs.reasons import reason_fields, unmeasured_fields
+from planner.vocab import Reason
 
 EXPOSED_METHOD = ("step time with DDP minus step time under DDP.no_sync() on the same ranks (per step the "
                   "slowest rank, median over steps), clamped at 0")
@@ -111,7 +113,7 @@ def busbw_sweep(ctx: Context, sizes: list[int], budget_s: float, max_iters: int 
         algbw, busbw = launcher.bus_bandwidth_gb_s(nbytes, per_call, ctx.world)
         row = {"bytes": nbytes, "gb_per_s": busbw, "algbw_gb_per_s": algbw, "time_s": per_call, "iters": iters}
         if busbw is None:
-            row["reason"] = "one rank: an all-reduce moves nothing across a link (2(n-1)/n = 0)"
+            row.update(reason_fields(Reason("ddp_one_rank")))
         rows.append(row)
         del buf
     return rows
@@ -138,28 +140,23 @@ def _measurement_row(ctx: Context, stats: dict, noisy: bool, peaks: tuple, finit
     cfg, on_gpu = ctx.cfg, ctx.on_gpu
     cpu_mem = harness.CPU_MEMORY_REASON
     nodes = ctx.world // ctx.local_world
+    no_memory, no_nvml, no_throughput = Reason("ddp_no_memory"), Reason("ddp_no_nvml"), Reason("ddp_no_throughput")
     unmeasured = {
-        "static_bytes": "bench ddp: not measured (bench run measures memory)",
-        "first_step_peak_bytes": "bench ddp: not measured (bench run measures memory)",
-        "device_used_bytes": "bench ddp: no NVML sampling",
-        "achieved_tflops": "bench ddp measures scaling; bench run measures per-GPU throughput",
-        "mfu": "bench ddp measures scaling; bench run measures per-GPU throughput",
-        "gpu_util_pct": "bench ddp: no NVML sampling", "power_w": "bench ddp: no NVML sampling",
-        "energy_j_per_step": "bench ddp: no NVML sampling",
-        "grad_scaler_skips": "bench ddp does not track loss-scale skips",
+        "static_bytes": no_memory, "first_step_peak_bytes": no_memory, "device_used_bytes": no_nvml,
+        "achieved_tflops": no_throughput, "mfu": no_throughput, "gpu_util_pct": no_nvml, "power_w": no_nvml,
+        "energy_j_per_step": no_nvml, "grad_scaler_skips": Reason("ddp_no_scaler"),
     }
     if not on_gpu:
         unmeasured.update(peak_allocated_bytes=cpu_mem, peak_reserved_bytes=cpu_mem)
     return {
         "source": "measured", "precision": cfg["precision"], "batch_size": cfg["batch"], "status": "ok",
-        "reason": (f"bench ddp: DDP step on {ctx.world} processes ({nodes} node(s) x {ctx.local_world}, "
-                   f"{cfg['backend']}), per step the slowest rank, median over {cfg['steps']} steps; "
-                   "samples_per_s is per process"),
+        **reason_fields(Reason("ddp_step", processes=ctx.world, nodes=nodes, per_node=ctx.local_world,
+                               backend=cfg["backend"], steps=cfg["steps"])),
         "step_time_s": stats, "noisy": noisy, "phases_s": {}, "samples_per_s": cfg["batch"] / stats["median"],
         "peak_allocated_bytes": peaks[0], "peak_reserved_bytes": peaks[1], "static_bytes": None,
         "first_step_peak_bytes": None, "device_used_bytes": None, "memory_breakdown_bytes": {},
         "achieved_tflops": None, "mfu": None, "mfu_peak_key": None, "gpu_util_pct": None, "power_w": None,
-        "energy_j_per_step": None, "loss_finite": finite, "grad_scaler_skips": None, "unmeasured": unmeasured,
+        "energy_j_per_step": None, "loss_finite": finite, "grad_scaler_skips": None, **unmeasured_fields(unmeasured),
     }
 
 
@@ -255,7 +252,7 @@ def run(cfg: dict) -> None:
             "profile_problems": problems,
         }
         if len(devices) > 1:
-            section["reason"] = f"mixed devices {devices}: gpu_profile_id left null, no plan uses this run"
+            section.update(reason_fields(Reason("ddp_mixed_devices", devices=str(devices))))
         settings = {
             "warmup": cfg["warmup"], "steps": cfg["steps"], "optimizer": cfg["optimizer"],
             "optimizer_impl": cfg["optimizer_impl"], "lr": lr, "set_to_none": True, "grad_accum": 1,

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 from bench.telemetry import device_handle, load_nvml, static_info
+from planner.inputs.reasons import unmeasured_fields
 from planner.inputs.shipped import PROFILES_DIR as SHIPPED_PROFILES_DIR
+from planner.vocab import Reason
 
 ADD_PROFILE_HINT = (
     "add a profile: gpu_profiles/<id>.yaml with nvml_names: [\"{name}\"] (README, section \"Adding a GPU\"), "
@@ -95,21 +97,20 @@ def software(torch_mod) -> dict:
     """The result file's software facts (schema /2): trainplan version, CPU threads, cuDNN; nulls with reasons."""
     from planner.vocab import VERSION as __version__
 
-    unmeasured: dict[str, str] = {}
+    unmeasured: dict[str, Reason] = {}
     torch_threads, why = _call(lambda: int(torch_mod.get_num_threads()))
     if torch_threads is None:
-        unmeasured["cpu_threads.torch_num_threads"] = f"torch.get_num_threads() failed ({why})"
+        unmeasured["cpu_threads.torch_num_threads"] = Reason("torch_threads_failed", error=str(why))
     cpu_count = os.cpu_count()
     if cpu_count is None:
-        unmeasured["cpu_threads.os_cpu_count"] = "os.cpu_count() cannot tell on this system"
+        unmeasured["cpu_threads.os_cpu_count"] = Reason("cpu_count_unknown")
     cudnn, why = _call(lambda: torch_mod.backends.cudnn.version())
     if cudnn is None:
-        unmeasured["cudnn"] = (f"torch.backends.cudnn.version() failed ({why})" if why else
-                               "torch.backends.cudnn.version() is None: this torch build has no cuDNN"
-                               + ("" if getattr(torch_mod.version, "cuda", None) else " (a CPU build)"))
+        unmeasured["cudnn"] = (Reason("cudnn_failed", error=str(why)) if why else
+                               Reason("no_cudnn" if getattr(torch_mod.version, "cuda", None) else "no_cudnn_cpu_build"))
     return {"trainplan_version": __version__,
             "cpu_threads": {"torch_num_threads": torch_threads, "os_cpu_count": cpu_count},
-            "cudnn": cudnn, "unmeasured": unmeasured}
+            "cudnn": cudnn, **unmeasured_fields(unmeasured)}
 
 
 def gather(nvml=None, torch_mod=None, profiles_dirs: list[str] | None = None, cpu_only: bool = False) -> dict:
@@ -122,7 +123,7 @@ def gather(nvml=None, torch_mod=None, profiles_dirs: list[str] | None = None, cp
     }
     nvml_mod, nvml_reason = load_nvml(nvml)
     facts["nvml_available"] = nvml_mod is not None
-    facts["nvml_reason"] = nvml_reason
+    facts["nvml_reason"] = str(nvml_reason) if nvml_reason else None
     facts["nvml_gpus"] = []
     facts["driver"] = None
     if nvml_mod is not None:

@@ -14,8 +14,10 @@ import torch
 from bench.precision import PrecisionPlan, set_fp32_mode
 from bench.stats import step_time_block, summarize
 from bench.telemetry import NullSampler, WindowReading
+from planner.inputs.reasons import reason_fields, unmeasured_fields
+from planner.vocab import Reason
 
-CPU_MEMORY_REASON = "CPU: torch keeps allocator peak statistics for CUDA only"
+CPU_MEMORY_REASON = Reason("cpu_memory")
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ def measure(workload, plan: PrecisionPlan, batch_size: int, make_optimizer: Call
             device, clock: Callable[[], float] | None = None, sampler=None) -> RawMeasurement:
     """Warm up, time `config.steps` steps (one sync at the end), then a short phase pass. Raises on OOM."""
     clock = clock or device.clock
-    sampler = sampler or NullSampler("no telemetry sampler")
+    sampler = sampler or NullSampler(Reason("not_measured"))
     set_fp32_mode(plan.fp32_mode)
     model = workload.model
     model.train()
@@ -304,7 +306,7 @@ def release(model, device) -> None:
 
 
 def run_config(workload, plan: PrecisionPlan, batch_size: int, make_optimizer: Callable, config: HarnessConfig,
-               device, clock=None, sampler=None) -> tuple[str, str | None, RawMeasurement | None]:
+               device, clock=None, sampler=None) -> tuple[str, Reason | None, RawMeasurement | None]:
     """(status, reason, raw): an OOM or a failing step becomes a status, never an exception (Ctrl-C still is)."""
     if plan.skip_reason:
         return "skipped", plan.skip_reason, None
@@ -316,7 +318,7 @@ def run_config(workload, plan: PrecisionPlan, batch_size: int, make_optimizer: C
     else:
         return "ok", None, raw
     release(workload.model, device)
-    return status, reason[:500], None
+    return status, Reason("step_failed", error=reason[:500]), None
 
 
 # ------------------------------------------------------------------ the result-file record
@@ -328,7 +330,7 @@ class RecordContext:
     flops_per_sample: float | None
     peak_tflops: float | None
     peak_key: str | None
-    mfu_unmeasured_reason: str | None
+    mfu_unmeasured_reason: Reason | None
     device_kind: str
 
 
@@ -338,33 +340,33 @@ def memory_breakdown(raw: RawMeasurement, has_memory_stats: bool) -> tuple[dict,
     static is allocated after a full step (weights, optimizer state, the batch)."""
     parts = {"weights": raw.weights_bytes, "grads": raw.grads_bytes, "optimizer": raw.optimizer_bytes,
              "activations": None, "transients": None}
-    unmeasured = {}
+    unmeasured: dict[str, Reason] = {}
     if has_memory_stats and raw.activations_bytes is not None and raw.static_bytes is not None:
         parts["activations"] = raw.activations_bytes
         held = raw.static_bytes + max(raw.activations_bytes, raw.grads_bytes)
         parts["transients"] = max(0, (raw.peak_allocated_bytes or 0) - held)
     else:
-        why = CPU_MEMORY_REASON if not has_memory_stats else "no phase pass (--phase-steps 0) to measure it"
+        why = CPU_MEMORY_REASON if not has_memory_stats else Reason("no_phase_pass_memory")
         unmeasured["memory_breakdown_bytes.activations"] = why
         unmeasured["memory_breakdown_bytes.transients"] = why
     return parts, unmeasured
 
 
-def to_record(precision: str, batch_size: int, status: str, reason: str | None, raw: RawMeasurement | None,
-              ctx: RecordContext, steps: int, has_memory_stats: bool, note: str | None = None) -> dict:
+def to_record(precision: str, batch_size: int, status: str, reason: Reason | None, raw: RawMeasurement | None,
+              ctx: RecordContext, steps: int, has_memory_stats: bool, note: Reason | None = None) -> dict:
     """One `measurements[]` row (schema /2): every null numeric field has its reason in `unmeasured`; the step
     times are kept raw, and `noisy` says their IQR is over 10% of the median."""
     row = {"source": "measured", "precision": precision, "batch_size": batch_size, "status": status,
-           "reason": reason or note}
+           **reason_fields(reason or note)}
     if raw is None:
         return row
     stats, noisy = step_time_block(raw.step_times_s)
     median = stats["median"]
-    unmeasured: dict[str, str] = {}
+    unmeasured: dict[str, Reason] = {}
     row.update({"step_time_s": stats, "noisy": noisy, "phases_s": raw.phases_s,
                 "samples_per_s": batch_size / median})
     if not raw.phases_s:
-        unmeasured["phases_s"] = "no phase pass (--phase-steps 0)"
+        unmeasured["phases_s"] = Reason("no_phase_pass")
     for key in ("peak_allocated_bytes", "peak_reserved_bytes", "static_bytes", "first_step_peak_bytes"):
         row[key] = getattr(raw, key)
         if row[key] is None:
@@ -375,19 +377,19 @@ def to_record(precision: str, batch_size: int, status: str, reason: str | None, 
     achieved_tflops = ctx.flops_per_sample * batch_size / median / 1e12 if ctx.flops_per_sample else None
     row["achieved_tflops"] = achieved_tflops
     if achieved_tflops is None:
-        unmeasured["achieved_tflops"] = "the model's FLOPs per sample are unknown"
+        unmeasured["achieved_tflops"] = Reason("no_flops")
     if achieved_tflops is not None and ctx.peak_tflops:
         row["mfu"], row["mfu_peak_key"] = achieved_tflops / ctx.peak_tflops, ctx.peak_key
     else:
         row["mfu"], row["mfu_peak_key"] = None, None
-        unmeasured["mfu"] = ctx.mfu_unmeasured_reason or "no peak TFLOPS for this precision"
+        unmeasured["mfu"] = ctx.mfu_unmeasured_reason or Reason("no_peak")
     row["gpu_util_pct"] = raw.telemetry.gpu_util_pct
     row["power_w"] = raw.telemetry.power_w
     energy = raw.telemetry.energy_j
     row["energy_j_per_step"] = energy / steps if energy is not None and steps else None
     for key in ("gpu_util_pct", "power_w", "device_used_bytes", "energy_j_per_step"):
         if row[key] is None:
-            unmeasured[key] = raw.telemetry.unmeasured.get(key) or "not measured"
+            unmeasured[key] = raw.telemetry.unmeasured.get(key) or Reason("not_measured")
     row["loss_finite"] = raw.loss_finite
     if raw.scale_start is not None and raw.scale_end is not None and raw.scale_end > 0:
         # Each skipped step halves the scale; growth needs 2000 clean steps, so within a short window
@@ -395,8 +397,9 @@ def to_record(precision: str, batch_size: int, status: str, reason: str | None, 
         row["grad_scaler_skips"] = float(max(0.0, round(math.log2(raw.scale_start / raw.scale_end), 3)))
     else:
         row["grad_scaler_skips"] = None
-        unmeasured["grad_scaler_skips"] = "no GradScaler at this precision (only fp16 uses one)"
+        unmeasured["grad_scaler_skips"] = Reason("no_grad_scaler")
     notes = [n for n in [note, *raw.telemetry.notes] if n]
-    row["reason"] = "; ".join(notes) if notes else None
-    row["unmeasured"] = unmeasured
+    row.pop("reason_keys", None)
+    row.update(reason_fields(*notes))
+    row.update(unmeasured_fields(unmeasured))
     return row

@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from planner.vocab import Reason
+
 OK = "ok"
 FLAT_RISE = 0.05  # the peak must rise this much across the fitted sizes to count as activation-dominated
 
@@ -30,7 +32,7 @@ class MaxBatchResult:
     max_batch: int              # 0 = not even batch 1 fits
     trials: tuple[Trial, ...]
     converged: bool
-    reason: str | None = None
+    reason: Reason | None = None
     fit: tuple[float, float] | None = None  # (intercept_bytes, bytes_per_sample)
 
     def trials_json(self) -> list[dict]:
@@ -121,7 +123,7 @@ def find_max_batch(try_batch: Callable[[int], Trial], capacity_bytes: float, pro
         b = 1 if hi is None else max(1, hi // 2)  # even the smallest probe failed: halve down to 1
         record(try_batch(b), counted=True)
     if lo == 0:
-        return MaxBatchResult(0, tuple(trials), hi == 1, None if hi == 1 else "no size ran within the trial budget")
+        return MaxBatchResult(0, tuple(trials), hi == 1, None if hi == 1 else Reason("no_size_within_budget"))
 
     line = None
     while len(trials) < max_trials:
@@ -130,11 +132,12 @@ def find_max_batch(try_batch: Callable[[int], Trial], capacity_bytes: float, pro
         b, line = _next_candidate(points, lo, hi, capacity_bytes, margin, tol)
         if b > limit:
             if lo >= limit:
-                return MaxBatchResult(lo, tuple(trials), False, f"reached the search limit of {limit}", line)
+                return MaxBatchResult(lo, tuple(trials), False, Reason("search_limit", limit=limit), line)
             b = limit
         record(try_batch(b), counted=True)
     converged = hi is not None and hi - lo <= _resolution(lo, tol)
-    reason = None if converged else f"stopped after {len(trials)} trials: {lo} ran, {hi or 'no size'} failed"
+    reason = None if converged else (Reason("search_stopped", trials=len(trials), ran=lo, failed=hi) if hi
+                                     else Reason("search_stopped_none_failed", trials=len(trials), ran=lo))
     return MaxBatchResult(lo, tuple(trials), converged, reason, _activation_fit(points) or line)
 
 
@@ -155,7 +158,7 @@ class SafeBatch:
     batch_size: int | None      # None: no size passed its repeat run
     confirmed: bool
     trials: tuple[Trial, ...]   # the repeat runs, in order
-    reason: str | None = None
+    reason: Reason | None = None
 
     def trials_json(self) -> list[dict]:
         return [{"batch_size": t.batch_size, "status": t.status} for t in self.trials]
@@ -175,7 +178,7 @@ def confirm_safe_batch(try_batch: Callable[[int], Trial], largest: int, attempts
                        fraction: float = SAFE_FRACTION) -> SafeBatch:
     """Run the safe size once more (a repeat run after the search); after an OOM, step down by the margin again."""
     if largest < 1:
-        return SafeBatch(None, False, (), "no batch size fits")
+        return SafeBatch(None, False, (), Reason("no_batch_fits"))
     trials: list[Trial] = []
     size = safe_batch_size(largest, fraction)
     for _ in range(attempts):
@@ -183,13 +186,13 @@ def confirm_safe_batch(try_batch: Callable[[int], Trial], largest: int, attempts
         trials.append(trial)
         if trial.status == OK:
             failed = [t.batch_size for t in trials if t.status != OK]
-            why = f"batch {', '.join(map(str, failed))} failed its repeat run (oom)" if failed else None
+            why = Reason("repeat_run_failed", batches=", ".join(map(str, failed))) if failed else None
             return SafeBatch(size, True, tuple(trials), why)
         if trial.status != "oom" or size == 1:
             break
         size = safe_batch_size(size, fraction)
     tried = ", ".join(f"{t.batch_size} ({t.status})" for t in trials)
-    return SafeBatch(None, False, tuple(trials), f"no size passed its repeat run: {tried}")
+    return SafeBatch(None, False, tuple(trials), Reason("no_size_passed_repeat", tried=tried))
 
 
 def auto_batches(max_batch: int, count: int = 4) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from planner.vocab import PRECISIONS
+from planner.vocab import PRECISIONS, Reason
 
 
 @dataclass(frozen=True)
@@ -17,8 +17,8 @@ class PrecisionPlan:
     fp32_mode: str                      # "ieee" or "tf32": matmul and cuDNN conv/rnn flags for fp32 tensors
     autocast_dtype: object | None       # torch.float16 / torch.bfloat16 / None
     use_scaler: bool
-    note: str | None = None
-    skip_reason: str | None = None
+    note: Reason | None = None
+    skip_reason: Reason | None = None
 
     def autocast(self):
         import torch
@@ -89,16 +89,16 @@ def read_fp32_flags(torch_mod=None) -> dict:
     }
 
 
-def _cpu_fp16_autocast_supported(torch_mod) -> str | None:
+def _cpu_fp16_autocast_supported(torch_mod) -> Reason | None:
     """None if CPU autocast to fp16 works with a CPU GradScaler, else the reason it does not."""
     try:
         with torch_mod.autocast(device_type="cpu", dtype=torch_mod.float16):
             out = torch_mod.mm(torch_mod.ones(2, 2), torch_mod.ones(2, 2))
         if out.dtype != torch_mod.float16:
-            return f"CPU autocast in torch {torch_mod.__version__} does not run matmuls in float16"
+            return Reason("cpu_fp16_not_float16", torch=str(torch_mod.__version__))
         torch_mod.amp.GradScaler("cpu")
     except Exception as exc:  # noqa: BLE001 - any failure means "not supported here"
-        return f"fp16 autocast/GradScaler on CPU unsupported in torch {torch_mod.__version__}: {exc}"
+        return Reason("cpu_fp16_unsupported", torch=str(torch_mod.__version__), error=str(exc))
     return None
 
 
@@ -113,7 +113,7 @@ def plan_for(name: str, device_type: str, torch_mod=None) -> PrecisionPlan:
     if name == "tf32":
         note = None
         if device_type == "cpu":
-            note = "tf32 is a CUDA tensor-core mode; on CPU this is the fp32 (ieee) measurement"
+            note = Reason("tf32_on_cpu")
             return PrecisionPlan(name, device_type, "ieee", None, False, note=note)
         return PrecisionPlan(name, device_type, "tf32", None, False)
     if name == "bf16":

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 # The result-file schema owns the definitions a reader recomputes (percentile method, noise threshold).
 from planner.inputs.resultfile import NOISY_IQR_OVER_MEDIAN, iqr_over_median, is_noisy, percentile
+from planner.vocab import Reason
 
 __all__ = ["NOISY_IQR_OVER_MEDIAN", "noise_warning", "percentile", "step_time_block", "summarize"]
 
@@ -36,9 +37,10 @@ def step_time_block(values: Sequence[float]) -> tuple[dict, bool]:
     return block, is_noisy(ratio)
 
 
-def noise_warning(what: str, block: dict) -> str:
-    """The file's `warnings` line for a noisy measurement."""
-    return (f"{what}: noisy step times: IQR/median {100 * block['iqr_over_median']:.1f}% > "
-            f"{100 * NOISY_IQR_OVER_MEDIAN:.0f}% over {block['n']} steps (another process on the device, clock or "
-            "thermal changes, or too few steps); the median is kept, re-measure on an idle machine with more "
-            "--steps to trust it")
+def noise_warning(block: dict, *, precision: str | None = None, batch: int, processes: int | None = None) -> Reason:
+    """The file's `warnings` entry for a noisy measurement (bench run: its precision; bench ddp: its processes)."""
+    numbers = {"batch": batch, "iqr_pct": round(100 * block["iqr_over_median"], 1),
+               "limit_pct": round(100 * NOISY_IQR_OVER_MEDIAN), "n": block["n"]}
+    if processes is not None:
+        return Reason("noisy_ddp_steps", processes=processes, **numbers)
+    return Reason("noisy_steps", precision=str(precision), **numbers)

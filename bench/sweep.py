@@ -16,7 +16,9 @@ from bench.runinfo import command_line, requested
 from bench.stats import noise_warning
 from bench.telemetry import NullSampler, Sampler, device_handle, load_nvml
 from planner.inputs.errors import InputError
+from planner.inputs.reasons import reason_fields
 from planner.inputs.resultfile import SCHEMA, replace_result_atomic, result_path, write_result_atomic
+from planner.vocab import Reason
 
 MEMORY_METHOD = (
     "weights/grads/optimizer: tensor sizes; activations: allocated after forward minus before (phase pass); "
@@ -27,8 +29,7 @@ CPU_AUTO_BATCHES = (8, 16, 32)
 # The safe batch's repeat run: a few more steps than a search trial (warm-up 2, 2 steps), since fragmentation
 # grows as steps go by.
 SAFE_CONFIRM = harness.HarnessConfig(warmup=2, steps=5, phase_steps=0)
-IN_PROGRESS = ("not measured yet: the run was still going when this file was last written (if it has ended, it "
-               "stopped before this point: killed, out of host memory, or crashed)")
+IN_PROGRESS = Reason("in_progress")
 
 
 def optimizer_factory(name: str, impl: str, lr: float | None, device: torch.device):
@@ -86,7 +87,7 @@ class Sweep:
         batches = cfg["batches"]
         self.planned: dict[str, list[int] | None] = {
             p: (None if batches == "auto" else list(batches)) for p in cfg["precisions"]}
-        self.stop_reason: str | None = None
+        self.stop_reason: Reason | None = None
 
     @property
     def doc(self) -> dict[str, Any]:
@@ -133,7 +134,8 @@ class Sweep:
             "environment": detect.environment_block(facts, flags, bool(args.cudnn_benchmark), args.gpu_index),
             "model": model_block,
             "settings": self._settings(lr, model_block),
-            "missing": [], "warnings": [], "measurements": [], "max_batch": [], "dataloader": [],
+            "missing": [], "warnings": [], "warning_keys": [], "measurements": [], "max_batch": [],
+            "dataloader": [],
         }
         self.data["missing"] = self.missing()
         target = result_path(self.cfg["root"], device_dir, model_block["name"], created)
@@ -198,7 +200,7 @@ class Sweep:
 
     def _sampler(self):
         if self.device.kind != "cuda":
-            return NullSampler("no GPU: NVML telemetry applies to GPUs only")
+            return NullSampler(Reason("no_gpu_nvml"))
         nvml, reason = load_nvml()
         if nvml is None:
             return NullSampler(reason)
@@ -206,19 +208,19 @@ class Sweep:
         try:
             return Sampler(nvml, device_handle(nvml, gpu.get("uuid"), gpu["index"]))
         except Exception as exc:  # noqa: BLE001
-            return NullSampler(f"NVML handle for GPU {gpu['index']}: {exc}")
+            return NullSampler(Reason("nvml_no_handle", gpu=gpu["index"], error=str(exc)))
 
     # -------------------------------------------------------------- measuring
     def _context(self, precision: str) -> harness.RecordContext:
         peak, why = None, None
         if self.device.kind != "cuda":
-            why = "no GPU profile on CPU (MFU is relative to a GPU's dense peak)"
+            why = Reason("no_profile_cpu")
         elif self.profile is None:
-            why = "the GPU matches no profile, so there is no peak to compare with"
+            why = Reason("no_profile_gpu")
         else:
             peak = self.profile.peak_tflops_for(precision)
             if peak is None:
-                why = f"profile {self.profile.id} lists no {precision} peak (unsupported there)"
+                why = Reason("no_precision_peak", profile=self.profile.id, precision=precision)
         return harness.RecordContext(self.doc["model"]["flops_per_sample"], peak, precision if peak else None,
                                      why, self.device.kind)
 
@@ -240,9 +242,10 @@ class Sweep:
                                 self.device.has_memory_stats, note=self.plans[precision].note)
         self.doc["measurements"].append(row)
         if row.get("noisy"):
-            warning = noise_warning(f"{precision} batch {batch}", row["step_time_s"])
-            self.doc["warnings"].append(warning)
-            self.progress.warn(warning)
+            warning = noise_warning(row["step_time_s"], precision=precision, batch=batch)
+            self.doc["warnings"].append(str(warning))
+            self.doc["warning_keys"].append([warning.as_json()])
+            self.progress.warn(str(warning))
         self.save(partial=True)
         median = row["step_time_s"]["median"] if row.get("step_time_s") else None
         if status in ("oom", "error"):
@@ -255,9 +258,9 @@ class Sweep:
                                  "safe_confirmed": False, "trials": []}
         plan = self.plans[precision]
         if self.device.kind != "cuda":
-            entry["reason"] = "CPU: no device-memory limit to search (host memory is swapped, not exhausted)"
+            entry.update(reason_fields(Reason("cpu_no_memory_limit")))
         elif plan.skip_reason:
-            entry["reason"] = plan.skip_reason
+            entry.update(reason_fields(plan.skip_reason))
         else:
             known = []
             for m in self.doc["measurements"]:
@@ -266,7 +269,7 @@ class Sweep:
                 elif m["precision"] == precision and m["status"] == "oom":
                     known.append(maxbatch.Trial(m["batch_size"], "oom"))
             trial_cfg = harness.HarnessConfig(warmup=2, steps=2, phase_steps=0)
-            null = NullSampler("max-batch trial")
+            null = NullSampler(Reason("not_measured"))  # a trial's telemetry is not kept
 
             def trial(b: int, config: harness.HarnessConfig = trial_cfg, what: str = "trial") -> maxbatch.Trial:
                 status, _reason, raw = self._run(precision, b, config, null)
@@ -280,13 +283,13 @@ class Sweep:
                 raise RuntimeError(f"the {self.device.kind} device reports no memory capacity to search")
             result = maxbatch.find_max_batch(trial, capacity, known=known, max_trials=self.args.max_batch_trials)
             entry.update(max_batch=result.max_batch, trials=result.trials_json(), converged=result.converged,
-                         reason=result.reason, capacity_bytes=capacity, known_sizes=[t.batch_size for t in known])
+                         **reason_fields(result.reason), capacity_bytes=capacity, known_sizes=[t.batch_size for t in known])
             if result.fit:
                 entry["fit"] = {"intercept_bytes": result.fit[0], "bytes_per_sample": result.fit[1]}
             safe = maxbatch.confirm_safe_batch(lambda b: trial(b, SAFE_CONFIRM, "safe-batch repeat run"),
                                                result.max_batch)
             entry.update(safe_batch=safe.batch_size, safe_confirmed=safe.confirmed, safe_trials=safe.trials_json(),
-                         safe_reason=safe.reason,
+                         **reason_fields(safe.reason, name="safe_reason"),
                          safe_method=(f"{maxbatch.SAFE_FRACTION:.0%} of max_batch, rounded down to a multiple of "
                                       f"{maxbatch.SAFE_MULTIPLE} when >= {maxbatch.SAFE_MULTIPLE}, confirmed by a "
                                       f"repeat run ({SAFE_CONFIRM.warmup} warm-up + {SAFE_CONFIRM.steps} steps); "
@@ -312,7 +315,7 @@ class Sweep:
                     safe = entry.get("safe_batch")  # the sweep stays a margin below the largest that ran
                     plan_sizes[p] = self.planned[p] = maxbatch.auto_batches(safe) if safe else []
                     if not safe:
-                        why = "no batch size fits" if not entry.get("max_batch") else entry.get("safe_reason")
+                        why = str(Reason("no_batch_fits")) if not entry.get("max_batch") else entry.get("safe_reason")
                         self.progress.warn(f"--batch auto: no safe batch size at {p} ({why}); nothing to sweep "
                                            "there")
                     self.save(partial=True)
@@ -357,10 +360,9 @@ class Sweep:
         for precision, sizes in self.planned.items():
             if sizes is None:
                 out.append({"precision": precision, "batch_size": None,
-                            "reason": f"batch sizes not chosen yet (--batch auto searches the safe maximum "
-                                      f"first); {why}"})
+                            **reason_fields(Reason("batch_not_chosen"), why)})
                 continue
-            out.extend({"precision": precision, "batch_size": b, "reason": why}
+            out.extend({"precision": precision, "batch_size": b, **reason_fields(why)}
                        for b in sizes if (precision, b) not in done)
         return out
 

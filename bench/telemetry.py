@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from planner.vocab import Reason
+
 
 def load_nvml(nvml=None):
     """(module, None) with NVML initialised, or (None, reason). `nvml` injects a fake module in tests."""
@@ -14,11 +16,11 @@ def load_nvml(nvml=None):
         try:
             import pynvml as nvml
         except ImportError as exc:
-            return None, f"pynvml not importable ({exc}); install nvidia-ml-py"
+            return None, Reason("nvml_not_importable", error=str(exc))
     try:
         nvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return None, f"NVML unavailable: {exc.__class__.__name__}: {exc}"
+        return None, Reason("nvml_unavailable", error=f"{exc.__class__.__name__}: {exc}")
     return nvml, None
 
 
@@ -72,15 +74,16 @@ def static_info(nvml, handle) -> dict:
 
 @dataclass
 class WindowReading:
-    """What the sampler saw over one timed window; a None field has its reason in `unmeasured`."""
+    """What the sampler saw over one timed window; a None field has its reason (a planner.vocab.Reason) in
+    `unmeasured`; `notes` are Reasons too."""
 
     gpu_util_pct: float | None = None
     power_w: float | None = None
     energy_j: float | None = None
     device_used_bytes: float | None = None
     samples: int = 0
-    unmeasured: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
+    unmeasured: dict[str, Reason] = field(default_factory=dict)
+    notes: list[Reason] = field(default_factory=list)
 
 
 class Sampler:
@@ -151,32 +154,36 @@ class Sampler:
         if self._util:
             r.gpu_util_pct = sum(self._util) / len(self._util)
         else:
-            r.unmeasured["gpu_util_pct"] = "NVML utilisation: " + self._errors.get("util", "no samples")
+            r.unmeasured["gpu_util_pct"] = self._why("util", "nvml_util")
         if self._power:
             r.power_w = sum(self._power) / len(self._power)
         else:
-            r.unmeasured["power_w"] = "NVML power: " + self._errors.get("power", "no samples")
+            r.unmeasured["power_w"] = self._why("power", "nvml_power")
         if self._used:
             r.device_used_bytes = max(self._used)
         else:
-            r.unmeasured["device_used_bytes"] = "NVML memory: " + self._errors.get("used", "no samples")
+            r.unmeasured["device_used_bytes"] = self._why("used", "nvml_memory")
         if self._e0 is not None and e1 is not None and e1 >= self._e0:
             r.energy_j = (e1 - self._e0) / 1000.0
         elif r.power_w is not None and elapsed > 0:
             r.energy_j = r.power_w * elapsed
-            r.notes.append(
-                "energy = mean sampled power x window time (total-energy counter unavailable: "
-                + self._errors.get("energy", "pre-Volta GPU") + ")"
-            )
+            error = self._errors.get("energy")
+            r.notes.append(Reason("energy_from_power", error=error) if error is not None
+                           else Reason("energy_from_power_pre_volta"))
         else:
-            r.unmeasured["energy_j_per_step"] = "no NVML energy counter and no power samples"
+            r.unmeasured["energy_j_per_step"] = Reason("no_energy")
         return r
+
+    def _why(self, query: str, key: str) -> Reason:
+        """Why a sampled field is null: the query's error, or no samples in the window."""
+        error = self._errors.get(query)
+        return Reason(f"{key}_failed", error=error) if error is not None else Reason(f"{key}_no_samples")
 
 
 class NullSampler:
     """Stands in where NVML is unavailable: every field None with the same reason."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: Reason):
         self.reason = reason
 
     def start(self) -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TypedDict
 
 from planner.inputs.errors import InputError
+from planner.inputs.reasons import reason_fields, unmeasured_fields
 from planner.inputs.resultfile import SCHEMA, parse_result, result_path, write_result_atomic
 from planner.inputs.shipped import bench_out_dir
-from planner.vocab import GIB, PRECISIONS
+from planner.vocab import GIB, PRECISIONS, Reason
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = bench_out_dir()  # the checkout's results/, or $TRAINPLAN_HOME/results when installed
@@ -177,9 +178,9 @@ def _workload_builder(model: str, options: dict, attention: str = "sdpa"):
 
 
 def _measurement(precision: str, batch: int, trace=None, error: str | None = None) -> dict:
-    no_device = "traced on CPU fake tensors: no GPU kernels run"
+    no_device = Reason("no_gpu_kernels")
     m = {"source": "traced", "precision": precision, "batch_size": batch, "status": "ok" if trace else "error",
-         "reason": error, "step_time_s": None, "phases_s": {}, "samples_per_s": None,
+         **reason_fields(Reason("step_failed", error=error) if error else None), "step_time_s": None, "phases_s": {}, "samples_per_s": None,
          "peak_allocated_bytes": trace.peak_bytes if trace else None, "peak_reserved_bytes": None,
          "static_bytes": trace.static_bytes if trace else None, "first_step_peak_bytes": None,
          "device_used_bytes": None, "memory_breakdown_bytes": dict(trace.breakdown) if trace else {},
@@ -189,18 +190,17 @@ def _measurement(precision: str, batch: int, trace=None, error: str | None = Non
         m["aten_ops"] = dict(trace.aten_ops)
     if trace and trace.op_classes:
         m["op_classes"] = {k: dict(v) for k, v in trace.op_classes.items()}
+    fake_values = Reason("fake_values")
     reasons = {
-        "step_time_s": f"{no_device}, so there is no time to measure",
+        "step_time_s": Reason("no_gpu_kernels_time"),
         "samples_per_s": no_device, "achieved_tflops": no_device, "mfu": no_device, "gpu_util_pct": no_device,
         "power_w": no_device, "energy_j_per_step": no_device,
-        "peak_reserved_bytes": "the caching allocator's segments and fragmentation are not emulated",
-        "first_step_peak_bytes": "traced in steady state (optimizer state allocated before the step)",
-        "device_used_bytes": "CUDA context and NCCL buffers are outside a tensor trace",
-        "loss_finite": "fake tensors carry no values", "grad_scaler_skips": "fake tensors carry no values",
+        "peak_reserved_bytes": Reason("allocator_not_emulated"), "first_step_peak_bytes": Reason("steady_state"),
+        "device_used_bytes": Reason("outside_trace"), "loss_finite": fake_values, "grad_scaler_skips": fake_values,
     }
     if not trace:
-        reasons.update({k: f"trace failed: {error}" for k in ("peak_allocated_bytes", "static_bytes")})
-    m["unmeasured"] = {k: v for k, v in reasons.items() if m.get(k) is None}
+        reasons.update({k: Reason("trace_failed", error=str(error)) for k in ("peak_allocated_bytes", "static_bytes")})
+    m.update(unmeasured_fields({k: v for k, v in reasons.items() if m.get(k) is None}))
     return m
 
 

@@ -161,3 +161,136 @@ MIB = 2**20
 GIB = 2**30
 GB = 10**9
 TFLOP = 10**12
+
+# ---------------------------------------------------------------- reasons in result files
+# Why a result file's figure is missing, a point was skipped, a row needs a word (schema trainplan.bench/2, additive:
+# docs/schemas.md#bench-result): bench writes the key and its parameters (`reason_keys`, `unmeasured_keys`) and,
+# beside them, the English sentence as a courtesy for people reading the file. This table is the one owner of the
+# keys, of their parameters and of that courtesy sentence: bench cannot import planner.present (it runs without the
+# app's packages), so the English template lives here, and planner/present/locales/en/bench.yaml bench_reason.<key>
+# must say exactly the same (tests/test_reason_keys.py; es must use the same parameters). Never reuse a key for
+# another meaning: files already written carry it. {error} parameters hold an exception's own words (not translated).
+BENCH_REASONS: dict[str, str] = {
+    # bench/trace.py
+    "no_gpu_kernels": "traced on CPU fake tensors: no GPU kernels run",
+    "no_gpu_kernels_time": "traced on CPU fake tensors: no GPU kernels run, so there is no time to measure",
+    "allocator_not_emulated": "the caching allocator's segments and fragmentation are not emulated",
+    "steady_state": "traced in steady state (optimizer state allocated before the step)",
+    "outside_trace": "CUDA context and NCCL buffers are outside a tensor trace",
+    "fake_values": "fake tensors carry no values",
+    "trace_failed": "trace failed: {error}",
+    # bench/harness.py
+    "cpu_memory": "CPU: torch keeps allocator peak statistics for CUDA only",
+    "no_phase_pass": "no phase pass (--phase-steps 0)",
+    "no_phase_pass_memory": "no phase pass (--phase-steps 0) to measure it",
+    "no_flops": "the model's FLOPs per sample are unknown",
+    "no_peak": "no peak TFLOPS for this precision",
+    "not_measured": "not measured",
+    "no_grad_scaler": "no GradScaler at this precision (only fp16 uses one)",
+    "step_failed": "{error}",
+    # bench/sweep.py, bench/cli_run.py
+    "no_gpu_nvml": "no GPU: NVML telemetry applies to GPUs only",
+    "no_profile_cpu": "no GPU profile on CPU (MFU is relative to a GPU's dense peak)",
+    "no_profile_gpu": "the GPU matches no profile, so there is no peak to compare with",
+    "no_precision_peak": "profile {profile} lists no {precision} peak (unsupported there)",
+    "in_progress": "not measured yet: the run was still going when this file was last written (if it has ended, it "
+                   "stopped before this point: killed, out of host memory, or crashed)",
+    "interrupted": "interrupted (Ctrl-C or SIGTERM) before this point was measured",
+    "run_failed": "the run failed before this point ({error})",
+    "batch_not_chosen": "batch sizes not chosen yet (--batch auto searches the safe maximum first)",
+    "cpu_no_memory_limit": "CPU: no device-memory limit to search (host memory is swapped, not exhausted)",
+    "nvml_no_handle": "NVML handle for GPU {gpu}: {error}",
+    # bench/maxbatch.py
+    "search_stopped": "stopped after {trials} trials: {ran} ran, {failed} failed",
+    "search_stopped_none_failed": "stopped after {trials} trials: {ran} ran, no size failed",
+    "no_batch_fits": "no batch size fits",
+    "no_size_within_budget": "no size ran within the trial budget",
+    "search_limit": "reached the search limit of {limit}",
+    "repeat_run_failed": "batch {batches} failed its repeat run (oom)",
+    "no_size_passed_repeat": "no size passed its repeat run: {tried}",
+    # bench/precision.py
+    "cpu_fp16_not_float16": "CPU autocast in torch {torch} does not run matmuls in float16",
+    "cpu_fp16_unsupported": "fp16 autocast/GradScaler on CPU unsupported in torch {torch}: {error}",
+    "tf32_on_cpu": "tf32 is a CUDA tensor-core mode; on CPU this is the fp32 (ieee) measurement",
+    # bench/telemetry.py
+    "nvml_not_importable": "pynvml not importable ({error}); install nvidia-ml-py",
+    "nvml_unavailable": "NVML unavailable: {error}",
+    "nvml_util_failed": "NVML utilisation: {error}",
+    "nvml_util_no_samples": "NVML utilisation: no samples",
+    "nvml_power_failed": "NVML power: {error}",
+    "nvml_power_no_samples": "NVML power: no samples",
+    "nvml_memory_failed": "NVML memory: {error}",
+    "nvml_memory_no_samples": "NVML memory: no samples",
+    "energy_from_power": "energy = mean sampled power x window time (total-energy counter unavailable: {error})",
+    "energy_from_power_pre_volta": "energy = mean sampled power x window time (total-energy counter unavailable: "
+                                   "pre-Volta GPU)",
+    "no_energy": "no NVML energy counter and no power samples",
+    # bench/dataloader_bench.py
+    "pin_memory_cpu": "pin_memory only matters for copies to a CUDA device",
+    # bench/detect.py (environment.unmeasured)
+    "torch_threads_failed": "torch.get_num_threads() failed ({error})",
+    "cpu_count_unknown": "os.cpu_count() cannot tell on this system",
+    "cudnn_failed": "torch.backends.cudnn.version() failed ({error})",
+    "no_cudnn": "torch.backends.cudnn.version() is None: this torch build has no cuDNN",
+    "no_cudnn_cpu_build": "torch.backends.cudnn.version() is None: this torch build has no cuDNN (a CPU build)",
+    # bench/ddp_worker.py, bench/ddp.py
+    "ddp_no_memory": "bench ddp: not measured (bench run measures memory)",
+    "ddp_no_nvml": "bench ddp: no NVML sampling",
+    "ddp_no_throughput": "bench ddp measures scaling; bench run measures per-GPU throughput",
+    "ddp_no_scaler": "bench ddp does not track loss-scale skips",
+    "ddp_step": "bench ddp: DDP step on {processes} processes ({nodes} node(s) x {per_node}, {backend}), per step the "
+                "slowest rank, median over {steps} steps; samples_per_s is per process",
+    "ddp_one_rank": "one rank: an all-reduce moves nothing across a link (2(n-1)/n = 0)",
+    "ddp_mixed_devices": "mixed devices {devices}: gpu_profile_id left null, no plan uses this run",
+    # bench/stats.py (warnings[]): a noisy measurement
+    "noisy_steps": "{precision} batch {batch}: noisy step times: IQR/median {iqr_pct}% > {limit_pct}% over {n} steps "
+                   "(another process on the device, clock or thermal changes, or too few steps); the median is kept, "
+                   "re-measure on an idle machine with more --steps to trust it",
+    "noisy_ddp_steps": "DDP step on {processes} processes, batch {batch}: noisy step times: IQR/median {iqr_pct}% > "
+                       "{limit_pct}% over {n} steps (another process on the device, clock or thermal changes, or too "
+                       "few steps); the median is kept, re-measure on an idle machine with more --steps to trust it",
+    # planner/inputs/actuals.py (a recorded run's measured point)
+    "recorded_by_hand": "not measured: a run recorded by hand on {date} gives only its step time",
+    "recorded_run": "Recorded by hand on {date} (a finished run's step time, typed in): one figure, no spread, no "
+                    "memory.",
+    "recorded_run_file": "Recorded by hand on {date} (a finished run's step time, typed in; {file}): one figure, no "
+                         "spread, no memory.",
+}
+ReasonParam = str | int | float
+
+
+def reason_params(key: str) -> tuple[str, ...]:
+    """The parameter names of a reason key, in the order its sentence names them; KeyError for an unknown key."""
+    import string
+
+    return tuple(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(BENCH_REASONS[key]) if name))
+
+
+class Reason:
+    """One reason a result file gives: a key of BENCH_REASONS and its parameters (exactly the key's names).
+    str() is the English courtesy sentence bench writes beside it."""
+
+    __slots__ = ("key", "params")
+
+    def __init__(self, key: str, **params: ReasonParam):
+        if key not in BENCH_REASONS:
+            raise ValueError(f"unknown reason key {key!r} (planner.vocab.BENCH_REASONS)")
+        if set(params) != set(reason_params(key)):
+            raise ValueError(f"reason {key!r} takes {sorted(reason_params(key))}, got {sorted(params)}")
+        self.key = key
+        self.params: dict[str, ReasonParam] = params
+
+    def __str__(self) -> str:
+        return BENCH_REASONS[self.key].format(**self.params)
+
+    def __repr__(self) -> str:
+        return f"Reason({self.key!r}, **{self.params!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reason) and (self.key, self.params) == (other.key, other.params)
+
+    def __hash__(self) -> int:
+        return hash((self.key, tuple(sorted(self.params.items()))))
+
+    def as_json(self) -> dict[str, object]:
+        return {"key": self.key, "params": dict(self.params)}

@@ -103,6 +103,15 @@ def test_tiny_sweep_end_to_end_writes_a_valid_file(tmp_path):
     assert [(d["num_workers"], d["pin_memory"]) for d in rf.dataloader] == [(0, False), (0, True), (2, False),
                                                                              (2, True)]
     assert rf.dataloader[0]["samples_per_s"] > 0 and rf.dataloader[1]["samples_per_s"] is None
+    # every reason is written as keys (the text beside them is a courtesy): none of them a problem to the reader
+    assert rf.problems == ()
+    keys = {f: [p.key for p in parts] for f, parts in m.unmeasured_parts.items()}
+    assert keys["peak_allocated_bytes"] == ["cpu_memory"] and keys["power_w"] == ["no_gpu_nvml"]
+    assert keys["mfu"] == ["no_profile_cpu"] and keys["grad_scaler_skips"] == ["no_grad_scaler"]
+    assert all(parts and all(p.key for p in parts) for parts in m.unmeasured_parts.values())
+    assert [[p.key for p in parts] for parts in rf.max_batch_reasons] == [["cpu_no_memory_limit"]] * 3
+    assert [[p.key for p in parts] for parts in rf.dataloader_reasons] == [[], ["pin_memory_cpu"], [], ["pin_memory_cpu"]]
+    assert all([p.key for p in parts] == ["noisy_steps"] for parts in rf.warning_parts)
     assert rf.environment["fp32_precision"]["fp32"]
     # schema /2: the software, the command and the requested sweep; nothing missing in a complete file
     assert rf.schema == "trainplan.bench/2" and rf.missing == ()
@@ -185,7 +194,7 @@ def test_sigint_keeps_a_partial_valid_file(tmp_path):
     done = {(m.precision, m.batch_size) for m in rf.measurements}
     assert {(x.precision, x.batch_size) for x in rf.missing} == {
         (p, b) for p in ("fp32", "bf16") for b in range(1, 41)} - done
-    assert all(x.reason.startswith("interrupted") for x in rf.missing)
+    assert all([p.key for p in x.reason_parts] == ["interrupted"] for x in rf.missing)
 
 
 # ------------------------------------------------------------------ in-process runs
@@ -196,7 +205,8 @@ def test_oom_mid_sweep_never_ends_it_and_custom_models_work(tmp_path, capsys):
     assert bench_main(argv) == 0
     rf = read_result_file(only_file(tmp_path))
     assert [m.status for m in rf.measurements] == ["ok", "oom", "oom", "ok", "oom", "oom"]
-    assert "can't allocate memory" in rf.measurements[1].reason
+    (why,) = rf.measurements[1].reason_parts
+    assert why.key == "step_failed" and "can't allocate memory" in why.params["error"]
     assert rf.model["family"] == "custom" and rf.model["params"] == 8 * 16 + 16 + 16 * 2 + 2
     assert rf.model["flops_per_sample"] > 0 and "8 float32" in rf.model["input_desc"]
     out = capsys.readouterr()
@@ -263,8 +273,9 @@ def test_max_batch_reports_a_safe_batch_below_the_largest_confirmed_by_a_repeat_
 
 def test_batch_auto_sweeps_up_to_the_safe_batch(tmp_path):
     sweep, mem = fake_gpu_sweep(tmp_path, "auto", max_batch=False)
-    assert sweep.missing() == [{"precision": "fp32", "batch_size": None, "reason": sweep.missing()[0]["reason"]}]
-    assert "--batch auto" in sweep.missing()[0]["reason"]
+    (point,) = sweep.missing()
+    assert (point["precision"], point["batch_size"]) == ("fp32", None)
+    assert point["reason_keys"] == [{"key": "batch_not_chosen", "params": {}}, {"key": "in_progress", "params": {}}]
     sweep.run()
     entry = sweep.data["max_batch"][0]
     safe = entry["safe_batch"]
@@ -279,7 +290,7 @@ def test_a_partial_file_says_what_is_missing_while_running_and_after_a_crash(tmp
     rf = read_result_file(sweep.path)  # as written by prepare(): nothing measured yet
     assert rf.partial and [(x.precision, x.batch_size) for x in rf.missing] == [("fp32", 16), ("fp32", 32),
                                                                                    ("fp32", 64)]
-    assert "still going" in rf.missing[0].reason
+    assert [p.key for p in rf.missing[0].reason_parts] == ["in_progress"]
     measure = Sweep.measure
 
     def crash_after_one(self, precision, batch):
@@ -293,9 +304,9 @@ def test_a_partial_file_says_what_is_missing_while_running_and_after_a_crash(tmp
     assert cli_run.main(sweep.args) == 1
     rf = read_result_file(sweep.path)
     assert rf.partial and [m.batch_size for m in rf.measurements] == [16]
-    assert [(x.batch_size, x.reason) for x in rf.missing] == [
-        (32, "the run failed before this point (RuntimeError: device lost)"),
-        (64, "the run failed before this point (RuntimeError: device lost)")]
+    assert [(x.batch_size, [(p.key, dict(p.params)) for p in x.reason_parts]) for x in rf.missing] == [
+        (b, [("run_failed", {"error": "RuntimeError: device lost"})]) for b in (32, 64)]
+    assert rf.problems == ()
 
 
 def _adopt(new: Sweep, prepared: Sweep) -> None:

@@ -12,6 +12,7 @@ from bench.telemetry import WindowReading
 from bench.testing import FakeMemory
 from bench.zoo import Workload
 from planner.inputs.resultfile import SCHEMA, parse_result
+from planner.vocab import Reason
 
 MiB = 2**20
 
@@ -122,7 +123,7 @@ def test_oom_becomes_a_status_and_memory_is_released_outside_the_except():
     status, reason, raw = harness.run_config(w, plan_for("fp32", "cpu"), 64, sgd,
                                              harness.HarnessConfig(warmup=1, steps=2), dev)
     assert (status, raw) == ("oom", None)
-    assert "out of memory" in reason
+    assert reason.key == "step_failed" and "out of memory" in reason.params["error"]
     assert all(p.grad is None for p in w.model.parameters())
     assert dev.emptied >= 2  # measure's own + release()
     # The next configuration still runs (an OOM never ends a sweep).
@@ -140,14 +141,15 @@ def test_other_errors_are_recorded_as_error():
     w = Workload(nn.Linear(4, 3), lambda b, d: (torch.zeros(b, 4),), bad_loss)
     status, reason, _ = harness.run_config(w, plan_for("fp32", "cpu"), 4, sgd, harness.HarnessConfig(1, 1),
                                            harness.CpuDevice(clock))
-    assert status == "error" and reason == "ValueError: shapes do not match"
+    assert status == "error" and reason == Reason("step_failed", error="ValueError: shapes do not match")
 
 
 def test_skipped_precision_is_not_run():
     plan = plan_for("fp16", "cpu")
-    skipped = type(plan)(**{**plan.__dict__, "skip_reason": "no fp16 here"})
+    why = Reason("cpu_fp16_not_float16", torch="2.0")
+    skipped = type(plan)(**{**plan.__dict__, "skip_reason": why})
     status, reason, raw = harness.run_config(None, skipped, 4, sgd, harness.HarnessConfig(), None)
-    assert (status, reason, raw) == ("skipped", "no fp16 here", None)
+    assert (status, reason, raw) == ("skipped", why, None)
 
 
 def _file(rows):
@@ -184,13 +186,24 @@ def test_cpu_record_nulls_have_reasons_never_zero():
     w = fake_workload(clock)
     _, _, raw = harness.run_config(w, plan_for("fp32", "cpu"), 4, sgd, harness.HarnessConfig(1, 3),
                                    harness.CpuDevice(clock))
-    raw.telemetry = WindowReading(unmeasured={k: "no GPU" for k in ("gpu_util_pct", "power_w",
-                                                                     "energy_j_per_step", "device_used_bytes")})
-    ctx = harness.RecordContext(None, None, None, "no GPU profile on CPU", "cpu")
+    raw.telemetry = WindowReading(unmeasured={k: Reason("no_gpu_nvml") for k in ("gpu_util_pct", "power_w",
+                                                                                  "energy_j_per_step",
+                                                                                  "device_used_bytes")})
+    ctx = harness.RecordContext(None, None, None, Reason("no_profile_cpu"), "cpu")
     row = harness.to_record("fp32", 4, "ok", None, raw, ctx, steps=3, has_memory_stats=False)
     parse_result(_file([row]), "cpu")
     for key in ("peak_allocated_bytes", "static_bytes", "mfu", "power_w", "energy_j_per_step", "achieved_tflops"):
         assert row[key] is None and row["unmeasured"][key]
+    # each null field's reason as a key with its parameters, the text derived from the same key
+    assert {k: [p["key"] for p in v] for k, v in row["unmeasured_keys"].items()} == {
+        "peak_allocated_bytes": ["cpu_memory"], "peak_reserved_bytes": ["cpu_memory"], "static_bytes": ["cpu_memory"],
+        "first_step_peak_bytes": ["cpu_memory"], "memory_breakdown_bytes.activations": ["cpu_memory"],
+        "memory_breakdown_bytes.transients": ["cpu_memory"], "achieved_tflops": ["no_flops"],
+        "mfu": ["no_profile_cpu"], "gpu_util_pct": ["no_gpu_nvml"], "power_w": ["no_gpu_nvml"],
+        "device_used_bytes": ["no_gpu_nvml"], "energy_j_per_step": ["no_gpu_nvml"],
+        "grad_scaler_skips": ["no_grad_scaler"]}
+    assert {k: str(Reason(v[0]["key"], **v[0]["params"])) for k, v in row["unmeasured_keys"].items()} \
+        == row["unmeasured"]
     assert row["memory_breakdown_bytes"]["activations"] is None
     assert row["memory_breakdown_bytes"]["weights"] > 0
 
@@ -205,7 +218,7 @@ def test_raw_step_times_and_the_noise_flag_reach_the_record(costs, noisy):
     w = fake_workload(clock, step_s=lambda b: next(times))
     _, _, raw = harness.run_config(w, plan_for("fp32", "cpu"), 2, sgd, harness.HarnessConfig(2, 5, 1),
                                    harness.CpuDevice(clock))
-    ctx = harness.RecordContext(None, None, None, "no GPU profile on CPU", "cpu")
+    ctx = harness.RecordContext(None, None, None, Reason("no_profile_cpu"), "cpu")
     row = harness.to_record("fp32", 2, "ok", None, raw, ctx, steps=5, has_memory_stats=False)
     assert row["step_time_s"]["raw"] == pytest.approx([c / 100 for c in costs]) and row["noisy"] is noisy
     m = parse_result(_file([row]), "noise").measurements[0]  # the reader recomputes the flag and agrees
@@ -214,7 +227,7 @@ def test_raw_step_times_and_the_noise_flag_reach_the_record(costs, noisy):
 
 def test_grad_scaler_skips_from_scale_before_and_after():
     raw = harness.RawMeasurement([0.01], 0.01, {}, None, None, None, None, 0, 0, 0, None, True, 65536.0, 16384.0)
-    ctx = harness.RecordContext(None, None, None, "x", "cpu")
+    ctx = harness.RecordContext(None, None, None, Reason("no_profile_cpu"), "cpu")
     row = harness.to_record("fp16", 2, "ok", None, raw, ctx, 1, False)
     assert row["grad_scaler_skips"] == 2.0
 
@@ -243,7 +256,7 @@ def test_fp32_means_ieee_for_matmul_and_cudnn_conv():
 def test_precision_plans():
     assert plan_for("fp32", "cuda").fp32_mode == "ieee"
     assert plan_for("tf32", "cuda").fp32_mode == "tf32"
-    assert plan_for("tf32", "cpu").fp32_mode == "ieee" and "fp32" in plan_for("tf32", "cpu").note
+    assert plan_for("tf32", "cpu").fp32_mode == "ieee" and plan_for("tf32", "cpu").note == Reason("tf32_on_cpu")
     assert plan_for("bf16", "cpu").autocast_dtype is torch.bfloat16 and not plan_for("bf16", "cpu").use_scaler
     assert plan_for("fp16", "cuda").use_scaler
     with pytest.raises(ValueError):

@@ -15,6 +15,7 @@ from bench.maxbatch import (
 )
 from bench.testing import FakeMemory
 from perf.harness_vs_timer import doubling_bisection  # the baseline lives with the script comparing
+from planner.vocab import Reason
 
 GiB, MiB = 2**30, 2**20
 CASES = {
@@ -77,7 +78,8 @@ def test_smallest_probe_fails_then_halves_down():
 def test_search_limit_is_reported():
     mem = FakeMemory(10 * MiB, 5000, 139 * GiB)
     result = find_max_batch(mem, 139 * GiB, limit=4096)
-    assert result.max_batch == 4096 and not result.converged and "limit" in result.reason
+    assert result.max_batch == 4096 and not result.converged \
+        and result.reason == Reason("search_limit", limit=4096)
 
 
 def test_trial_budget_is_respected():
@@ -133,13 +135,13 @@ def test_a_safe_batch_that_fails_its_repeat_run_steps_down_by_the_margin():
     safe = confirm_safe_batch(mem, 1177)
     first = safe_batch_size(1177)
     assert safe.confirmed and safe.batch_size == safe_batch_size(first) < first
-    assert [t["status"] for t in safe.trials_json()] == ["oom", "ok"] and str(first) in safe.reason
+    assert [t["status"] for t in safe.trials_json()] == ["oom", "ok"] and safe.reason == Reason("repeat_run_failed", batches=str(first))
 
 
 def test_no_safe_batch_when_every_repeat_run_fails_or_nothing_fits():
     always = Flaky(1 * GiB, 20 * MiB, 24 * GiB, fail_once={1056, 944, 848, 760})
     safe = confirm_safe_batch(always, 1177, attempts=3)
     assert safe.batch_size is None and not safe.confirmed and len(safe.trials) == 3
-    assert "no size passed" in safe.reason
+    assert safe.reason is not None and safe.reason.key == "no_size_passed_repeat"
     nothing = confirm_safe_batch(FakeMemory(200 * GiB, GiB, 139 * GiB), 0)
-    assert nothing.batch_size is None and nothing.trials == () and nothing.reason == "no batch size fits"
+    assert nothing.batch_size is None and nothing.trials == () and nothing.reason == Reason("no_batch_fits")

@@ -45,4 +45,6 @@ def test_step_time_block_keeps_the_raw_times_and_flags_noise(times, ratio, noisy
     assert block["raw"] == times and block["n"] == len(times) and block["median"] == percentile(times, 50)
     assert block["iqr_over_median"] == pytest.approx(ratio) and flag is noisy
     if noisy:
-        assert "IQR/median 12.0% > 10%" in noise_warning("bf16 batch 8", block)
+        warning = noise_warning(block, precision="bf16", batch=8)
+        assert (warning.key, warning.params) == ("noisy_steps", {"precision": "bf16", "batch": 8, "iqr_pct": 12.0,
+                                                                 "limit_pct": 10, "n": len(times)})

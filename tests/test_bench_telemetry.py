@@ -97,7 +97,7 @@ def test_energy_falls_back_to_power_times_time_with_a_note():
     s = Sampler(FakeNVML(energy=False), ("h", 0), interval_s=0.001, clock=TickClock())
     s.start()
     r = s.stop()
-    assert r.energy_j == 612.5 * 1.0 and "mean sampled power" in r.notes[0]
+    assert r.energy_j == 612.5 * 1.0 and r.notes[0].key == "energy_from_power"
 
 
 def test_no_power_and_no_energy_are_null_with_reasons():
@@ -105,7 +105,8 @@ def test_no_power_and_no_energy_are_null_with_reasons():
     s.start()
     r = s.stop()
     assert r.power_w is None and r.energy_j is None
-    assert "Not Supported" in r.unmeasured["power_w"] and r.unmeasured["energy_j_per_step"]
+    assert r.unmeasured["power_w"].key == "nvml_power_failed" and "Not Supported" in r.unmeasured["power_w"].params["error"]
+    assert r.unmeasured["energy_j_per_step"].key == "no_energy"
 
 
 def test_static_info():
@@ -120,7 +121,7 @@ def test_nvml_missing_gives_a_reason_not_a_crash():
             raise NVMLError("NVML Shared Library Not Found")
 
     mod, reason = load_nvml(Missing())
-    assert mod is None and "NVML Shared Library Not Found" in reason
+    assert mod is None and reason.key == "nvml_unavailable" and "NVML Shared Library Not Found" in reason.params["error"]
     r = NullSampler(reason).stop()
     assert r.power_w is None and r.unmeasured["energy_j_per_step"] == reason
 
@@ -148,16 +149,18 @@ def test_detect_matches_the_h200_profile_and_fills_the_environment():
     assert set(env) == {"device", "hostname", "gpu_name", "gpu_profile_id", "gpu_count", "total_memory_bytes",
                         "driver", "cuda", "torch", "python", "cpu", "nvml_available", "fp32_precision",
                         "cudnn_benchmark", "allocator_config", "power_limit_w", "clocks", "mig",
-                        "trainplan_version", "cpu_threads", "cudnn", "unmeasured"}
+                        "trainplan_version", "cpu_threads", "cudnn", "unmeasured", "unmeasured_keys"}
     assert env["gpu_profile_id"] == "h200-sxm-141gb" and env["power_limit_w"] == 700.0 and env["cuda"] == "12.8"
     assert env["cudnn"] == 91002 and env["cpu_threads"]["torch_num_threads"] == 16 and env["unmeasured"] == {}
     assert env["cpu_threads"]["os_cpu_count"] == os.cpu_count() and env["trainplan_version"] == __version__
 
 
-@pytest.mark.parametrize("cudnn, words", [(lambda: None, "has no cuDNN"), (lambda: 1 / 0, "ZeroDivisionError")])
-def test_cudnn_that_cannot_be_read_is_null_with_a_reason(cudnn, words):
+@pytest.mark.parametrize("cudnn, key", [(lambda: None, "no_cudnn"), (lambda: 1 / 0, "cudnn_failed")])
+def test_cudnn_that_cannot_be_read_is_null_with_a_reason(cudnn, key):
     env = detect.environment_block(detect.gather(nvml=FakeNVML(), torch_mod=fake_torch(cudnn=cudnn)), {}, False)
-    assert env["cudnn"] is None and words in env["unmeasured"]["cudnn"]
+    (reason,) = env["unmeasured_keys"]["cudnn"]
+    assert env["cudnn"] is None and reason["key"] == key
+    assert key == "no_cudnn" or "ZeroDivisionError" in reason["params"]["error"]
 
 
 def test_unknown_gpu_is_labelled_and_the_user_is_told_how_to_add_a_profile():

@@ -155,67 +155,50 @@ def test_t_falls_back_to_english_and_fills_params():
 
 # ---------------------------------------------------------------- reasons read from result files
 
-def _string_constants(paths) -> set[str]:
-    """Every string literal of these Python files (implicit concatenation joined; an f-string's fixed parts)."""
-    import ast
-
-    out: set[str] = set()
-    for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                out.add(node.value)
-    return out
-
-
-def test_bench_reasons_are_the_sentences_bench_writes():
-    # The catalog's English bench_reason texts are how the Benchmarks page recognises a file's reason: a sentence
-    # bench no longer writes word for word would silently show in English again, so each must be made of bench's
-    # own string literals (one sentence can be two literals: f"{no_device}, so there is no time to measure").
-    sources = [*sorted((ROOT / "bench").rglob("*.py")), ROOT / "planner" / "inputs" / "actuals.py"]
-    constants = _string_constants(sources)
-    literals = sorted((c for c in constants if len(c) >= 10), key=len, reverse=True)
-    texts = {k: v for k, v in i18n.catalog("en").items() if k.startswith("bench_reason.")}
-    assert len(texts) >= 20
-    for key, text in texts.items():
-        for piece in (literal for literal, *_ in string.Formatter().parse(text) if literal.strip()):
-            if piece in constants:  # an f-string's own fixed part ("profile ")
-                continue
-            left = piece
-            for literal in literals:
-                left = left.replace(literal, "\0")
-            assert re.fullmatch(r"[\0\s\W]*", left), f"{key}: {piece!r} is not what bench writes (left: {left!r})"
-
-
-def test_reason_text_translates_benchs_sentences_and_keeps_any_other_words():
+def test_reason_text_renders_keys_and_keeps_any_other_words():
+    """A reason renders from its key and parameters (the legacy reader gives a keyless file's sentences theirs)."""
+    from planner.inputs.reasons import legacy_parts
     from planner.present.result_views import reason_text
 
-    no_kernels = "traced on CPU fake tensors: no GPU kernels run"
-    assert reason_text(no_kernels, "en") == no_kernels
-    assert reason_text(no_kernels, "es-AR") == "trazado en la CPU con tensores ficticios: no corre ningún kernel de GPU"
+    no_kernels = legacy_parts("traced on CPU fake tensors: no GPU kernels run")
+    assert [p.key for p in no_kernels] == ["no_gpu_kernels"]
+    assert reason_text(no_kernels, "es-AR") == i18n.t("bench_reason.no_gpu_kernels", "es")
     # the filled-in parts (a profile id, a precision, an exception's message) are kept as the file has them
-    assert reason_text("profile t4-16gb lists no bf16 peak (unsupported there)", "es") == (
-        "el perfil t4-16gb no tiene pico bf16 (esa GPU no la admite)")
-    assert reason_text("trace failed: RuntimeError: boom", "es-MX") == "la traza falló: RuntimeError: boom"
-    # a sentence holding "; " is one reason; reasons joined with "; " are translated one by one
-    tf32 = "tf32 is a CUDA tensor-core mode; on CPU this is the fp32 (ieee) measurement"
-    assert reason_text(tf32, "es").startswith("tf32 es un modo de los tensor cores")
-    assert reason_text(f"{tf32}; our own note", "es") == i18n.t("bench_reason.tf32_on_cpu", "es") + "; our own note"
+    peak = legacy_parts("profile t4-16gb lists no bf16 peak (unsupported there)")
+    assert [(p.key, dict(p.params)) for p in peak] == [("no_precision_peak", {"profile": "t4-16gb",
+                                                                             "precision": "bf16"})]
+    assert reason_text(peak, "es") == i18n.t("bench_reason.no_precision_peak", "es", profile="t4-16gb",
+                                             precision="bf16")
+    failed = legacy_parts("trace failed: RuntimeError: boom")
+    assert [(p.key, dict(p.params)) for p in failed] == [("trace_failed", {"error": "RuntimeError: boom"})]
+    # a sentence holding "; " is one reason; reasons joined with "; " are read one by one
+    tf32 = legacy_parts("tf32 is a CUDA tensor-core mode; on CPU this is the fp32 (ieee) measurement; our own note")
+    assert [p.key for p in tf32] == ["tf32_on_cpu", None]
+    assert reason_text(tf32, "es") == i18n.t("bench_reason.tf32_on_cpu", "es") + "; our own note"
     # a teammate's own words, and no reason at all
-    assert reason_text("measured on the shared box; fans at 100%", "es") == "measured on the shared box; fans at 100%"
-    assert reason_text(None, "es") == "" and reason_text("", "en") == ""
+    own = legacy_parts("measured on the shared box; fans at 100%")
+    assert {p.key for p in own} == {None} and reason_text(own, "es") == "measured on the shared box; fans at 100%"
+    assert legacy_parts(None) == () and reason_text((), "es") == ""
 
 
-def test_benchs_trace_reasons_all_show_in_spanish():
+def test_benchs_trace_reasons_are_keys_and_all_show_in_spanish():
     # The reasons a trace really writes (bench.trace builds them without torch), failed trace included.
     from bench.trace import _measurement
+    from planner.inputs.resultfile import parse_result
     from planner.present.result_views import reason_text
 
     failed = _measurement("bf16", 8, error="RuntimeError: out of fake memory")
-    reasons = set(failed["unmeasured"].values())
-    assert len(reasons) >= 7
-    for reason in reasons:
-        assert reason_text(reason, "en") == reason
-        assert reason_text(reason, "es-AR") != reason, reason
+    assert failed["reason_keys"] == [{"key": "step_failed", "params": {"error": "RuntimeError: out of fake memory"}}]
+    keys = {parts[0]["key"] for parts in failed["unmeasured_keys"].values()}
+    assert set(failed["unmeasured_keys"]) == set(failed["unmeasured"]) and len(keys) >= 7
+    assert failed["unmeasured_keys"]["static_bytes"] == [
+        {"key": "trace_failed", "params": {"error": "RuntimeError: out of fake memory"}}]
+    doc = {"schema": "trainplan.bench/2", "created_utc": "2026-12-01T00:00:00Z", "environment": {
+        "device": "cpu", "trainplan_version": "0", "cudnn": 1}, "model": {"name": "gpt2"}, "measurements": [failed]}
+    m = parse_result(doc, "trace.json").measurements[0]
+    for field, parts in m.unmeasured_parts.items():
+        assert reason_text(parts, "en") == failed["unmeasured"][field]
+        assert reason_text(parts, "es-AR") != failed["unmeasured"][field], field
 
 
 def _file_keys(lang: str, filename: str) -> dict[str, str]:

@@ -18,7 +18,6 @@ from planner.inputs.folders import load_inputs
 from planner.inputs.resultfile import (
     SCHEMA,
     SCHEMA_V1,
-    MissingPoint,
     Parallelism,
     parse_result,
     read_result_file,
@@ -227,8 +226,8 @@ def test_a_partial_file_names_what_is_missing():
     data["missing"] = [{"precision": "bf16", "batch_size": 256, "reason": "interrupted (Ctrl-C)"},
                        {"precision": "fp32", "batch_size": None, "reason": "batch sizes not chosen yet"}]
     rf = parse_result(data, "partial.json")
-    assert rf.partial and rf.missing == (MissingPoint("bf16", 256, "interrupted (Ctrl-C)"),
-                                         MissingPoint("fp32", None, "batch sizes not chosen yet"))
+    assert rf.partial and [(x.precision, x.batch_size, x.reason) for x in rf.missing] == [
+        ("bf16", 256, "interrupted (Ctrl-C)"), ("fp32", None, "batch sizes not chosen yet")]
     data["partial"] = False
     with pytest.raises(InputError) as err:
         parse_result(data, "partial.json")
@@ -425,5 +424,5 @@ def test_the_benchmarks_page_rows_show_the_safe_batch_and_whether_a_repeat_run_c
     r = SimpleNamespace(max_batch=({"precision": "bf16", "max_batch": 128, "safe_batch": 112, "safe_confirmed": True,
                                     "trials": [{"batch_size": 128, "status": "ok"}]},
                                    {"precision": "fp32", "max_batch": 64, "safe_batch": 56, "safe_confirmed": False},
-                                   {"precision": "fp16", "max_batch": 32}))
+                                   {"precision": "fp16", "max_batch": 32}), max_batch_reasons=((), (), ()))
     assert [row["safe_batch"] for row in max_batch_rows(r)] == ["112 ✓", "56 ?", "—"]

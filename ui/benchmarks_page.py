@@ -197,7 +197,8 @@ def _show_file(r: ResultFile, entry: result_views.FileEntry, loc: str) -> None:
 def _why(r: ResultFile, field: str, loc: str) -> str:
     key = {"samples_per_s": "samples_per_s", "peak_gib": "peak_allocated_bytes", "mfu_pct": "mfu",
            "energy_j": "energy_j_per_step"}[field]
-    reasons = {result_views.reason_text(m.unmeasured[key], loc) for m in r.measurements if m.unmeasured.get(key)}
+    reasons = {result_views.reason_text(m.unmeasured_parts[key], loc) for m in r.measurements
+               if m.unmeasured_parts.get(key)}
     return "; ".join(sorted(reasons)) or tr("pages.bench.no_reason")
 
 

@@ -17,6 +17,7 @@ from planner.inputs.atomic import atomic_write
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError, skipped
 from planner.inputs.filenames import slug
+from planner.inputs.reasons import reason_fields, unmeasured_fields, warning_fields
 from planner.inputs.resultfile import (
     MAX_BATCH,
     MAX_COUNT,
@@ -27,7 +28,7 @@ from planner.inputs.resultfile import (
 )
 from planner.inputs.resultfile import SCHEMA as RESULT_SCHEMA
 from planner.inputs.userdata import home, user_results_dir
-from planner.vocab import PRECISIONS, VERSION
+from planner.vocab import PRECISIONS, VERSION, Reason
 
 SCHEMA = "trainplan.actual/1"
 ACTUAL_FILE = loader.FileKind("recorded run (YAML)", "yaml", 1 * loader.MIB)
@@ -176,19 +177,19 @@ def recorded_result(run: RecordedRun, created_utc: str, actual_file: str = "") -
     t = run.actual.step_time_s
     if t is None:
         raise ValueError("a recorded run without a step time has no measurement")
-    why = f"not measured: a run recorded by hand on {run.date.isoformat()} gives only its step time"
+    why = Reason("recorded_by_hand", date=run.date.isoformat())
     section = run.scenario.get("training")
     training: Mapping[str, Any] = section if isinstance(section, Mapping) else {}
     numbers: dict[str, Any] = {k: None for k in NUMERIC_FIELDS}
     numbers["samples_per_s"] = run.option.micro_batch / t
     row = {
         "source": "measured", "precision": run.option.precision, "batch_size": run.option.micro_batch,
-        "status": "ok", "reason": None,
+        "status": "ok", **reason_fields(None),
         "step_time_s": {"median": t, "p10": t, "p90": t, "mean": t, "std": 0.0, "n": 1, "raw": [t],
                         "iqr_over_median": 0.0},
         "noisy": False, **numbers,
-        "unmeasured": {k: why for k, v in numbers.items() if v is None} | {"phases_s": why,
-                                                                          "memory_breakdown_bytes": why},
+        **unmeasured_fields({k: why for k, v in numbers.items() if v is None} | {"phases_s": why,
+                                                                                "memory_breakdown_bytes": why}),
         "provenance": {"kind": "measured", "retrieved": run.date.isoformat()},
         "gpu_count": 1, "global_batch": run.option.global_batch, "micro_batch": run.option.micro_batch,
         "batch_unit": "samples",
@@ -198,11 +199,11 @@ def recorded_result(run: RecordedRun, created_utc: str, actual_file: str = "") -
         model["seq_len"] = run.model.seq_len
     return {
         "schema": RESULT_SCHEMA, "created_utc": created_utc, "partial": False, "missing": [],
-        "warnings": [f"Recorded by hand on {run.date.isoformat()} (a finished run's step time, typed in"
-                     + (f"; {actual_file}" if actual_file else "") + "): one figure, no spread, no memory."],
+        **warning_fields([Reason("recorded_run_file", date=run.date.isoformat(), file=actual_file) if actual_file
+                          else Reason("recorded_run", date=run.date.isoformat())]),
         "environment": {
             "device": "cuda", "gpu_profile_id": run.option.gpu_id, "gpu_count": 1, "trainplan_version": VERSION,
-            "cudnn": None, "unmeasured": {"cudnn": why}, "recorded_run": True,
+            "cudnn": None, **unmeasured_fields({"cudnn": why}), "recorded_run": True,
         },
         "model": model,
         "settings": {

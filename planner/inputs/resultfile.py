@@ -22,6 +22,7 @@ from planner.inputs.atomic import atomic_write
 from planner.inputs.check import Reader, parse_date
 from planner.inputs.errors import InputError, skipped
 from planner.inputs.filenames import slug
+from planner.inputs.reasons import Parts, read_reason
 from planner.vocab import (
     ATTENTION_KINDS,
     BATCH_UNITS,
@@ -160,6 +161,7 @@ class MissingPoint:
     precision: str
     batch_size: int | None
     reason: str
+    reason_parts: Parts = ()  # the reason as keys (planner.inputs.reasons), or its text for a file without them
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,10 @@ class Measurement:
     loss_finite: bool | None = None
     grad_scaler_skips: float | None = None
     unmeasured: Mapping = field(default_factory=dict)
+    # the reasons as keys (planner.inputs.reasons): `reason` and each `unmeasured` field's; read from a file's
+    # *_keys, or from its text for a file written before them
+    reason_parts: Parts = ()
+    unmeasured_parts: Mapping = field(default_factory=dict)
     # /2 (defaults for a /1 file)
     noisy: bool = False
     provenance: Provenance | None = None
@@ -272,6 +278,15 @@ class ResultFile:
     schema: str = SCHEMA_V1
     missing: tuple[MissingPoint, ...] = ()  # /2: requested points a partial file has no row for
     warnings: tuple[str, ...] = ()  # /2: what the writer wants a reader to know (noisy timings, ...)
+    # The reasons as keys (planner.inputs.reasons), one per max_batch / dataloader entry and per warning, and the
+    # environment's unmeasured fields'.
+    max_batch_reasons: tuple[Parts, ...] = ()
+    dataloader_reasons: tuple[Parts, ...] = ()
+    warning_parts: tuple[Parts, ...] = ()
+    environment_unmeasured: Mapping = field(default_factory=dict)
+    # What is wrong with a file that still loads (an unknown reason key, a parameter missing or extra): one line each
+    # naming the file and the field; scan_results lists them with the bad files.
+    problems: tuple[str, ...] = ()
 
     @property
     def model_name(self) -> str:
@@ -319,6 +334,7 @@ def parse_result(data: object, source: str) -> ResultFile:
     if schema not in SCHEMAS:
         raise InputError(source, "schema", schema, " or ".join(SCHEMAS))
     v2 = schema == SCHEMA
+    problems: list[str] = []
     created = data.get("created_utc")
     if not isinstance(created, str) or not re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", created) \
             or len(created) > 40:
@@ -340,32 +356,50 @@ def parse_result(data: object, source: str) -> ResultFile:
     raw_meas = data.get("measurements", [])
     if not isinstance(raw_meas, list):
         raise InputError(source, "measurements", raw_meas, "a list")
-    measurements = tuple(_measurement(m, source, f"measurements[{i}]", v2) for i, m in enumerate(raw_meas))
+    measurements = tuple(_measurement(m, source, f"measurements[{i}]", v2, problems)
+                         for i, m in enumerate(raw_meas))
     max_batch = _list_of_mappings(data, "max_batch", source)
+    max_batch_reasons = []
     for i, mb in enumerate(max_batch):
-        _max_batch_entry(Reader(mb, source, f"max_batch[{i}]"), v2)
+        r = Reader(mb, source, f"max_batch[{i}]")
+        _max_batch_entry(r, v2)
+        max_batch_reasons.append(_reason(r, "reason", problems))
+        _reason(r, "safe_reason", problems)
     dataloader = _list_of_mappings(data, "dataloader", source)
+    dataloader_reasons = []
     for i, row in enumerate(dataloader):
-        _optional_number(Reader(row, source, f"dataloader[{i}]"), "samples_per_s")
+        r = Reader(row, source, f"dataloader[{i}]")
+        _optional_number(r, "samples_per_s")
+        dataloader_reasons.append(_reason(r, "reason", problems))
     ddp = data.get("ddp")
     if ddp is not None:
         r = Reader(ddp, source, "ddp")
         for key in ("step_time_1_s", "step_time_n_s", "efficiency", "exposed_comm_s"):
             _optional_number(r, key)
+        _reason(r, "reason", problems)
+        busbw = ddp.get("busbw") if isinstance(ddp, Mapping) else None
+        for i, row in enumerate(busbw if isinstance(busbw, list) else []):
+            if isinstance(row, Mapping):
+                _reason(Reader(row, source, f"ddp.busbw[{i}]"), "reason", problems)
         ddp = _frozen(ddp)
     missing: tuple[MissingPoint, ...] = ()
     warnings: tuple[str, ...] = ()
+    warning_parts: tuple[Parts, ...] = ()
+    env_unmeasured: Mapping = {}
     if v2:
         top = Reader(data, source)
-        _environment_v2(Reader(env, source, "environment"))
+        env_unmeasured = _environment_v2(Reader(env, source, "environment"), problems)
         requested = _settings_v2(Reader(settings, source, "settings"))
-        missing = _missing(top, partial, requested)
+        missing = _missing(top, partial, requested, problems)
         warnings = top.string_list("warnings", ())
+        warning_parts = _warning_parts(top, warnings, problems)
     return ResultFile(
         path=source, created_utc=created, partial=partial, environment=_frozen(env), model=_frozen(model),
         settings=_frozen(settings), measurements=measurements, max_batch=tuple(_frozen(m) for m in max_batch),
         dataloader=tuple(_frozen(d) for d in dataloader), ddp=ddp, raw=_frozen(data), schema=schema,
-        missing=missing, warnings=warnings,
+        missing=missing, warnings=warnings, max_batch_reasons=tuple(max_batch_reasons),
+        dataloader_reasons=tuple(dataloader_reasons), warning_parts=warning_parts,
+        environment_unmeasured=env_unmeasured, problems=tuple(problems),
     )
 
 
@@ -397,7 +431,40 @@ def _reasons(r: Reader, key: str = "unmeasured") -> Mapping:
     return value
 
 
-def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measurement:
+def _reason(r: Reader, name: str, problems: list[str]) -> Parts:
+    """`name` (a reason's text) with its `name_keys`, as parts (planner.inputs.reasons)."""
+    text = r.data.get(name)
+    if text is not None and not isinstance(text, str):
+        raise r.fail(name, text, "a string or null")
+    return read_reason(text, r.data.get(f"{name}_keys"), r.source, r.field(f"{name}_keys"), problems)
+
+
+def _unmeasured_parts(r: Reader, unmeasured: Mapping, problems: list[str]) -> Mapping:
+    """Each unmeasured field's reason as parts: from `unmeasured_keys` {field: [{key, params}]} where the file
+    has it (a field there must be one of `unmeasured`), else from the text."""
+    keys = r.data.get("unmeasured_keys")
+    if keys is not None and not isinstance(keys, Mapping):
+        problems.append(str(r.fail("unmeasured_keys", keys, "an object {field: [{key, params}]}")))
+        keys = None
+    keys = keys or {}
+    for extra in sorted(set(keys) - set(unmeasured)):
+        problems.append(str(r.fail(f"unmeasured_keys.{extra}", keys[extra], "a field named in unmeasured")))
+    return MappingProxyType({f: read_reason(text, keys.get(f), r.source, r.field(f"unmeasured_keys.{f}"),
+                                            problems) for f, text in unmeasured.items()})
+
+
+def _warning_parts(r: Reader, warnings: tuple[str, ...], problems: list[str]) -> tuple[Parts, ...]:
+    keys = r.data.get("warning_keys")
+    if keys is not None and (not isinstance(keys, list) or len(keys) != len(warnings)):
+        problems.append(str(r.fail("warning_keys", keys, f"a list of {len(warnings)} (one per warning) "
+                                                         "lists of {key, params}")))
+        keys = None
+    return tuple(read_reason(w, keys[i] if keys else None, r.source, f"warning_keys[{i}]", problems)
+                 for i, w in enumerate(warnings))
+
+
+def _measurement(m: object, source: str, path: str, v2: bool = False, problems: list[str] | None = None
+                 ) -> Measurement:
     if not isinstance(m, Mapping):
         raise InputError(source, path, m, "a JSON object")
     r = Reader(m, source, path)
@@ -405,9 +472,9 @@ def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measure
     precision = r.choice("precision", PRECISIONS)
     batch = r.integer("batch_size", minimum=1, maximum=MAX_BATCH)
     status = r.choice("status", STATUSES)
+    problems = [] if problems is None else problems
     reason = m.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise InputError(source, f"{path}.reason", reason, "a string or null")
+    reason_parts = _reason(r, "reason", problems)
     stats = None
     st = r.sub("step_time_s")
     if st is not None:
@@ -422,6 +489,7 @@ def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measure
     phases = _number_map(r, "phases_s", PHASES)
     breakdown = _number_map(r, "memory_breakdown_bytes", BREAKDOWN_PARTS)
     unmeasured = _reasons(r)
+    unmeasured_parts = _unmeasured_parts(r, unmeasured, problems)
     aten_ops = _number_map(r, "aten_ops", ATEN_OP_PHASES)
     op_classes = _op_classes(r)
     loss_finite = m.get("loss_finite")
@@ -434,7 +502,8 @@ def _measurement(m: object, source: str, path: str, v2: bool = False) -> Measure
     return Measurement(
         source=src, precision=precision, batch_size=batch, status=status, reason=reason, step_time_s=stats,
         phases_s=_frozen(phases), memory_breakdown_bytes=_frozen(breakdown), mfu_peak_key=m.get("mfu_peak_key"),
-        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), aten_ops=_frozen(aten_ops),
+        loss_finite=loss_finite, unmeasured=_frozen(unmeasured), reason_parts=reason_parts,
+        unmeasured_parts=unmeasured_parts, aten_ops=_frozen(aten_ops),
         op_classes=MappingProxyType({k: _frozen(v) for k, v in op_classes.items()}), **numbers, **extra,
     )
 
@@ -470,7 +539,8 @@ def _op_classes(r: Reader) -> dict[str, dict]:
 
 # ---------------------------------------------------------------- /2 fields
 
-def _environment_v2(r: Reader) -> None:
+def _environment_v2(r: Reader, problems: list[str]) -> Mapping:
+    """Checks the /2 run facts; returns environment.unmeasured's reasons as parts."""
     r.string("trainplan_version")
     unmeasured = _reasons(r)
     threads = r.sub("cpu_threads")
@@ -480,6 +550,7 @@ def _environment_v2(r: Reader) -> None:
     if r.integer("cudnn", None, minimum=0, maximum=MAX_COUNT) is None and "cudnn" not in unmeasured:
         raise r.fail("cudnn", r.data.get("cudnn"), "the cuDNN version (torch.backends.cudnn.version()), or null "
                      "with the reason in environment.unmeasured.cudnn")
+    return _unmeasured_parts(r, unmeasured, problems)
 
 
 def _settings_v2(r: Reader) -> tuple[str, ...] | None:
@@ -499,7 +570,8 @@ def _settings_v2(r: Reader) -> tuple[str, ...] | None:
     return tuple(precisions)
 
 
-def _missing(r: Reader, partial: bool, requested: tuple[str, ...] | None) -> tuple[MissingPoint, ...]:
+def _missing(r: Reader, partial: bool, requested: tuple[str, ...] | None, problems: list[str]
+             ) -> tuple[MissingPoint, ...]:
     rows = r.raw("missing", [])
     if not isinstance(rows, list):
         raise r.fail("missing", rows, "a list of {precision, batch_size, reason}")
@@ -510,7 +582,7 @@ def _missing(r: Reader, partial: bool, requested: tuple[str, ...] | None) -> tup
         m = Reader(row, r.source, f"missing[{i}]")
         precision = m.choice("precision", requested or PRECISIONS)
         batch = m.integer("batch_size", None, minimum=1, maximum=MAX_BATCH)
-        out.append(MissingPoint(precision, batch, m.string("reason")))
+        out.append(MissingPoint(precision, batch, m.string("reason"), _reason(m, "reason", problems)))
     return tuple(out)
 
 
@@ -663,7 +735,9 @@ def scan_results(*dirs: str | Path) -> tuple[list[ResultFile], list[str]]:
             if any(part.startswith(".") for part in path.relative_to(root).parts):
                 continue
             try:
-                good.append(read_result_file(path))
+                result = read_result_file(path)
+                good.append(result)
+                problems.extend(result.problems)
             except InputError as exc:
                 problems.append(str(exc))
             except Exception as exc:  # noqa: BLE001 - one bad file must never abort the scan

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from planner.inputs.reasons import SEPARATOR, ReasonPart
 from planner.inputs.resultfile import PHASES, REPO_SOURCE, ResultFile
-from planner.present.i18n import catalog, t
+from planner.present import fmt
+from planner.present.i18n import t
 from planner.vocab import GIB, PRECISIONS
 
 if TYPE_CHECKING:  # altair is imported inside the chart builders so that `import planner` stays light
@@ -156,55 +155,23 @@ def point_counts(results: Sequence[ResultFile]) -> dict[str, dict[str, int]]:
 
 # ---------------------------------------------------------------- reasons a file gives
 
-REASON_KEYS = "bench_reason."  # locales/en/bench.yaml: bench's own sentences, word for word
+REASON_KEYS = "bench_reason."  # locales/<lang>/bench.yaml: one sentence per key of planner.vocab.BENCH_REASONS
 
 
-@cache
-def _reason_patterns() -> tuple[dict[str, str], tuple[tuple[re.Pattern[str], str], ...]]:
-    """(sentence -> key, (regex, key) for sentences with {fields}) from the English catalog's bench_reason texts."""
-    exact: dict[str, str] = {}
-    patterns = []
-    for key, text in catalog("en").items():
-        if not key.startswith(REASON_KEYS):
-            continue
-        parsed = list(string.Formatter().parse(text))
-        if all(name is None for _, name, _, _ in parsed):
-            exact[text] = key
-            continue
-        rx = "".join(re.escape(literal) + (f"(?P<{name}>.+?)" if name else "") for literal, name, _, _ in parsed)
-        patterns.append((re.compile(rx, re.S), key))
-    return exact, tuple(patterns)
+def _param_text(value: object, locale: str | None) -> str:
+    """A reason's parameter in the locale: numbers in its format, words (ids, an exception's message) as written."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    return fmt.number(value, locale, 0) if float(value).is_integer() else fmt.sig(value, locale, 3)
 
 
-def _known_reason(text: str, locale: str | None) -> str | None:
-    exact, patterns = _reason_patterns()
-    if text in exact:
-        return t(exact[text], locale)
-    for rx, key in patterns:
-        if m := rx.fullmatch(text):
-            return t(key, locale, **m.groupdict())
-    return None
-
-
-def reason_text(reason: str | None, locale: str | None = "en") -> str:
-    """A reason read from a result file, in the locale's language: the sentences bench writes (catalog
-    bench_reason.*) are translated, the parts they fill in (a profile id, an exception's message) are kept, and any
-    other text (a teammate's own words) stays as written. Reasons joined with "; " are translated one by one."""
-    if not reason:
-        return ""
-    parts = str(reason).split("; ")
-    out, i = [], 0
-    while i < len(parts):  # the longest run of parts that is one known sentence (some hold "; " themselves)
-        for j in range(len(parts), i, -1):
-            known = _known_reason("; ".join(parts[i:j]), locale)
-            if known is not None:
-                out.append(known)
-                i = j
-                break
-        else:
-            out.append(parts[i])
-            i += 1
-    return "; ".join(out)
+def reason_text(parts: Sequence[ReasonPart], locale: str | None = "en") -> str:
+    """A reason read from a result file (its parts: planner.inputs.reasons), in the locale's language: each key
+    from the catalogs with its parameters filled in, text with no key (a teammate's own words) as written."""
+    return SEPARATOR.join(
+        part.text if part.key is None else
+        t(REASON_KEYS + part.key, locale, **{k: _param_text(v, locale) for k, v in part.params.items()})
+        for part in parts)
 
 
 # ---------------------------------------------------------------- one file
@@ -224,7 +191,7 @@ def measurement_rows(r: ResultFile, locale: str | None = "en") -> list[dict]:
             "reserved_gib": m.peak_reserved_bytes / GIB if m.peak_reserved_bytes is not None else None,
             "tflops": m.achieved_tflops, "mfu_pct": 100 * m.mfu if m.mfu is not None else None,
             "gpu_util_pct": m.gpu_util_pct, "power_w": m.power_w, "energy_j": m.energy_j_per_step,
-            "reason": reason_text(m.reason, locale),
+            "reason": reason_text(m.reason_parts, locale),
         })
     return rows
 
@@ -245,12 +212,12 @@ def phase_rows(r: ResultFile) -> list[dict]:
 
 def max_batch_rows(r: ResultFile, locale: str | None = "en") -> list[dict]:
     out = []
-    for mb in r.max_batch:
+    for mb, why in zip(r.max_batch, r.max_batch_reasons, strict=True):
         trials = mb.get("trials") or []
         out.append({"precision": mb.get("precision"), "max_batch": mb.get("max_batch"),
                     "safe_batch": _safe_batch(mb),
                     "trials": ", ".join(f"{tr.get('batch_size')}: {tr.get('status')}" for tr in trials),
-                    "n_trials": len(trials), "reason": reason_text(mb.get("reason"), locale)})
+                    "n_trials": len(trials), "reason": reason_text(why, locale)})
     return out
 
 
@@ -265,17 +232,16 @@ def _safe_batch(mb: Mapping) -> str:
 def dataloader_rows(r: ResultFile, locale: str | None = "en") -> list[dict]:
     return [{"num_workers": d.get("num_workers"), "pin_memory": d.get("pin_memory"),
              "samples_per_s": d.get("samples_per_s"), "per_sample_cpu_s": d.get("per_sample_cpu_s"),
-             "reason": reason_text(d.get("reason"), locale)} for d in r.dataloader]
+             "reason": reason_text(why, locale)} for d, why in zip(r.dataloader, r.dataloader_reasons, strict=True)]
 
 
 def unmeasured_rows(r: ResultFile, locale: str | None = "en") -> list[dict]:
     """Each field left null, once, with its reason (in the locale's language) and the measurements it applies to."""
     seen: dict[tuple[str, str], list[str]] = {}
     for m in r.measurements:
-        for fld, why in m.unmeasured.items():
-            seen.setdefault((fld, why), []).append(f"{m.precision} b={m.batch_size}")
-    return [{"field": f, "reason": reason_text(why, locale), "where": ", ".join(where)}
-            for (f, why), where in seen.items()]
+        for fld, why in m.unmeasured_parts.items():
+            seen.setdefault((fld, reason_text(why, locale)), []).append(f"{m.precision} b={m.batch_size}")
+    return [{"field": f, "reason": why, "where": ", ".join(where)} for (f, why), where in seen.items()]
 
 
 def _text(value: object) -> str:
