@@ -307,3 +307,46 @@ def test_every_planner_error_derives_from_the_one_domain_base():
             "planner.engine.convergence.ConvergenceFitError", "planner.engine.sequences.SequenceFieldError",
             "planner.inputs.price_refresh.RefreshError"} <= errors.keys()
     assert not [name for name, cls in errors.items() if not issubclass(cls, TrainplanError)]
+
+
+# Where present/ and ui/ may use regular expressions, and why: never to read text that the engine, a result file
+# or bench produced (those travel as keys and raw numbers: notes, source parts, reason keys, the bench event
+# stream), and never with patterns built from a catalog.
+RE_ALLOWED = {
+    "planner/present/fmt.py": "rewrites CLDR number patterns (babel's own pattern strings), not text it is given",
+    "planner/present/report/markdown.py": "escapes Markdown's special characters in the text it writes",
+    "ui/markup.py": "escapes Markdown's special characters in the text it writes",
+    "ui/state.py": "reads reference points a user typed into a text box ('1024: 36 epochs')",
+    "ui/i18n_ui.py": "builds a widget's CSS class name from its key, as Streamlit names it",
+    "ui/bench_runner.py": "checks a custom model id a user typed (package.module:callable) before bench runs it",
+}
+
+
+def _imports_re(path: Path) -> bool:
+    return "re" in _imported_modules(path)
+
+
+def test_regular_expressions_in_present_and_ui_are_on_the_allow_list():
+    """Issue 31 d: the same sentence has one owner; no regex ties a rendering to another module's wording."""
+    files = [p for folder in ("planner/present", "ui") for p in sorted((ROOT / folder).rglob("*.py"))] + \
+        [ROOT / "app.py"]
+    using = {str(p.relative_to(ROOT)) for p in files if _imports_re(p)}
+    assert using <= set(RE_ALLOWED), f"import re outside the allow-list: {sorted(using - set(RE_ALLOWED))}"
+    assert set(RE_ALLOWED) <= using, f"stale allow-list entries: {sorted(set(RE_ALLOWED) - using)}"
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for needle in ("_detail_templates", "_EN_NUMBER", "_WITH_UNIT", "_reason_patterns", "No module named"):
+            assert needle not in text, f"{path.relative_to(ROOT)} parses another module's text ({needle})"
+
+
+def test_the_catalog_never_becomes_a_pattern():
+    """No module compiles a regular expression out of catalog text (the old way Spanish details were matched)."""
+    for path in sorted((ROOT / "planner").rglob("*.py")) + sorted((ROOT / "ui").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "re":
+                names = {n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+                calls = {n.func.id for arg in node.args for n in ast.walk(arg)
+                         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                assert not ({"catalog", "t", "tr"} & (names | calls)), f"{path.relative_to(ROOT)}:{node.lineno}"

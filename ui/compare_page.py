@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import streamlit as st
 
@@ -110,11 +108,6 @@ def summary_frame(items) -> pd.DataFrame:
         else:
             put("reason", tr("app.main.no_price") if s.n_fit else tr("app.main.nothing_fits_title"))
     return pd.DataFrame(rows, index=[it.label for it in items]).T
-
-
-def _plain(markdown: str) -> str:
-    """Markdown text for a table cell, which shows it verbatim: escapes and bold marks dropped."""
-    return re.sub(r"\\([\\`*_\[\]<>#|~$])", r"\1", markdown.replace("**", ""))
 
 
 def _check(value: bool | None) -> str:
