@@ -1,7 +1,7 @@
 """Largest batch that fits: fit peak(b) on >= 3 sizes, predict, confirm in a few trials; then a safe batch a
 margin below it, confirmed by a repeat run (pure logic).
 
-peak(b) = max(M_step, M0 + b * m_act) (ESTIMATION.md §1): the line is fitted on the largest sizes that ran, and
+peak(b) = max(M_step, M0 + b * m_act) (docs/methods.md#memory): the line is fitted on the largest sizes that ran, and
 only once they are in the activation-dominated regime (the peak visibly grows with b); until then the probe size
 grows geometrically. The search stops when the largest size that ran and the smallest that failed are within the
 tolerance (default: adjacent sizes or 1%, whichever is larger).

@@ -45,7 +45,7 @@ def uses_new_fp32_api(torch_mod) -> bool:
 def set_fp32_mode(mode: str, torch_mod=None) -> dict:
     """Set TF32 use for fp32 matmuls AND cuDNN convolutions/RNNs; return the flags read back.
 
-    `set_float32_matmul_precision("highest")` alone leaves cuDNN convolutions on TF32 (ESTIMATION.md §6), so the
+    `set_float32_matmul_precision("highest")` alone leaves cuDNN convolutions on TF32 (docs/methods.md#measuring), so the
     conv flag is set explicitly. Only the API family this torch version prefers is touched.
     """
     if mode not in ("ieee", "tf32"):

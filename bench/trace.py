@@ -37,7 +37,7 @@ CUDA_BEHAVIOURS = (
 )
 STILL_DIFFERS = (
     "workspaces are not traced (cuBLAS/cuBLASLt, cuDNN incl. cudnn.benchmark, NCCL) and neither are the CUDA "
-    "context or allocator fragmentation: the planner adds those terms (ESTIMATION.md section 1)",
+    "context or allocator fragmentation: the planner adds those terms (docs/methods.md#memory)",
     "kernels' internal scratch memory is not traced (only tensors that reach Python's dispatcher)",
     "SDPA backend choice is fixed (flash for 16-bit without a mask, else memory-efficient); cuDNN attention, "
     "the math fallback and padding for odd head sizes are not modelled",

@@ -97,7 +97,7 @@ def _cpu_sdpa_backward_flops(*args, out_shape=None, **kwargs) -> int:
     return 2 * sdpa_flops(q, k, v)
 
 
-# FlopCounterMode counts CPU's fused SDPA kernels as 0 (ESTIMATION.md §2): add them analytically.
+# FlopCounterMode counts CPU's fused SDPA kernels as 0 (docs/methods.md#step-time): add them analytically.
 _EXTRA_FLOPS = {
     getattr(torch.ops.aten, name): fn for name, fn in (
         ("_scaled_dot_product_flash_attention_for_cpu", _cpu_sdpa_flops),

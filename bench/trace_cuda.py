@@ -1,4 +1,4 @@
-"""CUDA behaviours that change training memory, emulated on CPU fake tensors for `bench trace` (ESTIMATION.md §7)."""
+"""CUDA behaviours that change training memory, emulated on CPU fake tensors for `bench trace` (docs/methods.md#tracing)."""
 
 from __future__ import annotations
 

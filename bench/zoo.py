@@ -486,7 +486,7 @@ def _sdpa_backward_flops(grad_out, query, key, value, *args, out_shape=None, **k
 
 
 def _cpu_sdpa_mapping() -> dict:
-    """FLOP formulas for CPU's fused SDPA kernels, which FlopCounterMode counts as 0 (ESTIMATION.md §2); meta
+    """FLOP formulas for CPU's fused SDPA kernels, which FlopCounterMode counts as 0 (docs/methods.md#step-time); meta
     and CUDA tensors already go through counted ops."""
     names = {"_scaled_dot_product_flash_attention_for_cpu": _sdpa_flops,
              "_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa_backward_flops}

@@ -411,11 +411,8 @@ def metrics_text(r: Run) -> str:
 
 def fresh_run() -> Run:
     sources = load_sources()
-    # The provenance names the script's path before issue 31 moved it out of perf/: changing it rewrites
-    # planner/inputs/convergence_calibration.json, which that slice left to the engineers editing planner/.
-    # Follow-up: say calibration/ here and refit with --write (no number moves).
-    source = (f"perf/convergence_report.py on MLPerf Training RCPs, mlcommons/logging@{sources['commit']} "
-              "(perf/convergence_data/SOURCES.yaml)")
+    source = (f"calibration/convergence_report.py on MLPerf Training RCPs, mlcommons/logging@{sources['commit']} "
+              "(calibration/convergence_data/SOURCES.yaml)")
     return run(load_benchmarks(), source)
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 # The project's version: planner.__version__, result files' trainplan_version and both CLIs' --version say it.
 VERSION = "0.1.0"
 
-# Training precisions a scenario, a benchmark and a plan option can name (ESTIMATION.md §2).
+# Training precisions a scenario, a benchmark and a plan option can name (docs/methods.md#step-time).
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16")
 # Keys of a GPU profile's dense peak table: the training precisions plus fp8 (informational for now).
@@ -136,7 +136,7 @@ EFFECTIVE_PRECISIONS: tuple[EffectivePrecision, ...] = (*PRECISIONS, "unknown")
 MemoryMeaning = Literal["max_memory_allocated", "max_memory_reserved", "device_used"]
 MEMORY_MEANINGS: tuple[MemoryMeaning, ...] = ("max_memory_allocated", "max_memory_reserved", "device_used")
 # Units a throughput or time is published in (kept as published; the planner converts once, when it reads it).
-# Memory figures as published (bench/published rows): GiB = 2^30 bytes, GB = 10^9, MiB = 2^20, bytes as printed.
+# Memory figures as published (calibration/published rows): GiB = 2^30 bytes, GB = 10^9, MiB = 2^20, bytes as printed.
 MEMORY_UNIT_BYTES: dict[str, float] = {"gib_memory": 2.0**30, "gb_memory": 1e9, "mib_memory": 2.0**20,
                                        "bytes_memory": 1.0}
 PUBLISHED_UNITS: tuple[str, ...] = (

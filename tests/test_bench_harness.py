@@ -242,7 +242,7 @@ def test_fp16_step_on_cpu_uses_a_grad_scaler_and_stays_finite():
 
 
 def test_fp32_means_ieee_for_matmul_and_cudnn_conv():
-    """The trap (ESTIMATION.md §6): set_float32_matmul_precision('highest') leaves cuDNN convs on TF32."""
+    """The trap (docs/methods.md#measuring): set_float32_matmul_precision('highest') leaves cuDNN convs on TF32."""
     flags = set_fp32_mode("ieee")
     if uses_new_fp32_api(torch):
         assert flags["cuda.matmul"] == "ieee" and flags["cudnn.conv"] == "ieee" and flags["cudnn.rnn"] == "ieee"

@@ -1,4 +1,4 @@
-"""Steps to target: epochs/tokens arithmetic and the McCandlish et al. 2018 fit (ESTIMATION.md §4)."""
+"""Steps to target: epochs/tokens arithmetic and the McCandlish et al. 2018 fit (docs/methods.md#convergence)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _curve(s_min: float, e_min: float, batches: list[float]) -> list[tuple[float
 # ---------------------------------------------------------------- formulas
 
 def test_steps_at_batch_is_s_min_plus_e_min_over_b():
-    # S(B) = S_min + E_min/B: at B = b_crit = E_min/S_min a run takes 2 S_min steps (ESTIMATION.md §4).
+    # S(B) = S_min + E_min/B: at B = b_crit = E_min/S_min a run takes 2 S_min steps (docs/methods.md#convergence).
     assert steps_at_batch(1000, 4e6, 4000) == 2000
     assert steps_at_batch(1000, 4e6, 1000) == 5000
 

@@ -1,4 +1,4 @@
-"""Cost arithmetic, worked by hand in each test (ESTIMATION.md §5)."""
+"""Cost arithmetic, worked by hand in each test (docs/methods.md#cost)."""
 
 from __future__ import annotations
 

@@ -103,14 +103,14 @@ def test_deepspeed_docs_t5_3b_zero3(largest, expected_gib):
 
 def test_lora_llama7b_q_v_rank8():
     # Hu et al. 2021 (LoRA): r·(d_in + d_out) per adapted matrix; LLaMA-7B (32 x 4096), r = 8 on q and v:
-    # 32 * 2 * 8 * (4096 + 4096) = 4,194,304 (exact; ESTIMATION.md §1).
+    # 32 * 2 * 8 * (4096 + 4096) = 4,194,304 (exact; docs/methods.md#memory).
     model = ResolvedModel("llama", "decoder", 6_738_415_616, transformer=LLAMA7B)
     training = TrainingSetup(global_batch=8, adapter=Adapter("lora", 8, "qv", "bf16"))
     assert trainable_params(model, training) == 4_194_304
 
 
 def test_fp32_adamw_foreach_peaks_at_20_bytes_per_param():
-    # ESTIMATION.md §1 (checked on torch): fp32 AdamW foreach peaks at step() at 4 w + 4 g + 8 m,v + 4 temp
+    # docs/methods.md#memory (checked on torch): fp32 AdamW foreach peaks at step() at 4 w + 4 g + 8 m,v + 4 temp
     # = 20 B/param for small batches; fused has no temporary (16 B/param). Exact.
     params = 10_000_000
     model = ResolvedModel("mlp", "mlp", params, activation_bytes_per_sample=1000.0, activation_precision="fp32")
@@ -132,7 +132,7 @@ def test_megatron_bytes_per_param(precision, per_param, distributed):
 
 
 def test_gpt2_logits_4sbv():
-    # ESTIMATION.md §1: GPT-2 (s = 1024, V = 50257) fp32 log-softmax 4sbV ≈ 206 MB per sample; within 0.5%.
+    # docs/methods.md#memory: GPT-2 (s = 1024, V = 50257) fp32 log-softmax 4sbV ≈ 206 MB per sample; within 0.5%.
     assert logits_loss_bytes(1024, 1, 50257) / 1e6 == pytest.approx(206, rel=REL)
 
 
@@ -146,7 +146,7 @@ def test_gpt2_logits_4sbv():
     ("pure_bf16", "zero3", 8 / 4),
 ])
 def test_state_layout_table(layout, sharding, per_param):
-    # ESTIMATION.md §1 table, Adam, N = 4, no gathered unit (largest layer not given).
+    # docs/methods.md#memory table, Adam, N = 4, no gathered unit (largest layer not given).
     assert states(1000, 1000, "adamw", layout, sharding, 4, "bf16").total == pytest.approx(per_param * 1000)
 
 
@@ -198,7 +198,7 @@ def test_checkpoint_bytes():
     ("bf16", "torch_amp", "sdpa", False, (36, 0, 4)),
 ])
 def test_layer_coefficients(precision, layout, attention, dropout, expected):
-    # ESTIMATION.md §1 "Activations": coefficients of (s·b·h, a·s²·b, a·s·b) for the 4h GeLU block.
+    # docs/methods.md#memory "Activations": coefficients of (s·b·h, a·s²·b, a·s·b) for the 4h GeLU block.
     got = layer_activation_coefficients(GPT2, precision, attention=attention, dropout=dropout, layout=layout)
     assert got == expected
 
@@ -415,7 +415,7 @@ def test_adapter_without_transformer_is_input_error():
     checkpointing=st.booleans(),
 )
 def test_breakdown_is_non_negative_and_sums_to_the_peak(b, n, precision, optimizer, impl, sharding, checkpointing):
-    # ESTIMATION.md §1: peak = states + max(step transients, activations + forward transients).
+    # docs/methods.md#memory: peak = states + max(step transients, activations + forward transients).
     model = ResolvedModel("gpt2", "decoder", 124_000_000, transformer=GPT2)
     training = TrainingSetup(global_batch=64, optimizer=optimizer, optimizer_impl=impl, sharding=sharding,
                              activation_checkpointing=checkpointing)
@@ -432,7 +432,7 @@ def test_breakdown_is_non_negative_and_sums_to_the_peak(b, n, precision, optimiz
 
 
 def test_gradients_are_not_alive_in_forward_at_accumulation_1():
-    # ESTIMATION.md §1: zero_grad(set_to_none=True) frees grads before forward; with accumulation > 1 they stay
+    # docs/methods.md#memory: zero_grad(set_to_none=True) frees grads before forward; with accumulation > 1 they stay
     # alive through forward (+4T). Activation-dominated batch: 0.5 GiB of activations vs 0.125 GiB of grads.
     training = TrainingSetup(global_batch=2, optimizer="adamw", optimizer_impl="fused")
     one = estimate_memory(_boundary_model(), training, option("fp32", 1, 1, 1, 80.0), workspace_gib=0,

@@ -303,7 +303,7 @@ def test_lora_backward_skips_weight_gradients(bare_inputs):
                      training={"global_batch": 8, "precisions": ["bf16"], "optimizer": "adamw",
                                "adapter": {"kind": "lora", "rank": 8}},
                      hardware={"gpus": ["h100-sxm-80gb"], "gpu_counts": [1]})
-    # ESTIMATION.md §2: backward (1 + f_T)x forward instead of 2x -> about 2/3 of the FLOPs for f_T ~ 0. The
+    # docs/methods.md#step-time: backward (1 + f_T)x forward instead of 2x -> about 2/3 of the FLOPs for f_T ~ 0. The
     # default-MFU formula is all FLOPs; the calibrated roofline's activation-traffic term does not shrink.
     mfu_only = dataclasses.replace(bare_inputs, calibration=None)
     t_full = build_plan(full, mfu_only, TODAY).options[0].step.micro_step_time_s

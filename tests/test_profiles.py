@@ -139,7 +139,7 @@ def test_rtx4090_uses_fp32_accumulate_rate(shipped):
 
 @pytest.mark.parametrize("gpu_id", ["t4-16gb", "v100-sxm2-16gb", "v100-sxm2-32gb", "p100-16gb"])
 def test_pre_ampere_parts_have_no_tf32_or_bf16(shipped, gpu_id):
-    # Turing/Volta/Pascal have no TF32 or BF16 tensor path (T4, V100 datasheets; ESTIMATION.md §2 "Peak choice").
+    # Turing/Volta/Pascal have no TF32 or BF16 tensor path (T4, V100 datasheets; docs/methods.md#step-time "Peak choice").
     p = shipped[gpu_id]
     assert not p.supports("bf16") and not p.supports("tf32")
     assert p.peak_tflops_for("bf16") is None
@@ -171,7 +171,7 @@ def test_mi250x_profile_is_one_gcd(shipped):
 
 
 def test_driver_capacities(shipped):
-    # ESTIMATION.md §1: H200 143,771 MiB; H100 80GB 81,559 MiB; A100 80GB 81,920 MiB (nvidia-smi totals).
+    # docs/methods.md#memory: H200 143,771 MiB; H100 80GB 81,559 MiB; A100 80GB 81,920 MiB (nvidia-smi totals).
     h200 = shipped["h200-sxm-141gb"]
     assert h200.memory_gib == pytest.approx(140.4, abs=0.05) and h200.memory_gib_source == "driver"
     assert shipped["h100-sxm-80gb"].memory_gib == pytest.approx(81559 / 1024, abs=0.01)
@@ -418,5 +418,5 @@ def test_undated_quotes_stay_available(shipped):
 @pytest.mark.parametrize("gpu_id,mib", [("rtx4090-24gb", 24564), ("t4-16gb", 15360), ("a100-sxm-40gb", 40960),
                                         ("l4-24gb", 23034), ("b200-180gb", 183359), ("v100-sxm2-32gb", 32510)])
 def test_capacity_is_the_driver_reported_total(gpu_id, mib):
-    # ESTIMATION.md §1: capacity = what nvidia-smi reports (public nvidia-smi logs), not the datasheet's decimal GB
+    # docs/methods.md#memory: capacity = what nvidia-smi reports (public nvidia-smi logs), not the datasheet's decimal GB
     assert load_profile(DEFAULT_PROFILES_DIR / f"{gpu_id}.yaml").memory_gib == pytest.approx(mib / 1024, abs=0.005)

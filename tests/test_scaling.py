@@ -1,4 +1,4 @@
-"""Data-parallel formulas (ESTIMATION.md §3), each checked against a hand calculation written out in the test."""
+"""Data-parallel formulas (docs/methods.md#multi-gpu), each checked against a hand calculation written out in the test."""
 
 from __future__ import annotations
 
@@ -79,20 +79,20 @@ def _busbw(*args: object) -> tuple[float, str]:
 
 
 def test_nvlink4_busbw_is_about_370():
-    # ESTIMATION.md §3: NVLink4 900 GB/s = 450 per direction, NCCL reaches ≈ 370. 450 × 0.82 = 369; tolerance 2%.
+    # docs/methods.md#multi-gpu: NVLink4 900 GB/s = 450 per direction, NCCL reaches ≈ 370. 450 × 0.82 = 369; tolerance 2%.
     busbw, text = _busbw(H100, 8, 8, 400.0)
     assert busbw == pytest.approx(370, rel=0.02)
     assert "450" in text and "nvlink4" in text
 
 
 def test_a100_nvswitch_busbw_in_published_range():
-    # ESTIMATION.md §3: A100 NVSwitch ≈ 200–230 of 300. 300 × 0.72 = 216.
+    # docs/methods.md#multi-gpu: A100 NVSwitch ≈ 200–230 of 300. 300 × 0.72 = 216.
     busbw, _ = sc.effective_busbw_gb_s(A100, 8, 8, 200.0)
     assert 200 <= busbw <= 230
 
 
 def test_pcie_gen4_busbw_in_published_range():
-    # ESTIMATION.md §3: PCIe Gen4 x16 ≈ 20–25 of 32. 32 × 0.7 = 22.4.
+    # docs/methods.md#multi-gpu: PCIe Gen4 x16 ≈ 20–25 of 32. 32 × 0.7 = 22.4.
     busbw, text = _busbw(L40S, 4, 8, 100.0)
     assert busbw == pytest.approx(22.4)
     assert 20 <= busbw <= 25 and "Gen4" in text
@@ -118,7 +118,7 @@ def test_nvlink_bridge_only_helps_pairs():
 
 
 def test_inter_node_busbw_uses_the_aggregate_nic_bandwidth():
-    # DGX-A100: 8 × 200 Gb/s = 200 GB/s per node; ESTIMATION.md §3 says it measures ≈ 192.
+    # DGX-A100: 8 × 200 Gb/s = 200 GB/s per node; docs/methods.md#multi-gpu says it measures ≈ 192.
     # 0.93 × 200 = 186 < intra 216 -> 186; within 5% of 192.
     busbw, text = _busbw(A100, 16, 8, 200.0)
     assert busbw == pytest.approx(0.93 * 200)
@@ -303,7 +303,7 @@ def test_estimate_scaling_zero3_volume():
 def test_estimate_scaling_zero2_moves_the_ddp_volume_and_exposes_the_parameter_all_gather():
     # ZeRO-2, torch_amp, T = Ψ = 1e8, n = 8, busbw 369: grads 4e8 B -> 16 buckets (15 × 26,214,400 + 6,784,000).
     # reduce-scatter per bucket (n-1)/n × S / busbw + 7 × 5 µs; all-gather of updated fp32 params 4e8 B once.
-    # Total bandwidth term = 1.75 × 4e8 / 369e9, the same as DDP's all-reduce (ESTIMATION.md §3).
+    # Total bandwidth term = 1.75 × 4e8 / 369e9, the same as DDP's all-reduce (docs/methods.md#multi-gpu).
     training = TrainingSetup(global_batch=256, sharding="zero2")
     est = scale(8, training, params=10**8, micro_step_s=1.0)
     assert est.allreduce_s == pytest.approx(1.75 * 4e8 / 369e9 + 17 * 35e-6)

@@ -1,4 +1,4 @@
-"""Step-time formulas (ESTIMATION.md §2), each checked against a hand calculation written out in the test."""
+"""Step-time formulas (docs/methods.md#step-time), each checked against a hand calculation written out in the test."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.notes_support import detail_en, english, texts, texts_of_triple  # no
 A100_PEAK, A100_BW = 312.0, 2039.0
 H100_PEAK, H100_BW = 989.4, 3350.0
 A100_TO_H100 = {"peak_a_tflops": A100_PEAK, "peak_b_tflops": H100_PEAK, "bw_a_gb_s": A100_BW, "bw_b_gb_s": H100_BW}
-RN50_FLOPS_PER_SAMPLE = 2.46e10  # ESTIMATION.md §2: 4.1 G MACs forward -> ≈ 2.46e10 per training sample
+RN50_FLOPS_PER_SAMPLE = 2.46e10  # docs/methods.md#step-time: 4.1 G MACs forward -> ≈ 2.46e10 per training sample
 
 
 def points(*pairs, label="run.json (2026-01-02)"):
@@ -217,7 +217,7 @@ def test_default_mfu_decoder_matches_nanogpt_and_table_shape():
 # ---------------------------------------------------------------- optimizer and input
 
 def test_optimizer_bytes_match_estimation_md():
-    assert st.optimizer_bytes_per_param("adamw", "foreach") == 80  # ESTIMATION.md §2
+    assert st.optimizer_bytes_per_param("adamw", "foreach") == 80  # docs/methods.md#step-time
     assert st.optimizer_bytes_per_param("adamw", "fused") == 28
     # 80 = mul_(p) 8 + lerp_(m, g) 12 + mul_(v) 8 + addcmul_(v, g, g) 12 + sqrt 8 + div_ 8 + add_ 8 + addcdiv_ 16
     assert 8 + 12 + 8 + 12 + 8 + 8 + 8 + 16 == 80

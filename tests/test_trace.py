@@ -87,7 +87,7 @@ def test_traced_file_is_valid_and_says_what_it_is(tmp_path, capsys):
 
 
 def test_mlp_peak_equals_states_temporary_and_activations_by_hand():
-    """Hand computation (ESTIMATION.md §1), fp32, AdamW foreach, b=256: the peak is optimizer.step() holding
+    """Hand computation (docs/methods.md#memory), fp32, AdamW foreach, b=256: the peak is optimizer.step() holding
     weights 4P + grads 4P + exp_avg/exp_avg_sq 8P + the foreach sqrt(v) temporary 4P, plus the batch; the
     activations are what forward keeps: Linear1/ReLU (in place) and Linear2/ReLU outputs (b x 512 each) and the
     log-softmax (b x 10), fp32."""
@@ -156,7 +156,7 @@ def test_eager_attention_keeps_the_score_matrix_as_the_formula_says():
 def test_lora_trains_only_the_adapters():
     row_doc = _doc("--model", "gpt2", "--seq-len", "64", "--precision", "bf16", "--batch", "1",
                    "--adapter", "lora:16")
-    # r * (d_in + d_out) per adapted matrix (ESTIMATION.md §1): qkv 768->2304 and out 768->768, 12 layers
+    # r * (d_in + d_out) per adapted matrix (docs/methods.md#memory): qkv 768->2304 and out 768->768, 12 layers
     assert row_doc["model"]["trainable_params"] == 12 * 16 * ((768 + 2304) + (768 + 768))
     assert row_doc["settings"]["adapter"] == {"kind": "lora", "rank": 16, "targets": "attention",
                                               "base_dtype": "bf16"}
@@ -232,7 +232,7 @@ def test_7b_is_traced_without_real_memory():
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["params"] == 6_738_415_616
-    # AdamW foreach step: 4 + 4 + 8 + 4 bytes per parameter (ESTIMATION.md §1: 20 B/param at step())
+    # AdamW foreach step: 4 + 4 + 8 + 4 bytes per parameter (docs/methods.md#memory: 20 B/param at step())
     assert got["peak"] == pytest.approx(20 * got["params"], rel=0.01)
     assert got["rss_kib"] * 1024 < 2 * 2**30
 

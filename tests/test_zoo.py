@@ -253,7 +253,7 @@ def test_make_batch_is_seeded():
 
 def test_flops_counter_matches_published_cnn_and_vit_figures():
     # torchvision's "GFLOPS" column counts multiply-adds: ResNet-50 4.09, ViT-B/16 17.56 (forward, 224x224);
-    # model FLOPs = 2 per multiply-add, x3 for forward + backward (ESTIMATION.md §2: ResNet-50 ≈ 2.46e10).
+    # model FLOPs = 2 per multiply-add, x3 for forward + backward (docs/methods.md#step-time: ResNet-50 ≈ 2.46e10).
     # The counter skips the first layer's input gradient and non-matmul ops, hence the tolerance.
     assert zoo.describe("resnet50").flops_per_sample == pytest.approx(4.09e9 * 2 * 3, rel=0.02)
     assert zoo.describe("vit_b16").flops_per_sample == pytest.approx(17.56e9 * 2 * 3, rel=0.01)
@@ -267,7 +267,7 @@ def test_gpt2_flops_use_palm_formula():
 
 
 def test_cpu_sdpa_is_counted_like_meta():
-    # CPU's fused SDPA kernel counts 0 in FlopCounterMode unless we map it (ESTIMATION.md §2); meta runs the
+    # CPU's fused SDPA kernel counts 0 in FlopCounterMode unless we map it (docs/methods.md#step-time); meta runs the
     # math path through counted bmm ops, and the two must agree.
     cpu = zoo.count_flops_per_sample(zoo.build("gpt2", seq_len=16, dropout=0.0))
     meta = zoo.count_flops_per_sample(zoo.build("gpt2", seq_len=16, dropout=0.0, device="meta"))

@@ -52,7 +52,7 @@ def lr_reference_batch(scenario: Scenario) -> int | None:
 
 def batch_advice(scenario: Scenario, conv: ConvergenceEstimate, rows_per_epoch: int | None) -> tuple[Note, ...]:
     """The seeds' checklist when the batch moves from where the LR was tuned: the LR rule, its warm-up, the
-    noise-scale optimum, and the critical-batch warning (convergence.lr_advice; ESTIMATION.md §4)."""
+    noise-scale optimum, and the critical-batch warning (convergence.lr_advice; docs/methods.md#convergence)."""
     t = scenario.training
     ref = lr_reference_batch(scenario)
     out: list[Note] = []

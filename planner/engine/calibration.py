@@ -8,7 +8,7 @@ relative to 16-bit; A: the micro-batch's stored activation bytes (planner memory
 traffic: DRAM bytes moved per stored activation byte (forward writes, backward reads, the elementwise passes).
 The optimizer step is added apart (steptime.optimizer_step_s), as for every other path.
 
-Fitted by `python perf/calibrate.py` (bounded Nelder-Mead on squared log errors, deterministic); parameters: one
+Fitted by `python calibration/calibrate.py` (bounded Nelder-Mead on squared log errors, deterministic); parameters: one
 efficiency per architecture group with data, two precision factors and one traffic figure.
 """
 
@@ -140,7 +140,7 @@ def fit_samples(samples: Sequence[Sample]) -> Fit:
 def prior_efficiency(efficiencies: Iterable[float]) -> float:
     """An architecture without published runs is assumed no better than three quarters of those with data: the
     25th percentile of the fitted efficiencies (AMD's own MI300X table, not a one-GPU figure and so not fitted, gives
-    523.79 of 1307 dense bf16 TFLOPS/s per GPU for Llama 3.1 8B: 0.40; bench/published/ amd-rocm-...)."""
+    523.79 of 1307 dense bf16 TFLOPS/s per GPU for Llama 3.1 8B: 0.40; calibration/published/ amd-rocm-...)."""
     return percentile(list(efficiencies), 25)
 
 

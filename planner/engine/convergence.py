@@ -1,4 +1,4 @@
-"""Optimizer steps to the target: user counts or the McCandlish et al. 2018 large-batch model (ESTIMATION.md §4)."""
+"""Optimizer steps to the target: user counts or the McCandlish et al. 2018 large-batch model (docs/methods.md#convergence)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # Only when planner/inputs/convergence_calibration.json is missing: the steps range is +/- this fraction (a planning
 # assumption) and there is no large-batch correction. The shipped file replaces it with the seed spread and the
-# held-out error of MLPerf's reference convergence points (perf/convergence_report.py).
+# held-out error of MLPerf's reference convergence points (calibration/convergence_report.py).
 FIT_BAND_FRACTION = 0.15
 UNCALIBRATED = ConvergenceCalibration(
     large_batch_exponent=0.0, seed_spread_p10=-FIT_BAND_FRACTION, seed_spread_p90=FIT_BAND_FRACTION,
@@ -145,7 +145,7 @@ def steps_past_reference(s_min: float, e_min: float, batch: float, high_batch: f
     """S(B) = S_min + (E_min/B)·(B/B_max)^gamma for B > B_max (the largest reference batch); eq. 2.11 up to B_max.
 
     One parameter, gamma, fitted leave-one-benchmark-out on MLPerf's reference convergence points
-    (perf/convergence_report.py; the value in planner/inputs/convergence_calibration.json): fitted at the small
+    (calibration/convergence_report.py; the value in planner/inputs/convergence_calibration.json): fitted at the small
     reference batches, eq. 2.11 under-counts the steps at larger ones (MLPerf ResNet-50 and BERT: about half the
     published steps at 20-37x the reference batch). Points far below b_crit measure E_min but barely constrain S_min,
     and the gradient noise scale, hence b_crit, is smaller early in training than late (McCandlish et al. 2018 §3.3
@@ -155,7 +155,7 @@ def steps_past_reference(s_min: float, e_min: float, batch: float, high_batch: f
     so gamma is an empirical correction: 0.145 on all 18 MLPerf benchmarks, 0.113-0.158 with any one left out;
     held out, it moves the mean signed error past 8x the largest reference batch from -35% to -10% and over all 63
     held-out batches from -10% to +4% (median |error| 11.5% -> 9.7%), but over-counts at 2-8x (0% -> +13%):
-    `.venv/bin/python perf/convergence_report.py`.
+    `.venv/bin/python calibration/convergence_report.py`.
     """
     if batch <= high_batch or exponent == 0.0:
         return steps_at_batch(s_min, e_min, batch)
@@ -181,11 +181,11 @@ def steps_band_log(fit_residual_log: float, distance_log: float, calibration: Co
     """h = sqrt(max(h_seed, r_fit)^2 + (k·d)^2): the steps range is S·e^-h to S·e^h.
 
     h_seed: the seed spread (`seed_half_width_log`); r_fit: the fit's largest log residual; d: the log distance of
-    the batch outside the reference batches; k: the held-out error per unit of d (perf/convergence_report.py). The
+    the batch outside the reference batches; k: the held-out error per unit of d (calibration/convergence_report.py). The
     two add in quadrature as independent errors. Below the smallest reference batch k is assumed, not measured
     (MLPerf gives no held-out point there). Shipped (planner/inputs/convergence_calibration.json): seed spread
     p10/p90 -5.6%/+5.6% of 2,155 MLPerf seeds (each benchmark weighing the same), k = 0.142; held out, 76% of the
-    published seed means fall inside (`.venv/bin/python perf/convergence_report.py`).
+    published seed means fall inside (`.venv/bin/python calibration/convergence_report.py`).
     """
     inside = max(seed_half_width_log(calibration), fit_residual_log)
     return math.hypot(inside, calibration.extrapolation_per_log_batch * distance_log)
@@ -393,7 +393,7 @@ def _outside_range_notes(points: list[tuple[float, float]], batch: int) -> list[
 
 
 def _b_crit_notes(batch: float, b_crit: float | None) -> tuple[Note, ...]:
-    """Far past b_crit the run takes ~S_min steps whatever the batch (ESTIMATION.md §4)."""
+    """Far past b_crit the run takes ~S_min steps whatever the batch (docs/methods.md#convergence)."""
     if not b_crit or batch <= FAR_PAST_B_CRIT * b_crit:
         return ()
     return (Note("past_b_crit", ratio=round(batch / b_crit, 1), b_crit=b_crit),)

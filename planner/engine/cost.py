@@ -227,7 +227,7 @@ def billing_candidates(prices: Iterable[PriceQuote], pricing: Pricing, overrides
 
 
 def run_hours(steps: float, step_time_s: float, workload: Workload, pricing: Pricing) -> float:
-    """Hours = steps x early-stop x step time x (1 + eval + checkpoint) x (1 + failure) x runs (ESTIMATION.md §5):
+    """Hours = steps x early-stop x step time x (1 + eval + checkpoint) x (1 + failure) x runs (docs/methods.md#cost):
     early stop and the eval/checkpoint overheads from the workload, failures and runs from the pricing."""
     w = workload
     one_run_s = steps * w.early_stop_fraction * step_time_s * (1 + w.eval_overhead + w.checkpoint_overhead)
@@ -244,7 +244,7 @@ def billed_hours(hours: float, billing_increment_s: float) -> float:
 
 def spot_preemption(hours: float, instances: int, spot: SpotSettings) -> tuple[float, float]:
     """(expected preemptions, lost hours): preemptions = hours x rate per instance-hour x instances; each loses
-    half the checkpoint interval + the restart time (ESTIMATION.md §5).
+    half the checkpoint interval + the restart time (docs/methods.md#cost).
 
     First order: the lost hours are not themselves exposed to further preemptions (fine while lost << hours).
     """
@@ -254,7 +254,7 @@ def spot_preemption(hours: float, instances: int, spot: SpotSettings) -> tuple[f
 
 
 def on_prem_usd_per_gpu_hour(on_prem: OnPrem, gpu_power_w: float, *, purchase_usd: float | None = None) -> float:
-    """purchase / (lifetime hours x fleet utilisation) + power kW x PUE x electricity price (ESTIMATION.md §5).
+    """purchase / (lifetime hours x fleet utilisation) + power kW x PUE x electricity price (docs/methods.md#cost).
 
     `purchase_usd`: what one GPU cost (on_prem_purchase); None = the scenario's override."""
     return (on_prem_capital_usd_per_gpu_hour(on_prem, purchase_usd=purchase_usd)

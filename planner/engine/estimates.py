@@ -11,7 +11,7 @@ from planner.vocab import GIB, MemoryPhase
 if TYPE_CHECKING:  # a type name only: planner.inputs.scenario imports yaml
     from planner.inputs.scenario import TransformerShape
 
-# Provenance kinds, strongest first (ESTIMATION.md: prefer measured > traced > formula).
+# Provenance kinds, strongest first (docs/methods.md: prefer measured > traced > formula).
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def piece(key: str, **params: object) -> Note:
 # The fit compares the device total with the whole driver-reported capacity. Before the allocator's fragmentation
 # and the CUDA context were modelled, a 5% margin (0.95) stood in for them; kept on top of them it counted them
 # twice: with it, 3 of 27 published verdicts came out wrong (two LitGPT LoRA runs that ran were "does not fit"),
-# without it 1 of 27 (perf/memory_report.py). Below 10% headroom the plan still says "tight" (TIGHT_HEADROOM).
+# without it 1 of 27 (calibration/memory_report.py). Below 10% headroom the plan still says "tight" (TIGHT_HEADROOM).
 USABLE_FRACTION = 1.0
 
 
@@ -313,7 +313,7 @@ class ActivationLine:
     """Per-GPU non-state memory as a line in the micro-batch: intercept + bytes_per_sample * b (bytes).
 
     Fitted from measured/traced peaks after subtracting the analytic model states of the measured
-    configuration (ESTIMATION.md §1: peak(b) = max(M_step, M0 + b*m_act)).
+    configuration (docs/methods.md#memory: peak(b) = max(M_step, M0 + b*m_act)).
     """
 
     intercept_bytes: float

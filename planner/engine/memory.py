@@ -1,4 +1,4 @@
-"""Memory per GPU (ESTIMATION.md §1): model states by framework layout, transients, overheads and the fit."""
+"""Memory per GPU (docs/methods.md#memory): model states by framework layout, transients, overheads and the fit."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-# Optimizer state per trainable parameter with fp32 states (ESTIMATION.md §1 "Other optimizers"): SGD none,
+# Optimizer state per trainable parameter with fp32 states (docs/methods.md#memory "Other optimizers"): SGD none,
 # momentum one buffer, Adam/AdamW m and v, Adafactor factored row/column moments (≈ 0 per parameter),
 # 8-bit Adam (Dettmers et al. 2022) two 1-byte states.
 OPTIMIZER_STATE_BYTES = {"sgd": 0.0, "sgd_momentum": 4.0, "adam": 8.0, "adamw": 8.0, "adafactor": 0.0,
@@ -74,14 +74,14 @@ KBIT_UPCAST_BYTES = float(element_bytes("fp32"))
 
 # cuBLAS workspace per handle and stream: PyTorch's default CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8"
 # (2 × 4 MiB + 8 × 16 KiB = 8.125 MiB), ":4096:8" = 32 MiB on compute capability >= 9.0
-# (aten/src/ATen/cuda/CublasHandlePool.cpp; ESTIMATION.md §1). The autograd backward thread has its own handle.
+# (aten/src/ATen/cuda/CublasHandlePool.cpp; docs/methods.md#memory). The autograd backward thread has its own handle.
 CUBLAS_WORKSPACE_BYTES = 8.125 * MIB
 CUBLAS_WORKSPACE_SM90_BYTES = 32 * MIB
 CUBLAS_HANDLES = 2
 # cuDNN convolution workspaces: no published default (cuDNN picks per layer, large with cudnn.benchmark); an
 # assumption until a measurement replaces it (measured peaks already contain it).
 CUDNN_WORKSPACE_CNN_BYTES = 256 * MIB
-# CUDA context: ≈ 300 MiB with lazy loading, growing as cuBLAS/cuDNN kernels load (ESTIMATION.md §1).
+# CUDA context: ≈ 300 MiB with lazy loading, growing as cuBLAS/cuDNN kernels load (docs/methods.md#memory).
 CUDA_CONTEXT_BYTES = 0.5 * GIB
 # The CUDA context by module-loading generation and GPU architecture (compute capability), each figure cited; what is
 # not listed falls back to the generation's row ("*"). "lazy": CUDA_MODULE_LOADING=LAZY, which PyTorch >= 1.13 sets
@@ -101,16 +101,16 @@ CUDA_CONTEXT = {
     ("lazy", "*"): (CUDA_CONTEXT_BYTES, detail("context_lazy", cuda="12.2", torch="1.13", gib=CUDA_CONTEXT_BYTES / GIB,
                                                low=256, high=426)),
 }
-# NCCL buffers when N > 1: "hundreds of MiB" (ESTIMATION.md §1): NCCL_BUFFSIZE 4 MiB per channel and peer
+# NCCL buffers when N > 1: "hundreds of MiB" (docs/methods.md#memory): NCCL_BUFFSIZE 4 MiB per channel and peer
 # plus proxy/channel state.
 NCCL_BUFFER_BYTES = 0.5 * GIB
 # The caching allocator's rounding and fragmentation: max_memory_reserved / max_memory_allocated − 1 (PyTorch
 # CUDA caching allocator: 512-B rounding, 2 MiB small-pool and 20 MiB large-pool segments, blocks split and
 # cached; docs "CUDA semantics › Memory management"). Fitted on published runs: the median implied by the `fit` half
-# of perf/memory_cases.yaml (perf/memory_report.py fit_reserved_fraction), checked on the `check` half; the test
+# of calibration/memory_cases.yaml (calibration/memory_report.py fit_reserved_fraction), checked on the `check` half; the test
 # refits it (tests/test_published_memory.py).
 RESERVED_OVER_ALLOCATED = 0.11
-TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (ESTIMATION.md §1 "Fit")
+TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (docs/methods.md#memory "Fit")
 
 
 def _check(value: object, allowed: tuple[object, ...], field: str) -> None:
@@ -195,7 +195,7 @@ def optimizer_state_bytes_per_param(optimizer: str, state_layout: str) -> float:
 
 
 def layout_bytes_per_param(state_layout: str, precision: str, optimizer: str) -> tuple[float, float, float]:
-    """(weight, grad, optimizer) bytes per trainable parameter, unsharded (ESTIMATION.md §1 table).
+    """(weight, grad, optimizer) bytes per trainable parameter, unsharded (docs/methods.md#memory table).
 
     torch_amp 4/4/8 (fp32 params and grads); zero_paper 2/2/12 (Rajbhandari et al. 2020 §3: fp16 params and
     grads, fp32 master + moments, K = 12); megatron (Megatron-LM distributed-optimizer docs): fp16 2/2/16
@@ -232,7 +232,7 @@ def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layo
                       sharding: str = "none", n_gpus: int = 1, largest_layer_params: int | None = None,
                       adapter_base_dtype: str | None = None, quantized_params: int | None = None,
                       unquantized_bytes: float = UNQUANTIZED_BASE_BYTES) -> StateBytes:
-    """Weights, gradients and optimizer state per GPU (ESTIMATION.md §1).
+    """Weights, gradients and optimizer state per GPU (docs/methods.md#memory).
 
     Frozen parameters (Ψ − T) hold weights only, at the adapter's base dtype when given. ZeRO over N GPUs
     (Rajbhandari et al. 2020): Z1 shards the optimizer, Z2 also gradients, Z3 also weights, plus one gathered
@@ -275,7 +275,7 @@ def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layo
 
 def checkpoint_bytes(params: int, trainable: int, *, optimizer: str, state_layout: str, precision: str = "bf16",
                      adapter_base_dtype: str | None = None, quantized_params: int | None = None) -> float:
-    """Checkpoint size on disk: all weights + full optimizer state (ESTIMATION.md §5); deepspeed = zero_paper."""
+    """Checkpoint size on disk: all weights + full optimizer state (docs/methods.md#cost); deepspeed = zero_paper."""
     layout = "zero_paper" if state_layout == "deepspeed" else state_layout
     states = model_state_bytes(params, trainable, optimizer=optimizer, state_layout=layout, precision=precision,
                                adapter_base_dtype=adapter_base_dtype, quantized_params=quantized_params)
@@ -298,7 +298,7 @@ class TransientParts:
 
 
 def optimizer_temporary_bytes_per_param(optimizer: str, optimizer_impl: str, state_layout: str) -> float:
-    """foreach step() temporaries (ESTIMATION.md §1, checked): Adam/AdamW one param-sized buffer (sqrt of v);
+    """foreach step() temporaries (docs/methods.md#memory, checked): Adam/AdamW one param-sized buffer (sqrt of v);
     SGD with weight decay `grad + wd·param` (weight decay assumed, the usual SGD setting); Adafactor's update
     buffer (assumed alike); fused kernels and bitsandbytes 8-bit Adam update in place; a per-parameter loop
     (for_loop) holds one tensor's temporary at a time, negligible next to the model's states."""
@@ -321,7 +321,7 @@ def ddp_bucket_bytes(trainable: int, n_gpus: int, sharding: str, state_layout: s
 def transient_parts(trainable: int, *, precision: str, optimizer: str, optimizer_impl: str = "foreach",
                     grad_accum: int = 1, n_gpus: int = 1, sharding: str = "none",
                     state_layout: str = "torch_amp") -> TransientParts:
-    """Step-time and forward-time transients per GPU (ESTIMATION.md §1 "Transients").
+    """Step-time and forward-time transients per GPU (docs/methods.md#memory "Transients").
 
     Autocast weight cache: +2 B per trainable param (16-bit copies of fp32 weights) from forward until backward
     uses them; under ZeRO-3/FSDP each GPU holds only its 1/N shard of parameters, so only that shard is cast
@@ -363,7 +363,7 @@ SPLIT_ROUNDING_PER_POINT = 8 * sys.float_info.epsilon
 
 def fit_activation_line(points: Iterable[tuple[int, float]], states_bytes: float, precision: str,
                         source: Source) -> ActivationLine | None:
-    """Fit peak(b) = max(M_step, M0 + b·m_act) (ESTIMATION.md §1) to (batch, peak bytes) points.
+    """Fit peak(b) = max(M_step, M0 + b·m_act) (docs/methods.md#memory) to (batch, peak bytes) points.
 
     The leading points may sit on the flat, optimizer-step-dominated part: every split into k flat points and
     a rising line through the rest (>= 2 points) is scored, and the one with the least squared error wins
@@ -453,7 +453,7 @@ def cuda_context_bytes(compute_capability: str | None, *, cuda_generation: str =
 
 
 def workspace_bytes(family: str, compute_capability: str | None) -> float:
-    """In-allocator library workspaces: cuBLAS per handle × 2 handles, + cuDNN for CNNs (ESTIMATION.md §1)."""
+    """In-allocator library workspaces: cuBLAS per handle × 2 handles, + cuDNN for CNNs (docs/methods.md#memory)."""
     per_handle = CUBLAS_WORKSPACE_SM90_BYTES if _is_sm90_or_newer(compute_capability) else CUBLAS_WORKSPACE_BYTES
     return CUBLAS_HANDLES * per_handle + (CUDNN_WORKSPACE_CNN_BYTES if family == "cnn" else 0.0)
 
@@ -584,7 +584,7 @@ def head_gradient_bytes(model: ResolvedModel, training: TrainingSetup, *, precis
 def peak_parts(grad_bytes: float, activations: float, parts: TransientParts, grad_accum: int, *,
                head_grad: float = 0.0, grads_kept: bool = False, accumulated_grads: float | None = None,
                head_grad_in_activations: float = 0.0) -> tuple[float, float, float, MemoryPhase]:
-    """(grads, activations, transients, phase) alive at the peak, the larger of two moments (ESTIMATION.md §1):
+    """(grads, activations, transients, phase) alive at the peak, the larger of two moments (docs/methods.md#memory):
 
     - "backward", its start: activations + forward transients (autocast cache, the loss gradient is with the
       activations) + the head's weight gradient; all gradients only when accumulation keeps them alive
@@ -616,7 +616,7 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
                     line: ActivationLine | None = None, workspace_gib: float | None = None,
                     context_gib: float | None = None, cuda_generation: str = "lazy") -> MemoryEstimate:
     """Per-GPU memory by part at the peak moment (see peak_parts) + workspace, fragmentation, context and NCCL, so
-    the breakdown sums to the device total of ESTIMATION.md §1: peak(b) = max(M_step, M0 + b·m_act).
+    the breakdown sums to the device total of docs/methods.md#memory: peak(b) = max(M_step, M0 + b·m_act).
 
     The option gives the GPU (capacity, compute capability for the workspace default and the attention kernel),
     the GPU count, the precision, the micro-batch and the accumulation; `workspace_gib`/`context_gib` override the

@@ -1,4 +1,4 @@
-"""Activation memory per GPU (ESTIMATION.md §1): transformer formulas, measured/traced lines, user figures."""
+"""Activation memory per GPU (docs/methods.md#memory): transformer formulas, measured/traced lines, user figures."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> fl
     GeLU, width f: input of the first linear (t·sbh) + GeLU input and output (2·t·sbf) = t(1 + 2f/h).
     SwiGLU, width f (derived here): the shared input of gate and up projections (t·sbh); SiLU saves its input,
     the gate output (t·sbf); the product saves both factors, SiLU output and up output (2·t·sbf); the down
-    projection saves its input, the product (t·sbf): t(1 + 4f/h), i.e. 2 + 8f/h at 16-bit (ESTIMATION.md §1).
+    projection saves its input, the product (t·sbf): t(1 + 4f/h), i.e. 2 + 8f/h at 16-bit (docs/methods.md#memory).
     """
     f_over_h = shape.ffn_width / shape.hidden
     wide_tensors = 4 if shape.mlp == "swiglu" else 2
@@ -260,7 +260,7 @@ def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision:
 
 
 def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
-    """fp32 log-softmax kept by the loss for backward: 4·s·b·V (ESTIMATION.md §1; GPT-2 ≈ 206 MB/sample)."""
+    """fp32 log-softmax kept by the loss for backward: 4·s·b·V (docs/methods.md#memory; GPT-2 ≈ 206 MB/sample)."""
     return LOG_SOFTMAX_BYTES * seq_len * micro_batch * vocab
 
 
@@ -269,7 +269,7 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
                           softmax_keeps_input: bool = False) -> float:
     """Embedding dropout mask, final norm input, LM-head input and the logits/loss tensors.
 
-    Logits (ESTIMATION.md §1): the model's logits (t·sbV, kept by the training loop that returned them), the
+    Logits (docs/methods.md#memory): the model's logits (t·sbV, kept by the training loop that returned them), the
     fp32 log-softmax 4sbV, and a backward transient of the same size (its gradient) at the start of backward.
     LitGPT's chunked head under Fabric (`loss: chunked_fp32`) keeps every chunk's logits in fp32 (4sbV, Fabric's
     convert_output) and an fp32 log-softmax per chunk (4sbV), whose gradients replace them chunk by chunk: 8sbV.
@@ -305,7 +305,7 @@ def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, prec
                                  softmax_keeps_input: bool = False) -> float:
     """Activations of a decoder/encoder stack at micro-batch b: L blocks + embeddings/head (bytes per GPU).
 
-    Checkpointing (ESTIMATION.md §1): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
+    Checkpointing (docs/methods.md#memory): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
     fp32, whose residual stream is fp32) and one block's full working set exists during its recomputation.
     """
     per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
@@ -390,7 +390,7 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
                      softmax_keeps_input: bool = False) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
-    Precedence (ESTIMATION.md: measured > traced > formula): a fitted line (its intercept included; lines are
+    Precedence (docs/methods.md: measured > traced > formula): a fitted line (its intercept included; lines are
     taken as measured without checkpointing), the transformer formula, then the user's per-sample figure.
     `attention` is the resolved kind (resolve_attention) and `attention_why` how it was chosen;
     `softmax_keeps_input`: training.softmax_keeps_input (PyTorch < 1.11, formula only).

@@ -15,7 +15,7 @@ the weights), from its shape:
   (2 × heads × 4 bytes), 2 ops; eager attention is not modelled (None);
 - elementwise and embedding + loss depend on the implementation (dropout, casts, which norm): their bytes per token
   and op counts per layer are least-squares constants read off the shipped traces, per precision group (fp32/tf32
-  or 16-bit, whose autocast adds casts): `python perf/op_class_constants.py` fits them and holds out each traced
+  or 16-bit, whose autocast adds casts): `python calibration/op_class_constants.py` fits them and holds out each traced
   model in turn (the README's table); tests/test_op_classes.py checks the constants below are its fit.
 
 b is 4 bytes per activation element for fp32/tf32 and 2 for fp16/bf16 (planner.vocab.element_bytes; weights: the
@@ -77,7 +77,7 @@ def terms(shape: TransformerShape, family: str) -> Terms:
                  separate_qkv=family == "encoder", swiglu=shape.mlp == "swiglu", block_params=block_params(shape))
 
 
-# Fitted on the shipped traces by perf/op_class_constants.py (results/traced/: BERT-base and -large at 128 and 384
+# Fitted on the shipped traces by calibration/op_class_constants.py (results/traced/: BERT-base and -large at 128 and 384
 # tokens, GPT-2 and GPT-2 medium at 1,024, ViT-B/16 at 197; `bench trace` with SDPA), per precision group:
 #   elementwise bytes per sample = s·h·(per_layer·L + fixed) · b;  per step = weights_bytes_per_param × parameters
 #   elementwise ops per step = ops_per_layer·L + ops_fixed

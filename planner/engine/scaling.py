@@ -23,23 +23,23 @@ Collective = Callable[[float, int, float], float]
 
 # α, per-hop latency of one ring step (kernel launch + NCCL protocol handshake). Assumption consistent with
 # nccl-tests small-message all_reduce times of tens of µs on 8 GPUs (2·(n−1)·α = 70 µs at n = 8): it also stands
-# in for DDP's 25 MiB buckets sitting below the bandwidth plateau (ESTIMATION.md §3).
+# in for DDP's 25 MiB buckets sitting below the bandwidth plateau (docs/methods.md#multi-gpu).
 ALPHA_S = 5e-6
 
-# Fraction of the per-direction link bandwidth NCCL reaches as all-reduce busbw (ESTIMATION.md §3):
+# Fraction of the per-direction link bandwidth NCCL reaches as all-reduce busbw (docs/methods.md#multi-gpu):
 # NVLink4 "900 GB/s" = 450 per direction, NCCL ≈ 370 -> 0.82; A100 NVSwitch (NVLink3) ≈ 200–230 of 300 -> 0.72.
 NVLINK_EFFICIENCY = 0.82
 NVLINK_EFFICIENCY_BY_GENERATION = {2: 0.72, 3: 0.72}
 # AMD Infinity Fabric (xGMI): assumption, below NVSwitch because each peer link is narrow (MI300X: 64 GB/s per
 # direction per peer, reference/gpu_reference.md) and RCCL's rings cannot use every link at full rate.
 INFINITY_FABRIC_EFFICIENCY = 0.7
-# PCIe Gen4 x16: 32 GB/s per direction, all-reduce busbw ≈ 20–25 (ESTIMATION.md §3) -> 0.7.
+# PCIe Gen4 x16: 32 GB/s per direction, all-reduce busbw ≈ 20–25 (docs/methods.md#multi-gpu) -> 0.7.
 PCIE_EFFICIENCY = 0.7
 # x16 link rate per direction, GB/s, by PCIe generation (PCI-SIG; reference/gpu_reference.md §0 quotes the
 # bidirectional totals Gen3 32, Gen4 64, Gen5 128). A bus standard, not a GPU figure.
 PCIE_X16_GB_PER_S_PER_DIRECTION = {1: 4.0, 2: 8.0, 3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0, 7: 256.0}
 PCIE_GEN_WHEN_UNKNOWN = 3  # the slowest common generation: an unknown link never flatters the plan
-# Inter-node busbw ≈ 0.9–0.96 × the node's aggregate NIC bandwidth (ESTIMATION.md §3; DGX-A100 8×200 Gb/s =
+# Inter-node busbw ≈ 0.9–0.96 × the node's aggregate NIC bandwidth (docs/methods.md#multi-gpu; DGX-A100 8×200 Gb/s =
 # 200 GB/s measures ≈ 192) -> the middle, 0.93.
 INTER_NODE_EFFICIENCY = 0.93
 # PyTorch DDP's default bucket_cap_mb = 25.
@@ -133,7 +133,7 @@ def node_layout(n_gpus: int, gpus_per_node: int) -> tuple[int, int | None]:
 
 def effective_busbw_gb_s(gpu: GpuProfile, n_gpus: int, gpus_per_node: int,
                          inter_node_gb_per_s: float) -> tuple[float, tuple[Note, ...]]:
-    """Ring all-reduce busbw per GPU, GB/s (one direction), and the parts explaining it (ESTIMATION.md §3).
+    """Ring all-reduce busbw per GPU, GB/s (one direction), and the parts explaining it (docs/methods.md#multi-gpu).
 
     Within a node: the interconnect's per-direction rate × NCCL efficiency (PCIe when there is no link).
     Across nodes, NCCL runs one ring per NIC (channel) and each ring crosses each node boundary once, carrying
@@ -164,12 +164,12 @@ def effective_busbw_gb_s(gpu: GpuProfile, n_gpus: int, gpus_per_node: int,
 # ---------------------------------------------------------------- bytes and times
 
 def grad_sync_bytes(trainable_params: int, precision: str, state_layout: str, compression: str | None = None) -> float:
-    """Bytes all-reduced per step, S = T × grad_bytes_per_param (ESTIMATION.md §3)."""
+    """Bytes all-reduced per step, S = T × grad_bytes_per_param (docs/methods.md#multi-gpu)."""
     return grad_bytes_per_param(precision, state_layout, compression) * trainable_params
 
 
 def grad_bytes_per_param(precision: str, state_layout: str, compression: str | None = None) -> float:
-    """Bytes per trainable parameter a gradient collective moves (ESTIMATION.md §3 and §1's layout table).
+    """Bytes per trainable parameter a gradient collective moves (docs/methods.md#multi-gpu and docs/methods.md#memory's layout table).
 
     torch_amp keeps fp32 params, so grads are fp32 at every precision: 4 B. 16-bit gradients (2 B) with
     fp16/bf16 under zero_paper, deepspeed and pure_bf16, and under megatron with fp16; megatron bf16 keeps fp32
@@ -218,7 +218,7 @@ def ddp_exposed_comm_s(
     sync_bytes: float, n: int, busbw: float, *, backward_s: float, grad_accum: int = 1,
     bucket_bytes: float = DDP_BUCKET_BYTES,
 ) -> tuple[float, float]:
-    """(exposed_s, allreduce_s) of DDP's bucketed all-reduce for one optimizer step (ESTIMATION.md §3).
+    """(exposed_s, allreduce_s) of DDP's bucketed all-reduce for one optimizer step (docs/methods.md#multi-gpu).
 
     allreduce_s = Σ over ⌈S/bucket⌉ buckets of the ring time (so each bucket pays its 2(n−1)·α latency);
     exposed ≈ max(t_last_bucket, t_allreduce − t_backward). `backward_s` is ONE micro-step's backward: with
@@ -233,7 +233,7 @@ def ddp_exposed_comm_s(
 
 def fsdp_comm_s(params: int, trainable: int, *, param_bytes: float, grad_bytes: float, n: int, busbw: float,
                 grad_accum: int = 1) -> float:
-    """ZeRO-3/FSDP communication seconds for one optimizer step of `grad_accum` micro-steps (ESTIMATION.md §3).
+    """ZeRO-3/FSDP communication seconds for one optimizer step of `grad_accum` micro-steps (docs/methods.md#multi-gpu).
 
     Each micro-step all-gathers every parameter twice (forward, and again in backward after resharding) at
     `param_bytes` per parameter; the trainable gradients are reduce-scattered once per step at `grad_bytes`
@@ -250,7 +250,7 @@ def fsdp_comm_s(params: int, trainable: int, *, param_bytes: float, grad_bytes: 
 # ---------------------------------------------------------------- measured DDP results
 
 def _matches(section: Mapping[str, Any], gpu_id: str, n_gpus: int, gpus_per_node: int) -> bool:
-    """A bench ddp section applies only to the same GPU, NCCL, and the same node layout (ESTIMATION.md §3)."""
+    """A bench ddp section applies only to the same GPU, NCCL, and the same node layout (docs/methods.md#multi-gpu)."""
     nodes, per_node = node_layout(n_gpus, gpus_per_node)
     return (
         section.get("backend") == "nccl"
@@ -318,7 +318,7 @@ def estimate_scaling(
     micro_step_s: float, optimizer_s: float = 0.0, backward_fraction: float = 2 / 3,
     measured_ddp: Mapping[str, Any] | None = None, measured_label: str = "bench ddp result",
 ) -> ScalingEstimate:
-    """Data-parallel efficiency and exposed communication for one GPU type × count (ESTIMATION.md §3).
+    """Data-parallel efficiency and exposed communication for one GPU type × count (docs/methods.md#multi-gpu).
 
     `micro_step_s` is one micro-step's forward+backward; backward = backward_fraction × it. One step on one GPU
     is t_1 = k·micro + optimizer (k = option.grad_accum); on n GPUs t_n = t_1 + exposed; efficiency = t_1/t_n

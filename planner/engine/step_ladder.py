@@ -75,7 +75,7 @@ class RooflineTerms:
 
 def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
                    source: str = "<scenario>") -> RooflineTerms:
-    """The calibration's inputs for one configuration (perf/calibrate.py fits on them; plans predict with them)."""
+    """The calibration's inputs for one configuration (calibration/calibrate.py fits on them; plans predict with them)."""
     t = scenario.training
     ctx = StepContext(inputs, model_facts(inputs, scenario.model, t, source), t, scenario.hardware)
     gpu = inputs.profiles[gpu_id]
@@ -114,7 +114,7 @@ def _step(ctx: StepContext, option: OptionPlan) -> TimedStep:
     if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
         opt_s = min(opt_s, 0.5 * m.seconds)
     fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
-    # ZeRO (any stage) shards the optimizer state, so each GPU updates 1/N of the parameters (ESTIMATION.md §2;
+    # ZeRO (any stage) shards the optimizer state, so each GPU updates 1/N of the parameters (docs/methods.md#step-time;
     # Rajbhandari et al. 2020): a one-GPU optimizer phase becomes 1/N of itself per step.
     shards = n if training.sharding != "none" and n > 1 else 1
     opt_one_gpu_s, opt_s = opt_s, opt_s / shards

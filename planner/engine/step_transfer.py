@@ -1,4 +1,4 @@
-"""A micro-step's time transferred from other GPUs' measurements (ESTIMATION.md §2), and the same-speed 16-bit
+"""A micro-step's time transferred from other GPUs' measurements (docs/methods.md#step-time), and the same-speed 16-bit
 sibling a precision may take its time from."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from planner.inputs.profiles import GpuProfile
 
 def _transfer_band(ctx: StepContext, t: float, ratio_band: tuple[float, float]) -> tuple[float, float]:
     """A transferred time's range: the p10-p90 of the transfer path's held-out errors on published runs (the
-    calibration file) when there is one, else the peak/bandwidth ratio bracket (ESTIMATION.md §2)."""
+    calibration file) when there is one, else the peak/bandwidth ratio bracket (docs/methods.md#step-time)."""
     cal = ctx.inputs.calibration
     if cal is None or cal.transfer_residual_p10 is None or cal.transfer_residual_p90 is None:
         return ratio_band
@@ -92,7 +92,7 @@ def combined_seconds(values: Sequence[float], weights: Sequence[float]) -> float
 
 
 def transferred(ctx: StepContext, option: OptionPlan, flops: float, precision: str | None = None) -> Micro | None:
-    """Transfer measured (else published) times from other GPUs (ESTIMATION.md §2), at `precision` (default the
+    """Transfer measured (else published) times from other GPUs (docs/methods.md#step-time), at `precision` (default the
     option's; its same-speed sibling when the option's has no points anywhere): every GPU with points of the best
     kind (bench runs before published figures) gives a transferred time, combined by combined_seconds with
     transfer_weight; the detail names each source GPU and its weight."""

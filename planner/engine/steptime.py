@@ -15,12 +15,12 @@ from planner.vocab import PRECISIONS, PrecisionGroup, precision_group
 
 # ---------------------------------------------------------------- constants (editable; each with its source)
 
-# η, the achievable fraction of dense peak for the matmul-bound part (ESTIMATION.md §2). Measured best-shape bf16
+# η, the achievable fraction of dense peak for the matmul-bound part (docs/methods.md#step-time). Measured best-shape bf16
 # matmuls reach 78-87% of peak (ml-engineering MAMF table, reference/gpu_reference.md: A100 SXM 271/312,
 # H100 SXM 795/989, B200 1745/2250); 0.75 leaves room for shapes that are not the best.
 ETA = 0.75
 
-# The optimizer phase streams its tensors at this fraction of the memory bandwidth (ESTIMATION.md §2:
+# The optimizer phase streams its tensors at this fraction of the memory bandwidth (docs/methods.md#step-time:
 # "bytes/(0.8·BW)"; elementwise kernels typically reach ~80% of datasheet bandwidth).
 OPTIMIZER_BANDWIDTH_FRACTION = 0.8
 
@@ -28,9 +28,9 @@ OPTIMIZER_BANDWIDTH_FRACTION = 0.8
 # implementations (4 B per fp32 tensor read or written; R = read, W = write):
 # - AdamW foreach (torch.optim._multi_tensor_adam, decoupled decay): mul_(p) 8, lerp_(m, g) 12, mul_(v) 8,
 #   addcmul_(v, g, g) 12, sqrt(v) -> tmp 8, div_(tmp) 8, add_(tmp, eps) 8, addcdiv_(p, m, tmp) 16 = 80
-#   (ESTIMATION.md §2: ≈ 80).
+#   (docs/methods.md#step-time: ≈ 80).
 # - Adam foreach: the same without the decoupled-decay mul_(p) (torch's default weight_decay=0) = 72.
-# - Adam/AdamW fused: one kernel, R p g m v + W p m v = 7 × 4 = 28 (ESTIMATION.md §2: ≈ 28).
+# - Adam/AdamW fused: one kernel, R p g m v + W p m v = 7 × 4 = 28 (docs/methods.md#step-time: ≈ 28).
 # - SGD (no momentum, weight_decay=0), foreach or fused: add_(p, g) = R p g + W p = 12.
 # - SGD+momentum foreach (torch.optim._multi_tensor_sgd) with weight decay, as in the usual ImageNet recipe
 #   (Goyal et al. 2017, wd 1e-4): add(g, p) -> g' 12, mul_(buf) 8, add_(buf, g') 12, add_(p, buf) 12 = 44.
@@ -61,7 +61,7 @@ OPTIMIZER_BYTES_PER_PARAM.update({(opt, "for_loop"): OPTIMIZER_BYTES_PER_PARAM[(
 
 # QLoRA: bitsandbytes dequantises each 4-bit (nf4) base weight to bf16 before its matmul, in the forward and again
 # in the backward (for the input gradient): DEQUANT_PASSES per micro-step. The cost per quantized parameter and pass,
-# as bytes of DRAM traffic at the profile's bandwidth, is taken from LitGPT's published pair (bench/published,
+# as bytes of DRAM traffic at the profile's bandwidth, is taken from LitGPT's published pair (calibration/published,
 # Lightning-AI/litgpt@2685705:tutorials/resource-tables.md#L53-L54, A100-SXM4-40GB, Llama 2 7B, micro-batch 1):
 # LoRA 2.36 vs QLoRA nf4 3.68 min per 1,000 iterations = +79.2 ms per iteration over 2 passes × 6,476,271,616
 # quantized parameters (all but the embedding and head) at 1,555 GB/s = 9.5 B. The traffic alone (read 0.5 B + the
@@ -101,7 +101,7 @@ def transformer_aten_ops(layers: int, precision: str) -> float:
 
 
 def launch_s(kernels: float, *, seconds_per_op: float = LAUNCH_S_PER_OP) -> float:
-    """Seconds the host takes to launch one micro-step's kernels: kernels × the per-op launch cost (ESTIMATION.md §2);
+    """Seconds the host takes to launch one micro-step's kernels: kernels × the per-op launch cost (docs/methods.md#step-time);
     the analytic micro-step is never shorter (calibration.launch_bound_s)."""
     if kernels < 0 or seconds_per_op < 0:
         raise ValueError(f"need kernels >= 0 and seconds_per_op >= 0 (got {kernels}, {seconds_per_op})")
@@ -133,7 +133,7 @@ DEFAULT_MFU = {
 
 # Measured/fitted step-time bands (assumptions; measured files carry their own p10/p90 for the GPU that ran).
 MEASURED_BAND = 0.03  # another machine of the same type: clocks, thermals, driver (a few percent)
-INTERPOLATION_LIMIT = 1.25  # ESTIMATION.md §2: beyond 1.25x the largest measured batch it is "extrapolated"
+INTERPOLATION_LIMIT = 1.25  # docs/methods.md#step-time: beyond 1.25x the largest measured batch it is "extrapolated"
 INTERPOLATED_BAND_MIN = 0.05  # at least ±5%, more when the fit residuals are larger
 EXTRAPOLATED_BAND_MIN = 0.15  # at least ±15% just past the limit, growing with the distance
 SINGLE_POINT_BAND = 0.15  # margin around the [fixed-overhead, proportional] bracket of a one-point scaling
@@ -154,7 +154,7 @@ def flops_per_step(flops_per_sample: float, micro_batch: int) -> float:
 
 
 def compute_factor(checkpointing: bool, frozen_fraction_trainable: float) -> float:
-    """Compute relative to forward+backward = 3 forward units (ESTIMATION.md §2).
+    """Compute relative to forward+backward = 3 forward units (docs/methods.md#step-time).
 
     `frozen_fraction_trainable` is f_T = T/Ψ, the TRAINABLE fraction (1.0 = nothing frozen): frozen weights get no
     weight gradients, so backward ≈ (1 + f_T) forward instead of 2. Activation checkpointing recomputes one
@@ -262,7 +262,7 @@ def measured_micro_step(
 ) -> tuple[float, Source, tuple[float, float]] | None:
     """Micro-step seconds at `micro_batch` from measured points on one GPU and precision, with source and band.
 
-    ESTIMATION.md §2: the exact batch is "measured"; otherwise a t0 + c·b fit over ≥2 batches is "interpolated"
+    docs/methods.md#step-time: the exact batch is "measured"; otherwise a t0 + c·b fit over ≥2 batches is "interpolated"
     within [smallest/1.25, 1.25 × largest] (boundaries included) and "extrapolated" beyond. One measured batch
     scales proportionally ("extrapolated"): the truth lies between that batch's time (all fixed overhead) and
     the proportional value (none), so the band spans both, plus a margin. None when there are no points.
@@ -328,7 +328,7 @@ def transfer_micro_step(
     t_a_s: float, *, t0_s: float, flops_per_step: float, peak_a_tflops: float, peak_b_tflops: float,
     bw_a_gb_s: float, bw_b_gb_s: float, eta: float = ETA,
 ) -> tuple[float, tuple[float, float]]:
-    """Micro-step on GPU B from one measured on GPU A at the same micro-batch and precision (ESTIMATION.md §2).
+    """Micro-step on GPU B from one measured on GPU A at the same micro-batch and precision (docs/methods.md#step-time).
 
     t'_A = t_A − t0 (launch-bound intercept kept unscaled); c_A = min(t'_A, F/(η·P_A)) is the compute part;
     t_B = t0 + F/(η·P_B) + (t'_A − c_A)·BW_A/BW_B. Band: t0 + t'_A·[min, max](P_A/P_B, BW_A/BW_B), widened to
@@ -352,7 +352,7 @@ def transfer_micro_step(
 
 
 def analytic_micro_step(flops_per_step: float, peak_tflops: float, mfu: float) -> float:
-    """Micro-step seconds F / (P × MFU) (ESTIMATION.md §2 "Analytic")."""
+    """Micro-step seconds F / (P × MFU) (docs/methods.md#step-time "Analytic")."""
     if not peak_tflops > 0 or not 0 < mfu <= 1:
         raise ValueError(f"need peak_tflops > 0 and 0 < mfu <= 1 (got {peak_tflops}, {mfu})")
     return flops_per_step / (peak_tflops * 1e12 * mfu)
@@ -378,7 +378,7 @@ def optimizer_bytes_per_param(optimizer: str, optimizer_impl: str) -> float:
 def optimizer_step_s(
     trainable_params: int, optimizer: str, optimizer_impl: str, bandwidth_gb_s: float, *, n_shards: int = 1
 ) -> float:
-    """Optimizer step seconds = bytes / (0.8 · BW) (ESTIMATION.md §2); ZeRO shards the update over n_shards GPUs."""
+    """Optimizer step seconds = bytes / (0.8 · BW) (docs/methods.md#step-time); ZeRO shards the update over n_shards GPUs."""
     if not bandwidth_gb_s > 0 or n_shards < 1:
         raise ValueError(f"need bandwidth > 0 and n_shards >= 1 (got {bandwidth_gb_s}, {n_shards})")
     total_bytes = trainable_params * optimizer_bytes_per_param(optimizer, optimizer_impl) / n_shards
@@ -412,7 +412,7 @@ def assemble_step(
     optimizer_included: bool = False, input_overlaps: bool = True, optimizer_in_micro_s: float | None = None,
     band_meaning: str = "assumed",
 ) -> StepEstimate:
-    """One optimizer step from one micro-step (ESTIMATION.md §2 "Gradient accumulation", "Input pipeline").
+    """One optimizer step from one micro-step (docs/methods.md#step-time "Gradient accumulation", "Input pipeline").
 
     Rule against double counting: the optimizer runs once per step. `micro_step_s` (and `band`) is forward +
     backward only, unless `optimizer_included=True` says it is a measured step at accumulation 1, which contains

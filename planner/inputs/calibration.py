@@ -1,5 +1,5 @@
 """The step-time calibration the analytic path uses (planner/inputs/step_calibration.json, written by
-`python perf/calibrate.py` from the published corpus): its parameters, what they were fitted on, and its residuals.
+`python calibration/calibrate.py` from the published corpus): its parameters, what they were fitted on, and its residuals.
 Data only; the model and the fit are planner/engine/calibration.py."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The convergence calibration the reference-point fit uses (planner/inputs/convergence_calibration.json, written by
-`python perf/convergence_report.py --write` from MLPerf's reference convergence points): the large-batch exponent,
+`python calibration/convergence_report.py --write` from MLPerf's reference convergence points): the large-batch exponent,
 the seed spread of steps to converge, and how fast the held-out error grows with distance in log batch.
 Data only; the model is planner/engine/convergence.py."""
 

@@ -14,7 +14,7 @@ from planner.present.notes import render_note
 from planner.vocab import GIB, QUOTE_MAX_AGE_DAYS
 
 HEADROOM_MIN = 0.10  # under 10% free GPU memory, fragmentation or a longer batch can tip a run into OOM
-STALE_PRICE_DAYS = QUOTE_MAX_AGE_DAYS  # ESTIMATION.md §5: quotes older than 180 days are flagged (planner.vocab)
+STALE_PRICE_DAYS = QUOTE_MAX_AGE_DAYS  # docs/methods.md#cost: quotes older than 180 days are flagged (planner.vocab)
 FAR_KINDS = ("analytic", "extrapolated", "transferred")  # step times not read off a measurement of this GPU
 FP16_MAX = 65504  # largest finite IEEE half-precision value: gradients above it overflow without loss scaling
 KEYS = ("fp16", "b_crit", "input_bound", "spot", "far", "headroom", "stale_price", "warning")
