@@ -46,7 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script (python calibration/class_roofline.py) as well as a module
 
 from calibration import calibration_report as report  # noqa: E402
-from planner.engine import op_classes, steptime  # noqa: E402
+from calibration import op_classes  # noqa: E402
+from planner.engine import steptime  # noqa: E402
 from planner.engine.calibration import (  # noqa: E402
     EFFICIENCY_BOUNDS,
     FACTOR_PRECISIONS,

@@ -1,4 +1,4 @@
-"""The implementation-dependent constants of planner/engine/op_classes.py (elementwise and embedding + loss, per
+"""The implementation-dependent constants of calibration/op_classes.py (elementwise and embedding + loss, per
 precision group), least squares over the shipped transformer traces, and how well the per-layer analytic split
 predicts a traced model it was not fitted on (issue 15: "typed transformer shapes get the same breakdown
 analytically per layer").
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner.engine import op_classes as oc  # noqa: E402
+from calibration import op_classes as oc  # noqa: E402
 from planner.engine.measurements import OpClassLine, op_class_line  # noqa: E402
 from planner.engine.models import shape_from_dict  # noqa: E402
 from planner.inputs.resultfile import OP_CLASSES  # noqa: E402

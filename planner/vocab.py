@@ -18,7 +18,7 @@ PRECISION_PREFERENCE: dict[str, int] = {"bf16": 0, "fp16": 1, "tf32": 2, "fp32":
 # and communication all read it). tf32 is stored as fp32: only the tensor cores round a matmul's inputs to a 10-bit
 # mantissa, its tensors, gradients and collectives stay 4-byte fp32 (NVIDIA A100 Tensor Core GPU Architecture
 # whitepaper, "TF32"; PyTorch docs, "TensorFloat-32 (TF32) on Ampere (and later) devices"). The group is also the key
-# of constants fitted per storage kind (engine.op_classes.CONSTANTS, engine.steptime.TRANSFORMER_OPS).
+# of constants fitted per storage kind (calibration.op_classes.CONSTANTS, engine.steptime.TRANSFORMER_OPS).
 PrecisionGroup = Literal["fp32", "16-bit"]
 PRECISION_GROUPS: dict[Precision, PrecisionGroup] = {"fp32": "fp32", "tf32": "fp32", "fp16": "16-bit",
                                                      "bf16": "16-bit"}

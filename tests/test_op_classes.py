@@ -1,4 +1,4 @@
-"""planner/engine/op_classes.py: a typed transformer shape's forward + backward by operator class, per layer, with no
+"""calibration/op_classes.py: a typed transformer shape's forward + backward by operator class, per layer, with no
 trace (issue 15). The exact parts (matmul, fused attention) against every shipped trace; the fitted constants are
 calibration/op_class_constants.py's fit of the shipped traces; each traced model held out within the README's figures;
 the planner uses the split only where neither a trace nor a traced twin exists, and only for plain training."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from calibration import op_classes as oc
 from calibration.class_roofline import class_terms_for
-from planner.engine import op_classes as oc
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import parse_scenario
 

@@ -155,4 +155,4 @@ def analytic_op_classes(shape: TransformerShape, *, family: str, precision: str,
     fields = {**exact_fields(t, precision),
               **implementation_fields(t, precision, CONSTANTS[precision_group(precision)], parameters)}
     return OpClassLine(fields, f"per-layer analytic split of the transformer shape ({shape.layers} layers, "
-                               f"hidden {shape.hidden}, {shape.seq_len} tokens; planner/engine/op_classes.py)", ())
+                               f"hidden {shape.hidden}, {shape.seq_len} tokens; calibration/op_classes.py)", ())
