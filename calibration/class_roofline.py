@@ -62,7 +62,7 @@ from planner.engine.calibration import (  # noqa: E402
 from planner.engine.context import model_facts, trainable_fraction  # noqa: E402
 from planner.engine.estimates import ResolvedModel  # noqa: E402
 from planner.engine.measurements import OpClassLine, shape_twin_op_classes  # noqa: E402
-from planner.engine.micro import StepContext  # noqa: E402
+from planner.engine.micro import MicroContext  # noqa: E402
 from planner.engine.step_formula import transfer_peak  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
 from planner.inputs.profiles import GpuProfile  # noqa: E402
@@ -235,11 +235,11 @@ def class_terms_for(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precisio
     """One configuration's micro-step by operator class, its model read as a plan reads it (None without a
     split)."""
     t = scenario.training
-    ctx = StepContext(inputs, model_facts(inputs, scenario.model, t, "class_roofline"), t, scenario.hardware)
+    ctx = MicroContext(inputs, model_facts(inputs, scenario.model, t, "class_roofline"), t)
     return _class_terms(ctx, inputs.profiles[gpu_id], precision, micro_batch)
 
 
-def _class_terms(ctx: StepContext, gpu: GpuProfile, precision: str, micro_batch: int) -> ClassTerms | None:
+def _class_terms(ctx: MicroContext, gpu: GpuProfile, precision: str, micro_batch: int) -> ClassTerms | None:
     """The micro-step by operator class at 100% of this GPU's dense peak and bandwidth (None without a split): the
     model's own trace, else a traced model of the same transformer shape (measurements.shape_twin_op_classes)."""
     # The first split that counts the scenario's FLOPs: the model's own trace, a traced twin, the shape per layer.
@@ -271,7 +271,7 @@ def _class_terms(ctx: StepContext, gpu: GpuProfile, precision: str, micro_batch:
 SAME_STEP_FLOPS_TOLERANCE = 0.05
 
 
-def _analytic_op_classes(ctx: StepContext) -> dict[str, OpClassLine]:
+def _analytic_op_classes(ctx: MicroContext) -> dict[str, OpClassLine]:
     """A typed transformer shape with neither a trace nor a traced twin: its split per layer (op_classes.py), for
     plain training only, as the twin (recompute, frozen layers and adapters change the op mix)."""
     shape, t = ctx.model.transformer, ctx.training

@@ -1,4 +1,4 @@
-"""What one step's time reads (StepContext) and one micro-step's time with where it came from (Micro)."""
+"""What one micro-step's time reads (MicroContext) and that time with where it came from (Micro)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,18 @@ from planner.engine.context import ModelFacts
 from planner.engine.estimates import ResolvedModel, Source, TimePoint
 from planner.engine.measurements import MeasurementIndex
 from planner.inputs.folders import Inputs
-from planner.inputs.scenario import Hardware, TrainingSetup
+from planner.inputs.scenario import TrainingSetup
 
 
 @dataclass(frozen=True)
-class StepContext:
-    """Everything a step time reads besides the option: the inputs, the model's facts, the training set-up, the
-    hardware it is timed on (the rental's layout when a rental decides which links are crossed) and the padding
-    factor of the workload's rows. step_ladder.step_for is cached by exactly these."""
+class MicroContext:
+    """Everything a micro-step's time reads besides the GPU, precision and micro-batch: the inputs, the model's
+    facts and the training set-up. Neither the GPU count nor the hardware (links, input workers) nor the padding
+    of the workload's rows: those act on the step around it (step_ladder._step)."""
 
     inputs: Inputs
     facts: ModelFacts
     training: TrainingSetup
-    hardware: Hardware
-    time_factor: float = 1.0
 
     @property
     def model(self) -> ResolvedModel:

@@ -18,8 +18,11 @@ class Note:
     items: tuple[tuple[str, object], ...]
 
     def __init__(self, key: str, **params: object) -> None:
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "items", tuple(params.items()))
+        # the instance dictionary directly: a plan makes tens of thousands of notes and source parts, and frozen
+        # dataclasses' object.__setattr__ costs twice as much
+        fields = self.__dict__
+        fields["key"] = key
+        fields["items"] = tuple(params.items())
 
     @property
     def params(self) -> Mapping[str, object]:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from planner.engine import calibration, memory, steptime
 from planner.engine.context import trainable_fraction
 from planner.engine.estimates import ResolvedModel, Source, detail
-from planner.engine.micro import Micro, StepContext
+from planner.engine.micro import Micro, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.inputs.errors import InputError
@@ -17,7 +17,7 @@ from planner.inputs.profiles import GpuProfile
 from planner.vocab import GIB
 
 
-def with_dequant(ctx: StepContext, option: OptionPlan, m: Micro) -> Micro:
+def with_dequant(ctx: MicroContext, option: OptionPlan, m: Micro) -> Micro:
     """A formula time plus QLoRA's dequantisation (steptime.dequant_s); measured and transferred times come from runs
     of the same adapter (measurements.py matches it), so they already hold it."""
     adapter = ctx.training.adapter
@@ -32,7 +32,7 @@ def with_dequant(ctx: StepContext, option: OptionPlan, m: Micro) -> Micro:
                    fixed_s=m.fixed_s + extra)
 
 
-def default_mfu_micro(ctx: StepContext, option: OptionPlan, flops: float) -> Micro:
+def default_mfu_micro(ctx: MicroContext, option: OptionPlan, flops: float) -> Micro:
     """F / (P × MFU) with the default (or the typed) MFU: the path without a calibration or an activation size."""
     model, gpu, precision = ctx.model, option.gpu, option.precision
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
@@ -51,7 +51,7 @@ def default_mfu_micro(ctx: StepContext, option: OptionPlan, flops: float) -> Mic
                  None, False)
 
 
-def kernel_count(ctx: StepContext, precision: str) -> tuple[float, Note] | None:
+def kernel_count(ctx: MicroContext, precision: str) -> tuple[float, Note] | None:
     """Kernel launches of one micro-step (forward + backward) and where the count comes from: the model's trace,
     else per layer for a typed transformer shape (steptime.transformer_aten_ops); None when neither exists."""
     traced = ctx.idx.aten_ops.get(precision)
@@ -67,7 +67,7 @@ def kernel_count(ctx: StepContext, precision: str) -> tuple[float, Note] | None:
     return n, detail("aten_estimated", n=n, layers=shape.layers)
 
 
-def launch_floor(ctx: StepContext, precision: str) -> tuple[float, Note]:
+def launch_floor(ctx: MicroContext, precision: str) -> tuple[float, Note]:
     """(seconds, the part that says so) of the launch floor kernels × launch cost (0 when the kernel count is
     unknown)."""
     cal = ctx.inputs.calibration
@@ -83,7 +83,7 @@ def launch_floor(ctx: StepContext, precision: str) -> tuple[float, Note]:
 PRIOR_BAND_WIDENING = 1.5
 
 
-def calibrated(ctx: StepContext, option: OptionPlan, flops: float, activation_bytes: float | None) -> Micro | None:
+def calibrated(ctx: MicroContext, option: OptionPlan, flops: float, activation_bytes: float | None) -> Micro | None:
     """The calibrated roofline (planner/engine/calibration.py) when a calibration, the activation bytes and a peak
     exist and the user typed no MFU; None otherwise (the default-MFU formula follows)."""
     cal, gpu, precision = ctx.inputs.calibration, option.gpu, option.precision

@@ -11,7 +11,7 @@ from planner.engine import calibration, memo, memory, scaling, steptime
 from planner.engine.context import micro_flops, model_facts
 from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
-from planner.engine.micro import Micro, StepContext
+from planner.engine.micro import Micro, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import (
@@ -42,10 +42,22 @@ def step_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, hardware
     """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping), on
     `hardware` (the scenario's, or the rental's layout when the rental decides which links are crossed).
     Cached per Inputs by these arguments, which are everything it reads."""
-    ctx = StepContext(inputs, model_facts(inputs, model, training, source), training, hardware, time_factor)
+    ctx = MicroContext(inputs, model_facts(inputs, model, training, source), training)
     option = OptionPlan(gpu=inputs.profiles[gpu_id], n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
                         grad_accum=grad_accum)
-    return _step(ctx, option)
+    micro = _micro_for(inputs, model, training, gpu_id=gpu_id, precision=precision, micro_batch=micro_batch,
+                       source=source)
+    return _step(ctx, option, micro, hardware=hardware, time_factor=time_factor)
+
+
+@memo.cached
+def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu_id: str, precision: str,
+               micro_batch: int, source: str) -> Micro:
+    """One micro-step by the ladder. It reads neither the GPU count nor the hardware (MicroContext), so every
+    count and rental of an option shares it: the option it is given runs on one GPU without accumulation."""
+    ctx = MicroContext(inputs, model_facts(inputs, model, training, source), training)
+    return _micro_step(ctx, OptionPlan(gpu=inputs.profiles[gpu_id], n_gpus=1, precision=precision,
+                                       micro_batch=micro_batch))
 
 
 def step_estimate(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
@@ -77,7 +89,7 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
                    source: str = "<scenario>") -> RooflineTerms:
     """The calibration's inputs for one configuration (calibration/calibrate.py fits on them; plans predict with them)."""
     t = scenario.training
-    ctx = StepContext(inputs, model_facts(inputs, scenario.model, t, source), t, scenario.hardware)
+    ctx = MicroContext(inputs, model_facts(inputs, scenario.model, t, source), t)
     gpu = inputs.profiles[gpu_id]
     option = OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch,
                         grad_accum=max(1, t.global_batch // micro_batch))
@@ -90,7 +102,7 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
         group=calibration.arch_group(gpu), kernels=(kernel_count(ctx, precision) or (0.0, ""))[0])
 
 
-def activation_bytes(ctx: StepContext, option: OptionPlan) -> float | None:
+def activation_bytes(ctx: MicroContext, option: OptionPlan) -> float | None:
     """The step time's memory-traffic term: the activation bytes one micro-step writes, by the memory model (None
     when it has no way to tell). Whatever the peak's phase, and as if the base were trainable: a frozen layer
     still reads and writes its activations; only what autograd keeps for backward differs (memory, not time)."""
@@ -102,15 +114,15 @@ def activation_bytes(ctx: StepContext, option: OptionPlan) -> float | None:
     return value
 
 
-def _step(ctx: StepContext, option: OptionPlan) -> TimedStep:
-    training, hardware, gpu, n = ctx.training, ctx.hardware, option.gpu, option.n_gpus
-    m = _micro_step(ctx, option)
+def _step(ctx: MicroContext, option: OptionPlan, m: Micro, *, hardware: Hardware, time_factor: float) -> TimedStep:
+    """The optimizer step around micro-step `m` on `hardware`, its rows padded by `time_factor`."""
+    training, gpu, n = ctx.training, option.gpu, option.n_gpus
     opt_s = m.optimizer_s
     if opt_s is None:
         opt_s = steptime.optimizer_step_s(ctx.trainable, training.optimizer, training.optimizer_impl,
                                           gpu.memory_bandwidth_gb_per_s)
-    if ctx.time_factor != 1.0:
-        m = _padded_micro(m, ctx.time_factor, optimizer_s=opt_s)
+    if time_factor != 1.0:
+        m = _padded_micro(m, time_factor, optimizer_s=opt_s)
     if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
         opt_s = min(opt_s, 0.5 * m.seconds)
     fwd_bwd_s = m.seconds - opt_s if m.includes_optimizer else m.seconds
@@ -164,7 +176,7 @@ def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint
     return out
 
 
-def _micro_step(ctx: StepContext, option: OptionPlan) -> Micro:
+def _micro_step(ctx: MicroContext, option: OptionPlan) -> Micro:
     """Seconds for one micro-step by the strongest method available: measured > transferred > analytic."""
     model, gpu, precision, micro = ctx.model, option.gpu, option.precision, option.micro_batch
     # A typed model.mfu is the user's own figure: it decides the time (labelled user), not the measured points.

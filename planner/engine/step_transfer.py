@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 from planner.engine import calibration, steptime
 from planner.engine.estimates import Source, TimePoint, detail
-from planner.engine.micro import Micro, StepContext
+from planner.engine.micro import Micro, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import launch_floor, transfer_peak
 from planner.inputs.profiles import GpuProfile
 
 
-def _transfer_band(ctx: StepContext, t: float, ratio_band: tuple[float, float]) -> tuple[float, float]:
+def _transfer_band(ctx: MicroContext, t: float, ratio_band: tuple[float, float]) -> tuple[float, float]:
     """A transferred time's range: the p10-p90 of the transfer path's held-out errors on published runs (the
     calibration file) when there is one, else the peak/bandwidth ratio bracket (docs/methods.md#step-time)."""
     cal = ctx.inputs.calibration
@@ -56,7 +56,7 @@ class _Transfer:
     used: tuple[TimePoint, ...]
 
 
-def _transfer_from(ctx: StepContext, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
+def _transfer_from(ctx: MicroContext, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
                    peak_b: float) -> _Transfer | None:
     gpu, idx = option.gpu, ctx.idx
     peak_a = transfer_peak(other, precision)
@@ -91,7 +91,7 @@ def combined_seconds(values: Sequence[float], weights: Sequence[float]) -> float
     return math.exp(sum(w * math.log(v) for v, w in zip(values, weights, strict=True)) / total)
 
 
-def transferred(ctx: StepContext, option: OptionPlan, flops: float, precision: str | None = None) -> Micro | None:
+def transferred(ctx: MicroContext, option: OptionPlan, flops: float, precision: str | None = None) -> Micro | None:
     """Transfer measured (else published) times from other GPUs (docs/methods.md#step-time), at `precision` (default the
     option's; its same-speed sibling when the option's has no points anywhere): every GPU with points of the best
     kind (bench runs before published figures) gives a transferred time, combined by combined_seconds with

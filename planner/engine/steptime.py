@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.engine.estimates import Source, StepEstimate, TimePoint, detail
 from planner.engine.fit import least_squares_line
@@ -225,6 +225,10 @@ class TimeSeries:
     line: tuple[float, float] | None  # (t0_s, c_s_per_sample) over two or more distinct batches
     residual: float  # the line's largest relative residual
     labels: str
+    # measured_micro_step's answer per micro-batch: every option transferring from this series at that micro-batch
+    # reads the same time and source (not part of the series' value)
+    answers: dict[int, tuple[float, Source, tuple[float, float]] | None] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @property
     def optimizer_s(self) -> float | None:
@@ -267,9 +271,16 @@ def measured_micro_step(
     scales proportionally ("extrapolated"): the truth lies between that batch's time (all fixed overhead) and
     the proportional value (none), so the band spans both, plus a margin. None when there are no points.
     """
+    if isinstance(points, TimeSeries):
+        if micro_batch not in points.answers:
+            points.answers[micro_batch] = _measured_micro_step(points, micro_batch)
+        return points.answers[micro_batch]
+    return _measured_micro_step(time_series(points), micro_batch)
+
+
+def _measured_micro_step(s: TimeSeries, micro_batch: int) -> tuple[float, Source, tuple[float, float]] | None:
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
-    s = _series(points)
     if not s.points:
         return None
     exact = s.by_batch.get(micro_batch)
