@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planner import __version__
+from planner import __version__, gctune
 from planner.inputs.errors import InputError
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_arguments(args)
     inputs = load_inputs(args.results, args.profiles, include_user_data=not args.no_user_data)
+    gctune.tune_gc_once()  # the inputs live as long as the process: out of the collector's sight
     for problem in inputs.problems:
         print(f"warning: {problem}", file=sys.stderr)
     scenarios: list[tuple[str, Scenario]] = []

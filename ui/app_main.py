@@ -4,38 +4,24 @@
 the pages are named by their absolute paths: Streamlit resolves a relative page path against the main script.
 """
 
-import gc
 from pathlib import Path
 
 import streamlit as st
 
+from planner import gctune
 from ui.i18n_ui import begin_run, tr
 
 PAGES_DIR = Path(__file__).resolve().parent
 
-# The server's garbage collector. A widget change allocates ~10^5 objects and keeps some (plans, the plan memo), so
-# with CPython's default thresholds (700, 10, 10) every few runs a full collection walked the ~230,000 objects the
-# imports, catalogs and result files left behind: 100-200 ms stalls, a fifth of the mean rerun (perf/app_speed.py;
-# AppTest, 40 Epochs changes: mean 95 ms, p90 185 ms; with this: 76 / 78 ms). So: what the first run leaves alive
-# is moved out of the collector's sight (gc.freeze: the process keeps it anyway), and young collections run every
-# 20,000 allocations instead of 700. Reference cycles are still collected; only later.
-# Once per process: the thresholds are the flag (`trainplan app` runs this file anew as __main__ on every rerun, so
-# a module variable would not be).
-GC_THRESHOLDS = (20_000, 10, 10)
-
-
-def _tune_gc_after_first_run() -> None:
-    if gc.get_threshold() == GC_THRESHOLDS:
-        return
-    gc.set_threshold(*GC_THRESHOLDS)
-    gc.freeze()
+# The server's garbage collector is tuned once the first run has loaded everything (planner/gctune.py says why).
+GC_THRESHOLDS = gctune.GC_THRESHOLDS
 
 
 def main() -> None:
     try:
         _pages()
     finally:
-        _tune_gc_after_first_run()
+        gctune.tune_gc_once()
 
 
 def _pages() -> None:

@@ -36,6 +36,9 @@ _lock = threading.Lock()  # Streamlit plans in one thread per session
 
 def _memo_of(owner: object) -> dict[Hashable, object]:
     key = id(owner)
+    memo = _memos.get(key)  # a dict read is atomic: the lock is for making one
+    if memo is not None:
+        return memo
     with _lock:
         memo = _memos.get(key)
         if memo is None:
@@ -69,7 +72,8 @@ def cached(compute: Callable[Concatenate[_O, _P], _T]) -> Callable[Concatenate[_
 
     @functools.wraps(compute)
     def wrapper(owner: _O, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        key = (name, args, tuple(sorted(kwargs.items())))
+        # keyword order as the caller wrote it: another order is another entry (a miss), never a wrong answer
+        key = (name, args, tuple(kwargs.items()))
         return memoized(owner, key, lambda: compute(owner, *args, **kwargs))
 
     return wrapper

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 
 from planner.inputs.errors import InputError
@@ -183,6 +183,7 @@ def _legacy_sentence(text: str) -> ReasonPart | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # the same few sentences recur in every measurement of every file: read each once
 def legacy_parts(text: str | None) -> Parts:
     """A reason written without keys: each known sentence becomes its key (the values it filled in as
     parameters); other text stays as written. Sentences joined with "; " are read one by one (the longest run of
