@@ -16,6 +16,7 @@ from planner.engine.recommend import option_risks, pareto_frontier
 from planner.inputs.errors import InputError
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import load_scenario_file, parse_scenario
+from planner.present.notes import parts_text
 from planner.present.planjson import option_to_dict, plan_to_dict
 from planner.present.report import render_report
 from planner.present.viewmodel import plan_view
@@ -145,7 +146,7 @@ def test_recommendation_is_cheapest_within_deadline_and_runner_up_on_frontier(ba
     frontier_ids = {o.id for o in pareto_frontier([o for o in plan.options if not option_risks(o, TODAY)])}
     if rec.runner_up:
         assert rec.runner_up in frontier_ids
-        assert rec.runner_up not in rec.reason  # the runner-up is a field; its trade-off is worded by present/
+        assert rec.runner_up not in parts_text(rec.reason, "en")  # the runner-up is a field; present/ words it
 
 
 def test_pareto_frontier_is_the_non_dominated_set(bare_inputs):
@@ -470,7 +471,8 @@ def test_a_model_without_any_activation_figure_plans_with_fit_unknown(bare_input
     assert o.micro_batch == 1 and "micro_batch_fit_unknown" in [n.key for n in o.notes]  # the smallest, said
     assert any("python -m bench trace" in t for t in texts(o.notes))
     assert plan.recommendation.primary in {u.id for u in unknown}
-    assert "memory fit is unknown" in plan.recommendation.reason and "known to fit" not in plan.recommendation.reason
+    reason = parts_text(plan.recommendation.reason, "en")
+    assert "memory fit is unknown" in reason and "known to fit" not in reason
     assert any("no option is known to fit" in w for w in texts(plan.warnings))
     assert option_to_dict(o)["fits"] is None
 
@@ -577,5 +579,5 @@ def test_a_budget_nothing_meets_without_a_deadline_still_plans(inputs):
     s = dataclasses.replace(s, constraints=dataclasses.replace(s.constraints, deadline_hours=None, budget_usd=0.01))
     plan = build_plan(s, inputs, TODAY)
     r = plan.recommendation
-    assert r.primary and r.fallback == "" and "over the 0 USD budget" in r.reason
+    assert r.primary and r.fallback == "" and "over the 0 USD budget" in parts_text(r.reason, "en")
     assert any("Supera el presupuesto" in line for line in plan_view(plan, s, "es").decision)

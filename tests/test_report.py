@@ -390,7 +390,7 @@ def with_primary(plan, o, **changes):
     """The plan with option o (changed) as the only recommended option."""
     o = dataclasses.replace(o, **changes)
     rec = Recommendation(primary=o.id, runner_up=None, cheapest_within_deadline=o.id, fastest_within_budget=o.id,
-                         reason="test")
+                         reason=())
     return dataclasses.replace(plan, options=tuple(o if x.id == o.id else x for x in plan.options),
                                recommendation=rec, warnings=())
 

@@ -241,7 +241,8 @@ class Recommendation:
     runner_up: str | None
     cheapest_within_deadline: str | None
     fastest_within_budget: str | None
-    reason: str
+    # Why the primary was picked, in parts (rec_reason.* catalog keys with raw numbers), in the order they apply.
+    reason: tuple[Note, ...]
     # What counts against the primary (planner.vocab.RISKS): it was picked only because no option without such a
     # risk met the constraints.
     primary_risks: tuple[str, ...] = ()

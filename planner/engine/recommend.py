@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from planner.engine.estimates import CostEstimate, PlanOption, Recommendation, cost_of
 from planner.engine.memory import TIGHT_HEADROOM
+from planner.engine.notes import Note
 from planner.inputs.scenario import Constraints
 from planner.vocab import PRECISION_PREFERENCE, QUOTE_MAX_AGE_DAYS
 
@@ -61,14 +62,22 @@ def cost_deadline_hours(c: CostEstimate, confidence: str) -> float:
     return c.hours_range[1] if confidence == "p90" else c.hours
 
 
+def _why(key: str, **params: object) -> Note:
+    """One part of the recommendation's reason: the catalog text rec_reason.<key> (present/ says it)."""
+    return Note(f"rec_reason.{key}", **params)
+
+
+def _risk_words(risks: Sequence[str]) -> tuple[Note, ...]:
+    return tuple(Note(f"rec_reason.risk.{r}") for r in risks)
+
+
 def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt.date | None = None) -> Recommendation:
     today = today or dt.date.today()
     confidence = constraints.deadline_confidence
     pool = costed(options)
     if not pool:
-        reason = ("no option fits in memory" if not any(o.fits or o.fits is None for o in options)
-                  else "no option has a price for the chosen tier")
-        return Recommendation(None, None, None, None, reason, deadline_confidence=confidence)
+        why = _why("no_fit" if not any(o.fits or o.fits is None for o in options) else "no_price")
+        return Recommendation(None, None, None, None, (why,), deadline_confidence=confidence)
     deadline, budget = constraints.deadline_hours, constraints.budget_usd
 
     def on_time(o: PlanOption, level: str = confidence) -> bool:
@@ -86,43 +95,39 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt
     fallback = ""
     if meets:
         primary = min(clean_first(meets), key=_cheapest_key)
-        reason = "cheapest option" if deadline is None else (
-            f"cheapest option that finishes within the {deadline:g} h deadline"
-            + (" at the high end of its range (p90)" if confidence == "p90" else " at its likely hours (p50)"))
-        if budget is not None:
-            reason += f" and within the {budget:,.0f} USD budget"
+        budgeted = "_budget" if budget is not None else ""
+        reason = [_why(f"cheapest{budgeted}", budget=budget) if deadline is None else
+                  _why(f"cheapest_deadline_{confidence}{budgeted}", deadline=deadline, budget=budget)]
     elif deadline is None:  # no deadline, and nothing within the budget: the cheapest (the budget sentence says so)
         primary = min(clean_first(pool), key=_cheapest_key)
-        reason = "cheapest option"
+        reason = [_why("cheapest")]
     elif in_deadline:  # on time only over budget: the cheapest of those
         primary, fallback = min(clean_first(in_deadline), key=_cheapest_key), "over_budget"
-        reason = f"no option meets both the {deadline:g} h deadline and the budget; the cheapest on time"
+        reason = [_why("over_budget_on_time", deadline=deadline)]
     elif confidence == "p90" and (likely := [o for o in pool if on_time(o, "p50")]):
         primary, fallback = min(clean_first(likely), key=_cheapest_key), "p50"
-        reason = (f"no option finishes within the {deadline:g} h deadline at the high end of its range (p90); "
-                  "the cheapest that does at its likely hours (p50)")
+        reason = [_why("likely_on_time", deadline=deadline)]
     else:
         primary, fallback = min(clean_first(pool), key=lambda o: (deadline_hours(o, confidence), *_cheapest_key(o))), \
             "fastest"
-        reason = f"no option finishes within the {deadline:g} h deadline; the fastest"
+        reason = [_why("fastest", deadline=deadline)]
     risks = option_risks(primary, today)
     set_aside = None
     if not risks and meets:
         cheaper = [o for o in meets if _cheapest_key(o) < _cheapest_key(primary)]
         set_aside = min(cheaper, key=_cheapest_key, default=None)
     if risks:
-        reason += ("; picked although " + ", ".join(r.replace("_", " ") for r in risks)
-                   + ": no option without such a risk meets the constraints")
+        reason.append(_why("picked_although", risks=_risk_words(risks)))
     if set_aside is not None:
-        reason += (f"; {set_aside.id} is cheaper but set aside: "
-                   + ", ".join(r.replace("_", " ") for r in option_risks(set_aside, today)))
+        reason.append(_why("set_aside", option=set_aside.id, risks=_risk_words(option_risks(set_aside, today))))
     if budget is not None and cost_of(primary).usd > budget and fallback != "over_budget":
-        reason += f"; over the {budget:,.0f} USD budget"
+        reason.append(_why("over_budget", budget=budget))
     if primary.fits is None:
-        reason += ("; its memory fit is unknown (no activation figure for the model)"
-                   + ("; the options known to fit have no price" if any(o.fits for o in options) else ""))
+        reason.append(_why("fit_unknown"))
+        if any(o.fits for o in options):
+            reason.append(_why("fitting_unpriced"))
     if deadline is not None and cost_of(primary).hours <= deadline < cost_of(primary).hours_range[1]:
-        reason += f"; at the high end of its range ({cost_of(primary).hours_range[1]:,.1f} h) it misses the deadline"
+        reason.append(_why("misses_at_high_end", hours=cost_of(primary).hours_range[1]))
     # Runner-up and fastest within the budget: among the clean options when the primary is clean (a pick beaten on
     # both time and cost by an option it was preferred to would read as a mistake).
     alternatives = pool if risks else clean_first(pool)
@@ -133,7 +138,7 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt
         runner_up=runner.id if runner else None,
         cheapest_within_deadline=min(in_deadline, key=_cheapest_key).id if in_deadline else None,
         fastest_within_budget=fastest_in_budget.id if fastest_in_budget else None,
-        reason=reason,
+        reason=tuple(reason),
         primary_risks=risks,
         deadline_confidence=confidence,
         set_aside=set_aside.id if set_aside else None,

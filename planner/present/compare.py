@@ -121,7 +121,6 @@ class Summary:
     gpu_hours: float | None
     within_deadline: bool | None
     within_budget: bool | None
-    reason: str
 
 
 def summarize(item: Compared) -> Summary:
@@ -139,7 +138,6 @@ def summarize(item: Compared) -> Summary:
         currency=c.currency if c else s.pricing.currency, gpu_hours=c.gpu_hours if c else None,
         within_deadline=None if c is None or deadline is None else c.hours <= deadline,
         within_budget=None if c is None or budget is None else c.usd <= budget,
-        reason=r.reason,
     )
 
 

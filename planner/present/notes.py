@@ -146,9 +146,14 @@ def _nested_source(source: Source, locale: str | None) -> str:
     return f"{kind}: {detail}" if detail else kind
 
 
+def parts_text(parts: tuple[Note, ...], locale: str | None) -> str:
+    """Parts said in order, separated by '; ' (a source's detail, the recommendation's reason)."""
+    return "; ".join(render_part(p, locale) for p in parts)
+
+
 def detail_text(source: Source, locale: str | None) -> str:
     """How a figure was obtained, in `locale`: its parts in order, separated by '; '."""
-    return "; ".join(render_part(p, locale) for p in source.parts)
+    return parts_text(source.parts, locale)
 
 
 def source_text(source: Source) -> str:

@@ -8,7 +8,7 @@ import math
 
 from planner import __version__
 from planner.engine.estimates import Plan, PlanOption
-from planner.present.notes import english, source_text
+from planner.present.notes import english, parts_text, source_text
 from planner.vocab import GIB
 
 SCHEMA = "trainplan.plan/2"
@@ -101,7 +101,7 @@ def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
         "options": [option_to_dict(o) for o in plan.options],
         "recommendation": {"primary": r.primary, "runner_up": r.runner_up,
                            "cheapest_within_deadline": r.cheapest_within_deadline,
-                           "fastest_within_budget": r.fastest_within_budget, "reason": r.reason,
+                           "fastest_within_budget": r.fastest_within_budget, "reason": parts_text(r.reason, "en"),
                            "primary_risks": list(r.primary_risks), "deadline_confidence": r.deadline_confidence,
                            "set_aside": r.set_aside, "set_aside_risks": list(r.set_aside_risks),
                            "fallback": r.fallback},

@@ -6,7 +6,7 @@ import math
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.present.fmt import MISSING, SCIENTIFIC_FROM
-from planner.present.notes import english
+from planner.present.notes import english, parts_text
 from planner.present.viewmodel import trade_off
 from planner.vocab import GIB
 
@@ -79,11 +79,11 @@ def recommendation_lines(plan: Plan) -> list[str]:
     r = plan.recommendation
     primary = plan.option(r.primary)
     if primary is None:
-        return [f"Recommendation: none ({r.reason})"]
+        return [f"Recommendation: none ({parts_text(r.reason, 'en')})"]
     c = cost_of(primary)
     out = [f"Recommendation: {primary.id} (micro-batch {primary.micro_batch} x {primary.grad_accum} accumulation): "
            f"{_fmt(c.hours)} h [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}], {_money(c.usd)} USD "
-           f"({_money(c.amount_in_currency)} {c.currency}) — {r.reason}"]
+           f"({_money(c.amount_in_currency)} {c.currency}) — {parts_text(r.reason, 'en')}"]
     runner = plan.option(r.runner_up)
     out.append(f"Runner-up: {runner.id}: {trade_off(primary, runner, 'en')}" if runner
                else "Runner-up: none (no other point on the time-cost frontier)")
