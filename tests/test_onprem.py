@@ -34,6 +34,7 @@ from planner.inputs.profiles import (
     profile_to_dict,
 )
 from planner.inputs.scenario import OnPrem, Pricing, Workload, parse_scenario, scenario_to_dict
+from planner.present.notes import price_source_text
 from planner.present.viewmodel import plan_view
 from tests.notes_support import english, texts
 
@@ -95,8 +96,8 @@ def test_rtx4090_vs_h100_cost_per_gpu_hour_reflects_their_purchase_prices():
     assert est_h100.price.usd_per_gpu_hour == pytest.approx(cap_h100 + power(700))
     assert est_h100.usd > 5 * est_rtx.usd
     # The source says the purchase price, its kind, date and citation; as_of is the price's date.
-    assert "$1,599" in est_rtx.price.source and "msrp" in est_rtx.price.source
-    assert "2022-09-20" in est_rtx.price.source and "Chip dataset" in est_rtx.price.source
+    assert "$1,599" in price_source_text(est_rtx.price, "en") and "msrp" in price_source_text(est_rtx.price, "en")
+    assert "2022-09-20" in price_source_text(est_rtx.price, "en") and "Chip dataset" in price_source_text(est_rtx.price, "en")
     assert est_rtx.price.as_of == "2022-09-20" and est_h100.price.as_of == "2025-03-03"
 
 
@@ -108,7 +109,7 @@ def test_the_scenario_override_still_prices_every_gpu_the_same():
     assert est_rtx.price.usd_per_gpu_hour - est_h100.price.usd_per_gpu_hour == pytest.approx(
         (450 - 700) * TDP_UTILISATION / 1000 * 1.4 * 0.12)  # only the power differs
     assert est_rtx.price.usd_per_gpu_hour == pytest.approx(capital + 450 * TDP_UTILISATION / 1000 * 1.4 * 0.12)
-    assert "scenario override" in est_rtx.price.source and est_rtx.price.as_of is None
+    assert "scenario override" in price_source_text(est_rtx.price, "en") and est_rtx.price.as_of is None
     # A GPU with no cited price is priced by the override too.
     assert on_prem_unpriced(shipped("t4-16gb"), OnPrem(purchase_usd_per_gpu=2000)) is None
 
@@ -130,7 +131,7 @@ def test_purchase_prices_do_not_go_stale_like_rental_quotes():
 
 def test_power_is_tdp_times_the_default_share_with_its_source():
     est = estimate(shipped("rtx4090-24gb"), Pricing(tier="on_prem"))
-    assert "TDP 450 W x 0.7" in est.price.source and "arXiv:2506.14551" in est.price.source
+    assert "TDP 450 W x 0.7" in price_source_text(est.price, "en") and "arXiv:2506.14551" in price_source_text(est.price, "en")
     assert est.energy_kwh == pytest.approx(450 * 0.7 / 1000 * 1.4)  # 1 h x PUE 1.4
 
 
@@ -140,12 +141,12 @@ def test_scenario_power_fraction_replaces_the_default_for_on_prem_only():
     est = estimate(rtx, Pricing(tier="on_prem", on_prem=on_prem))
     capital = on_prem_capital_usd_per_gpu_hour(on_prem, purchase_usd=1599)
     assert est.price.usd_per_gpu_hour == pytest.approx(capital + 450 * 0.9 / 1000 * 1.4 * 0.12)
-    assert "pricing.on_prem.power_fraction_of_tdp" in est.price.source
+    assert "pricing.on_prem.power_fraction_of_tdp" in price_source_text(est.price, "en")
     assert any("90% of TDP" in n for n in texts(est.notes))
     # Measured power wins over any share of TDP.
     measured = estimate(rtx, Pricing(tier="on_prem", on_prem=on_prem), mean_power_w=300.0)
     assert measured.price.usd_per_gpu_hour == pytest.approx(capital + 0.3 * 1.4 * 0.12)
-    assert "measured mean power" in measured.price.source
+    assert "measured mean power" in price_source_text(measured.price, "en")
     # Cloud energy keeps the default share.
     assert cost_mod.tdp_fraction(Pricing(tier="on_demand", on_prem=on_prem)) == TDP_UTILISATION
 
@@ -200,7 +201,7 @@ def test_the_plan_still_builds_with_an_unpriced_on_prem_gpu():
     assert all(o.cost.hours > 0 for o in t4)
     assert any(n.key == "on_prem_no_purchase" for o in t4 for n in o.notes)
     rtx = [o for o in by_gpu["rtx4090-24gb"] if o.cost is not None and o.cost.price is not None]
-    assert rtx and all("$1,599" in o.cost.price.source for o in rtx)
+    assert rtx and all("$1,599" in price_source_text(o.cost.price, "en") for o in rtx)
     # the headline says which GPUs have no purchase price, in both languages
     scenario = parse_scenario(data)
     assert plan_view(plan, scenario, "en").unpriced.startswith("No purchase price for NVIDIA T4 16GB")

@@ -23,6 +23,7 @@ from planner.inputs.fields import AT_PATH
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
+from planner.present.notes import price_source_text
 from ui.i18n_ui import locale, note, tr, tr_or
 from ui.markup import gib, md, source_text, trm
 from ui.panels import lazy_expander
@@ -139,7 +140,7 @@ def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
                  (_field("pricing.tier"), tr_or(f"common.tier.{pr.tier}", pr.tier)),
                  (tr("app.why.price_date"), fmt.date(pr.as_of, loc) if pr.as_of else tr("app.why.undated")),
                  (tr("app.why.price_origin"), tr_or(f"common.origin.{pr.origin}", pr.origin)),
-                 (tr("app.why.price_source"), pr.source)]
+                 (tr("app.why.price_source"), price_source_text(pr, locale()))]
     rows += [(_field("pricing.tax_rate"), fmt.percent(p.tax_rate, loc)),
              (tr("app.col.cost_usd"), fmt.money(c.usd, "USD", loc))]
     if c.currency != "USD":

@@ -33,8 +33,8 @@ HOURS_PER_YEAR = 365 * 24
 # A run's mean draw, with data loading, evaluation and checkpoints, sits below those peaks, hence 0.7.
 # pricing.on_prem.power_fraction_of_tdp replaces it for on-prem; measured NVML power replaces both.
 TDP_UTILISATION = 0.7
-TDP_UTILISATION_SOURCE = ("assumed share of TDP in training (node measurements: 76-82 % of rated power, "
-                          "arXiv:2506.14551, arXiv:2412.08602)")
+# Its source (node measurements: 76-82 % of rated power, arXiv:2506.14551, arXiv:2412.08602) is said by the catalog:
+# price_source.tdp_share_assumed.
 STALE_QUOTE_DAYS = QUOTE_MAX_AGE_DAYS  # the one freshness rule (planner.vocab)
 # Billing rounding smaller than this fraction of the hours is not worth a note.
 BILLING_NOTE_FRACTION = 0.01
@@ -550,26 +550,29 @@ def _on_prem_price(gpu: GpuProfile, on_prem: OnPrem, power_w: float | None, note
     if power_w is None:
         notes.append(Note("on_prem_no_power"))
     usd_per_gpu_hour = on_prem_usd_per_gpu_hour(on_prem, power_w or 0.0, purchase_usd=purchase.usd)
-    source = (f"${purchase.usd:,.0f} / ({on_prem.lifetime_years:g} y x {HOURS_PER_YEAR:,} h x "
-              f"{on_prem.fleet_utilisation:g} utilisation) + {(power_w or 0.0) / 1000:.3g} kW x PUE "
-              f"{on_prem.pue:g} x ${on_prem.usd_per_kwh:g}/kWh; purchase: {purchase.source}; "
-              f"power: {_power_origin(on_prem, power_w, notes)}")
+    derivation = (Note("price_source.on_prem", usd=purchase.usd, years=on_prem.lifetime_years, hours=HOURS_PER_YEAR,
+                       utilisation=on_prem.fleet_utilisation, kw=(power_w or 0.0) / 1000, pue=on_prem.pue,
+                       usd_per_kwh=on_prem.usd_per_kwh),
+                  Note("price_source.purchase", source=purchase.source),
+                  Note("price_source.power", origin=_power_origin(on_prem, power_w, notes)))
     return PriceChoice(provider="on-prem", instance="owned", tier="on_prem", usd_per_gpu_hour=usd_per_gpu_hour,
                        gpus_per_instance=1, billing_increment_s=1.0,
-                       as_of=purchase.as_of.isoformat() if purchase.as_of else None, source=source,
+                       as_of=purchase.as_of.isoformat() if purchase.as_of else None, source=purchase.source,
+                       derivation=derivation,
                        origin="on_prem")
 
 
-def _power_origin(on_prem: OnPrem, power_w: float | None, notes: Sequence[Note]) -> str:
+def _power_origin(on_prem: OnPrem, power_w: float | None, notes: Sequence[Note]) -> Note:
     """Where the on-prem power figure comes from: _power_w's energy_tdp note in `notes` marks a TDP share."""
     if power_w is None:
-        return "unknown (no measured power and no TDP)"
+        return Note("price_source.power_unknown")
     tdp = next((n for n in notes if n.key == "energy_tdp"), None)
     if tdp is None:
-        return "measured mean power"
-    share = (f"{on_prem.power_fraction_of_tdp:g} (pricing.on_prem.power_fraction_of_tdp)"
-             if on_prem.power_fraction_of_tdp is not None else f"{TDP_UTILISATION:g}, {TDP_UTILISATION_SOURCE}")
-    return f"TDP {tdp.params['tdp']} W x {share}"
+        return Note("price_source.power_measured")
+    share = (Note("price_source.tdp_share_given", share=on_prem.power_fraction_of_tdp)
+             if on_prem.power_fraction_of_tdp is not None
+             else Note("price_source.tdp_share_assumed", share=TDP_UTILISATION))
+    return Note("price_source.power_tdp", tdp=tdp.params["tdp"], share=share)
 
 
 def _no_quote_message(prices: Sequence[PriceQuote], pricing: Pricing, overrides: Sequence[PriceQuote],

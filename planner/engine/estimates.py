@@ -178,10 +178,13 @@ class PriceChoice:
     gpus_per_instance: int
     billing_increment_s: float
     as_of: str | None
-    source: str
+    source: str  # the quote's citation (a URL, a catalog file, "pricing override"), as written
     origin: str = "published"  # published | user | on_prem
     region: str | None = None  # the region billed (None: the quote names none, or on-prem)
     retrieved: str | None = None  # the day a price catalog was read (catalog quotes; as_of may then be None)
+    # How a price was worked out rather than quoted (on-prem: purchase over the lifetime plus power), as parts
+    # (price_source.* catalog keys with raw numbers); empty for a quoted price.
+    derivation: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import math
 import string
 from functools import cache
 
-from planner.engine.estimates import Source
+from planner.engine.estimates import PriceChoice, Source
 from planner.engine.notes import Note
 from planner.present import fmt
 from planner.present.i18n import catalog, language_of, t
@@ -149,6 +149,11 @@ def _nested_source(source: Source, locale: str | None) -> str:
 def parts_text(parts: tuple[Note, ...], locale: str | None) -> str:
     """Parts said in order, separated by '; ' (a source's detail, the recommendation's reason)."""
     return "; ".join(render_part(p, locale) for p in parts)
+
+
+def price_source_text(price: PriceChoice, locale: str | None) -> str:
+    """Where a price comes from: its derivation said in `locale` (on-prem), else the quote's citation as written."""
+    return parts_text(price.derivation, locale) if price.derivation else price.source
 
 
 def detail_text(source: Source, locale: str | None) -> str:

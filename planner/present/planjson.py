@@ -8,7 +8,7 @@ import math
 
 from planner import __version__
 from planner.engine.estimates import Plan, PlanOption
-from planner.present.notes import english, parts_text, source_text
+from planner.present.notes import english, parts_text, price_source_text, source_text
 from planner.vocab import GIB
 
 SCHEMA = "trainplan.plan/2"
@@ -36,7 +36,7 @@ def option_to_dict(o: PlanOption) -> dict:
     if c is not None and c.price is not None:
         p = c.price
         price = {"provider": p.provider, "instance": p.instance, "tier": p.tier,
-                 "usd_per_gpu_hour": _r(p.usd_per_gpu_hour), "as_of": p.as_of, "source": p.source,
+                 "usd_per_gpu_hour": _r(p.usd_per_gpu_hour), "as_of": p.as_of, "source": price_source_text(p, "en"),
                  "origin": p.origin, "gpus_per_instance": p.gpus_per_instance, "region": p.region,
                  "retrieved": p.retrieved}
     return {

@@ -16,7 +16,7 @@ from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
 from planner.present.i18n import language_of, t
-from planner.present.notes import detail_text, render_note
+from planner.present.notes import detail_text, price_source_text, render_note
 from planner.present.report.risks import Risk, find_risks
 from planner.present.viewmodel import cost_text, plan_view, time_range
 from planner.vocab import GIB
@@ -301,7 +301,7 @@ def _prices_table(shown: list[PlanOption], today: dt.date, locale: str) -> Table
                      fmt.money(p.usd_per_gpu_hour, "USD", locale, 2),
                      fmt.date(p.as_of, locale) if p.as_of else t("report.price.undated", locale),
                      t("report.price.days", locale, days=fmt.number(age, locale, 0)) if age is not None else "—",
-                     render_note(p.source, locale)))
+                     price_source_text(p, locale)))
     return Table(headers, tuple(rows), (False, False, False, False, True, False, True, False))
 
 
