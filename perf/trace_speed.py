@@ -50,7 +50,7 @@ def run_case(argv: list[str]) -> dict:
 def run_case_rss(argv: list[str]) -> tuple[dict, float]:
     """run_case in a fresh wrapper process, so RUSAGE_CHILDREN holds exactly one child: the tracer."""
     code = (
-        "import json, resource, sys; sys.path.insert(0, sys.argv[1]); import benchmarks.trace_speed as s; "
+        "import json, resource, sys; sys.path.insert(0, sys.argv[1]); import perf.trace_speed as s; "
         "r = s.run_case(sys.argv[2:]); r['maxrss_kib'] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
         "r.pop('doc', None) if r['returncode'] else None; print(json.dumps(r))"
     )

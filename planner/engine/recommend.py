@@ -132,7 +132,9 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt
     # both time and cost by an option it was preferred to would read as a mistake).
     alternatives = pool if risks else clean_first(pool)
     runner = _runner_up(primary, pareto_frontier(alternatives))
-    fastest_in_budget = _fastest([o for o in in_budget if o in alternatives])
+    # membership by id: `o in alternatives` compared whole dataclasses, quadratic in the options (issue 38)
+    alternative_ids = {o.id for o in alternatives}
+    fastest_in_budget = _fastest([o for o in in_budget if o.id in alternative_ids])
     return Recommendation(
         primary=primary.id,
         runner_up=runner.id if runner else None,
