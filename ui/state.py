@@ -384,10 +384,6 @@ def scenario_from_session(session: Session, known_gpu_ids: Iterable[str]) -> Sce
     return parse_scenario(d, "sidebar", known_gpu_ids)
 
 
-def _float_or_none(x: Any) -> float | None:
-    return None if x is None else float(x)
-
-
 def _date_or_none(x: Any) -> dt.date | None:
     if x is None or isinstance(x, dt.date):
         return x

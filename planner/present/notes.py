@@ -69,8 +69,11 @@ def _plain_number(value: float, locale: str | None) -> str:
 
 def _money(value: float, spec: str, locale: str | None) -> str:
     """An amount the English note writes after a dollar sign, as the locale writes USD (CLDR)."""
-    digits = (len(_python_text(value, spec).split(".")[1]) if "." in _python_text(value, spec) else 0) if spec \
-        else (0 if abs(value) >= 100 else 2)
+    if spec:
+        text = _python_text(value, spec)
+        digits = len(text.split(".")[1]) if "." in text else 0
+    else:
+        digits = 0 if abs(value) >= 100 else 2
     return fmt.money(float(value), "USD", locale, digits=digits)
 
 
