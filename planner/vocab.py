@@ -124,10 +124,31 @@ MEASURED_KINDS: tuple[SourceKind, ...] = ("measured", "interpolated", "extrapola
 # published figure, what it means. A measurement's `source` is one of PROVENANCE_KINDS.
 ProvenanceKind = Literal["measured", "traced", "published"]
 PROVENANCE_KINDS: tuple[ProvenanceKind, ...] = ("measured", "traced", "published")
-# The software that produced a published figure: plain PyTorch (what bench measures), PyTorch with fused or
-# hand-tuned kernels (Apex, FlashAttention, torch.compile recipes, vendor containers), or another framework.
-Stack = Literal["vanilla_pytorch", "optimized_pytorch", "other_framework"]
-STACKS: tuple[Stack, ...] = ("vanilla_pytorch", "optimized_pytorch", "other_framework")
+# The software stack a run used (scenario training.stack, a result file's provenance.stack, a corpus excerpt's
+# stack): the same model on the same GPU runs at very different speeds under each (docs/methods.md#step-time).
+#   pytorch_eager     plain PyTorch, eager mode: a hand-written loop, torchvision/timm reference scripts, `bench run`
+#   torch_compile     PyTorch with torch.compile on the model or the step
+#   hf_trainer_sdpa   Hugging Face Trainer / Accelerate / PEFT with PyTorch SDPA attention (transformers' default)
+#   hf_trainer_fa2    the same with FlashAttention-2 (attn_implementation="flash_attention_2")
+#   lightning         PyTorch Lightning / Lightning Fabric training loops
+#   llm_recipe        LLM recipe libraries on PyTorch: torchtune, LitGPT, llm-foundry, torchtitan
+#   fused_kernels     fused-kernel fine-tuning libraries: Unsloth, Liger Kernel, fms-acceleration
+#   deepspeed         the DeepSpeed engine (ZeRO, fused Adam) driving the loop
+#   megatron          Megatron-LM / NeMo (tensor/pipeline parallel, fused kernels, TransformerEngine)
+#   hand_fused        hand-written CUDA trainers (llm.c class)
+#   vendor_container  vendor-optimized containers and recipes: NVIDIA NGC / Deep Learning Examples (DALI, Apex), AMD
+#                     ROCm training containers
+SoftwareStack = Literal["pytorch_eager", "torch_compile", "hf_trainer_sdpa", "hf_trainer_fa2", "lightning",
+                        "llm_recipe", "fused_kernels", "deepspeed", "megatron", "hand_fused", "vendor_container"]
+SOFTWARE_STACKS: tuple[SoftwareStack, ...] = (
+    "pytorch_eager", "torch_compile", "hf_trainer_sdpa", "hf_trainer_fa2", "lightning", "llm_recipe",
+    "fused_kernels", "deepspeed", "megatron", "hand_fused", "vendor_container")
+# The three coarse classes result files and corpus excerpts carried before (bench/2 until issue 32): still read.
+# vanilla_pytorch is pytorch_eager; the other two do not say which stack, so they read as no stack (None).
+LEGACY_STACKS: dict[str, SoftwareStack | None] = {"vanilla_pytorch": "pytorch_eager", "optimized_pytorch": None,
+                                                  "other_framework": None}
+# Every value provenance.stack may hold (the stacks, then the legacy classes).
+STACKS: tuple[str, ...] = (*SOFTWARE_STACKS, *LEGACY_STACKS)
 # The arithmetic a published run really used ("AMP" or "mixed precision" as published is fp16 or bf16).
 EffectivePrecision = Literal["fp32", "tf32", "fp16", "bf16", "unknown"]
 EFFECTIVE_PRECISIONS: tuple[EffectivePrecision, ...] = (*PRECISIONS, "unknown")
