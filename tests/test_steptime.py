@@ -284,9 +284,10 @@ def test_assemble_input_bound_note_quotes_both_numbers():
     assert est.step_time_s == pytest.approx(0.041)
     assert est.input_time_s == pytest.approx(0.041)
     assert any(n.startswith("input-bound: loading 41 ms vs compute 12 ms per step") for n in texts(est.notes))
-    # Input-bound at both ends of the compute band: the range is the loading figure's assumed ±10% (issue 15: no
-    # range has zero width; it used to be (0.041, 0.041)).
-    assert est.band_s == pytest.approx((0.041 / 1.1, 0.041 * 1.1))
+    # Input-bound at both ends of the compute band: the range is the loading figure's assumed +10% (issue 15: no
+    # range has zero width; it used to be (0.041, 0.041)), never below the loading itself (issue 32: no low end
+    # under the input floor; it was ±10%, so an input-bound option's low end fell under the floor others clamp to).
+    assert est.band_s == pytest.approx((0.041, 0.041 * 1.1))
     assert est.band_meaning == "assumed"
 
 

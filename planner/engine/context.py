@@ -13,6 +13,7 @@ from planner.engine.models import resolve_model
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import ModelSpec, Scenario, TrainingSetup
+from planner.vocab import PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ def model_facts(inputs: Inputs, spec: ModelSpec, training: TrainingSetup, source
     """The model's facts (ModelFacts); bad input raises InputError naming `source`."""
     model = resolve_model(spec, inputs.results, source)
     idx = index_measurements(inputs.results, model, training)
-    lines = {p: _activation_lines(idx, model, p) for p in training.precisions}
+    # every precision, not only the scenario's: a precision's time may be a slower format's (no slower than it)
+    lines: dict[str, Mapping[str, ActivationLine | None]] = {p: _activation_lines(idx, model, p) for p in PRECISIONS}
     return ModelFacts(model, memory.trainable_params(model, training), idx, lines,
                       published_memory.index_published_memory(inputs.results, model, training))
 

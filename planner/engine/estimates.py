@@ -292,6 +292,8 @@ class ResolvedModel:
     largest_layer_params: int | None = None
     flops_per_sample: float | None = None  # model FLOPs forward+backward, 2 per multiply-add
     flops_source: Source = Source("user")
+    # FLOPs per sample of the configuration the model's figures ran, when the scenario typed other FLOPs (models.py)
+    figures_flops_per_sample: float | None = None
     transformer: TransformerShape | None = None
     activation_bytes_per_sample: float | None = None  # user-given, at activation_precision
     activation_precision: str | None = None

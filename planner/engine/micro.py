@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.engine import steptime
 from planner.engine.context import ModelFacts
 from planner.engine.estimates import ResolvedModel, Source, TimePoint
 from planner.engine.measurements import MeasurementIndex
@@ -32,6 +33,11 @@ class MicroContext:
     @property
     def trainable(self) -> int:
         return self.facts.trainable
+
+    def optimizer_s(self, bandwidth_gb_per_s: float) -> float:
+        """The optimizer step of the trainable parameters at this bandwidth (steptime.optimizer_step_s)."""
+        t = self.training
+        return steptime.optimizer_step_s(self.trainable, t.optimizer, t.optimizer_impl, bandwidth_gb_per_s)
 
 
 @dataclass(frozen=True)

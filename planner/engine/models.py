@@ -156,6 +156,13 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
         flops = transformer_flops_per_sample(int(params), shape)
         flops_source = Source("analytic", parts=(detail("palm"),))
 
+    # The FLOPs of the configuration the model's measured and published figures ran (the file's, the zoo's, its
+    # shape's), kept when the scenario types its own: the step-time ladder rescales those figures to the typed
+    # FLOPs (a ResNet-50 at 160 px is not the 224 px one its figures timed).
+    figures_flops = None
+    if spec.flops_per_sample is not None:
+        figures_flops = (file_model.get("flops_per_sample") or (entry or {}).get("flops_per_sample")
+                         or (transformer_flops_per_sample(int(params), shape) if shape is not None else None))
     largest = spec.largest_layer_params or (entry or {}).get("largest_layer_params")
     if largest is None and shape is not None:
         largest = max(shape.vocab * shape.hidden, 4 * shape.hidden * shape.hidden)
@@ -166,6 +173,7 @@ def resolve_model(spec: ModelSpec, results: Sequence[ResultFile] = (), source: s
         largest_layer_params=int(largest) if largest else None,
         flops_per_sample=flops,
         flops_source=flops_source,
+        figures_flops_per_sample=float(figures_flops) if figures_flops else None,
         transformer=shape,
         activation_bytes_per_sample=spec.activation_bytes_per_sample,
         activation_precision=spec.activation_precision,

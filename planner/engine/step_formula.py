@@ -90,7 +90,7 @@ def calibrated(ctx: MicroContext, option: OptionPlan, flops: float, activation_b
     if cal is None or ctx.model.mfu or activation_bytes is None:
         return None
     best: tuple[float, float, bool, str, float] | None = None
-    for used in _NO_SLOWER_THAN[precision]:  # a faster format is never slower, as in the default formula
+    for used in NO_SLOWER_THAN[precision]:  # a faster format is never slower, as in the default formula
         peak = transfer_peak(gpu, used)
         if not peak:
             continue
@@ -127,7 +127,7 @@ def calibrated(ctx: MicroContext, option: OptionPlan, flops: float, activation_b
 
 # A faster number format never makes a step slower: tf32 >= fp32, fp16/bf16 >= tf32 (cuDNN/cuBLAS pick the
 # fastest kernel), so the analytic time takes the best of the precision and those below it.
-_NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16", "tf32", "fp32"),
+NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16", "tf32", "fp32"),
                    "bf16": ("bf16", "tf32", "fp32")}
 
 
@@ -156,7 +156,7 @@ def _default_mfu_on(gpu: GpuProfile, family: str, precision: str) -> float:
 
 def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flops: float) -> tuple[float, float, str]:
     best: tuple[float, float, str] | None = None
-    for p in _NO_SLOWER_THAN[precision]:
+    for p in NO_SLOWER_THAN[precision]:
         peak = gpu.peak_tflops_for(p)
         if not peak:
             continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from planner.engine import calibration, memo, memory, scaling, steptime
+from planner.engine import calibration, memo, memory, physics_bounds, scaling, steptime
 from planner.engine.context import micro_flops, model_facts
 from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
@@ -15,6 +15,7 @@ from planner.engine.micro import Micro, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import (
+    NO_SLOWER_THAN,
     calibrated,
     default_mfu_micro,
     kernel_count,
@@ -56,8 +57,45 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
     """One micro-step by the ladder. It reads neither the GPU count nor the hardware (MicroContext), so every
     count and rental of an option shares it: the option it is given runs on one GPU without accumulation."""
     ctx = MicroContext(inputs, model_facts(inputs, model, training, source), training)
-    return _micro_step(ctx, OptionPlan(gpu=inputs.profiles[gpu_id], n_gpus=1, precision=precision,
-                                       micro_batch=micro_batch))
+    gpu = inputs.profiles[gpu_id]
+    m = _micro_step(ctx, OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch))
+    if m.includes_optimizer and m.optimizer_s is None:  # a figure without its phases: the optimizer by formula
+        m = replace(m, optimizer_s=ctx.optimizer_s(gpu.memory_bandwidth_gb_per_s))
+    if m.source.kind in _OWN_KINDS:
+        return m  # this GPU's own figure at this very batch (or its same-speed sibling's) is data: it stands
+    # A faster number format is never slower (step_formula.NO_SLOWER_THAN): a time moved from other GPUs or worked
+    # out by formula takes the best of its precision and the slower formats' times on this GPU (two transfers from
+    # different files, or a transfer and a formula, must not rank fp32 above tf32 or bf16).
+    for slower in NO_SLOWER_THAN[precision][1:]:
+        if not gpu.peak_tflops_for(slower):
+            continue
+        other = _micro_for(inputs, model, training, gpu_id=gpu_id, precision=slower, micro_batch=micro_batch,
+                           source=source)
+        if other.seconds < m.seconds:
+            m = replace(other, source=Source(other.source.kind, parts=(
+                detail("no_slower", precision=precision, used=other.precision_used or slower),
+                *other.source.parts)), precision_used=other.precision_used or slower)
+
+    def time_on(other_id: str) -> Micro | None:
+        try:
+            return _micro_for(inputs, model, training, gpu_id=other_id, precision=precision,
+                              micro_batch=micro_batch, source=source)
+        except InputError:  # no way to time it there (no FLOPs and nothing measured): no bound from it
+            return None
+
+    return physics_bounds.bounded_micro(m, gpu=gpu, precision=precision, profiles=inputs.profiles,
+                                        below=_dominated(inputs, gpu_id, precision),
+                                        flops=micro_flops(ctx.model, training, micro_batch), time_on=time_on)
+
+
+@memo.cached
+def _dominated(inputs: Inputs, gpu_id: str, precision: str) -> tuple[str, ...]:
+    """physics_bounds.dominated over the loaded profiles, once per GPU and precision."""
+    return physics_bounds.dominated(inputs.profiles, gpu_id, precision)
+
+
+# Kinds that are this GPU's own figure at the very micro-batch (a fit over its points, or a scaling of one, is a model)
+_OWN_KINDS = ("measured", "published")
 
 
 def step_estimate(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision: str, micro_batch: int,
@@ -119,8 +157,7 @@ def _step(ctx: MicroContext, option: OptionPlan, m: Micro, *, hardware: Hardware
     training, gpu, n = ctx.training, option.gpu, option.n_gpus
     opt_s = m.optimizer_s
     if opt_s is None:
-        opt_s = steptime.optimizer_step_s(ctx.trainable, training.optimizer, training.optimizer_impl,
-                                          gpu.memory_bandwidth_gb_per_s)
+        opt_s = ctx.optimizer_s(gpu.memory_bandwidth_gb_per_s)
     if time_factor != 1.0:
         m = _padded_micro(m, time_factor, optimizer_s=opt_s)
     if m.includes_optimizer:  # the optimizer is part of the measured step: never more than half of it
@@ -154,16 +191,32 @@ def _step(ctx: MicroContext, option: OptionPlan, m: Micro, *, hardware: Hardware
 
 
 def _padded_micro(m: Micro, factor: float, *, optimizer_s: float) -> Micro:
-    """A micro-step of rows padded below seq_len: forward+backward × F(p)/F(S) (planner/engine/sequences.py); an
-    optimizer step inside a measured micro-step, and QLoRA's dequantisation, keep their time (they do not depend on
-    the tokens in a row)."""
+    """A micro-step of rows padded below seq_len: forward+backward × F(p)/F(S) (planner/engine/sequences.py)."""
+    return _work_scaled(m, factor, optimizer_s=optimizer_s, why=detail("padded", factor=factor))
+
+
+def _work_scaled(m: Micro, factor: float, *, optimizer_s: float, why: Note) -> Micro:
+    """A micro-step whose forward + backward do `factor` × the work: an optimizer step inside a measured micro-step,
+    and QLoRA's dequantisation, keep their time (they depend neither on the tokens in a row nor on the FLOPs of a
+    sample)."""
     inside = (min(optimizer_s, 0.5 * m.seconds) if m.includes_optimizer else 0.0) + m.fixed_s
 
     def scaled(t: float) -> float:
         return max(t - inside, 0.0) * factor + inside
 
     return replace(m, seconds=scaled(m.seconds), band=(scaled(m.band[0]), scaled(m.band[1])),
-                   source=m.source.plus(detail("padded", factor=factor)))
+                   source=m.source.plus(why))
+
+
+def _at_typed_flops(ctx: MicroContext, m: Micro, *, optimizer_s: float) -> Micro:
+    """A figure timed on the model's own configuration, moved to the FLOPs per sample the scenario typed (a
+    ResNet-50 at 160 px does (160/224)² of the 224 px work): forward + backward × typed / timed, said in the
+    source. Unchanged within 1 % (a typed figure that restates the timed one)."""
+    typed, timed = ctx.model.flops_per_sample, ctx.model.figures_flops_per_sample
+    if not typed or not timed or abs(typed / timed - 1.0) <= 0.01:
+        return m
+    return _work_scaled(m, typed / timed, optimizer_s=optimizer_s,
+                        why=detail("flops_rescaled", ratio=typed / timed, typed=typed, timed=timed))
 
 
 def _noise_notes(idx: MeasurementIndex, precision: str, used: Sequence[TimePoint]) -> list[Note]:
@@ -183,19 +236,24 @@ def _micro_step(ctx: MicroContext, option: OptionPlan) -> Micro:
     same_speed = () if model.mfu else same_speed_precisions(gpu, precision)
     for used in same_speed:  # this GPU's own points: the precision's, else its same-speed 16-bit sibling's
         own = ctx.idx.series_at(gpu.id, used, micro)
-        got = steptime.measured_micro_step(own, micro) if own else None
+        inside = (own.optimizer_s or ctx.optimizer_s(gpu.memory_bandwidth_gb_per_s)) if own else 0.0
+        got = steptime.measured_micro_step(own, micro, optimizer_s=inside) if own else None
         if own and got:
             # The sibling's figure on this very GPU keeps its own kind (published, measured, interpolated...): it is
             # not a transfer from another GPU; the detail says which precision it was.
             source = got[1] if used == precision else Source(
                 got[1].kind, parts=(sibling_reason(gpu, precision, used), *got[1].parts))
-            return Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro),
-                         precision_used=used)
+            return _at_typed_flops(ctx, Micro(got[0], source, got[2], own.optimizer_s, True,
+                                              steptime.points_used(own, micro), precision_used=used),
+                                   optimizer_s=inside)
     flops = micro_flops(ctx.model, ctx.training, micro)
+    timed = ctx.model.figures_flops_per_sample
+    # other GPUs' figures ran the timed configuration: moved at its FLOPs, then to the typed ones
+    timed_flops = micro_flops(replace(ctx.model, flops_per_sample=timed), ctx.training, micro) if timed else flops
     for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
-        moved = transferred(ctx, option, flops, used)
+        moved = transferred(ctx, option, timed_flops, used)
         if moved:
-            return moved
+            return _at_typed_flops(ctx, moved, optimizer_s=moved.optimizer_s or 0.0)
     if not flops:
         raise InputError("<scenario>", "model.flops_per_sample", None,
                          f"FLOPs per sample for '{model.name}' (no measurement to use): give model.flops_per_sample "

@@ -58,23 +58,34 @@ class _Transfer:
 
 def _transfer_from(ctx: MicroContext, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
                    peak_b: float) -> _Transfer | None:
+    """GPU `other`'s time at the option's micro-batch moved to the option's GPU (docs/methods.md#step-time): its
+    forward + backward by steptime.transfer_micro_step, the optimizer step inside it by the bandwidth ratio (it
+    streams the optimizer state). What stays unscaled is the host's part only: the t(b) fit's intercept, without
+    the optimizer, and never more than the model's launch floor (an intercept fitted across runs of different
+    software holds GPU work too, which a faster GPU does faster)."""
     gpu, idx = option.gpu, ctx.idx
     peak_a = transfer_peak(other, precision)
     pts = idx.series_at(other.id, precision, option.micro_batch)
-    src = steptime.measured_micro_step(pts, option.micro_batch) if pts is not None and peak_a else None
-    if pts is None or not peak_a or not src:
+    if pts is None or not peak_a:
+        return None
+    bw_a, bw_b = other.memory_bandwidth_gb_per_s, gpu.memory_bandwidth_gb_per_s
+    inside_a = pts.optimizer_s or ctx.optimizer_s(bw_a)
+    src = steptime.measured_micro_step(pts, option.micro_batch, optimizer_s=inside_a)
+    if not src:
         return None
     t_a, src_source, _band = src
-    t0 = pts.line[0] if pts.line is not None else 0.0
-    t_b, band = steptime.transfer_micro_step(
-        t_a, t0_s=min(t0, t_a), flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
-        bw_a_gb_s=other.memory_bandwidth_gb_per_s, bw_b_gb_s=gpu.memory_bandwidth_gb_per_s)
-    opt_a = pts.optimizer_s
-    opt_b = opt_a * other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s if opt_a else None
-    weight = transfer_weight(peak_ratio=peak_a / peak_b,
-                             bandwidth_ratio=other.memory_bandwidth_gb_per_s / gpu.memory_bandwidth_gb_per_s,
+    opt_a = min(inside_a, 0.5 * t_a)
+    fwd_bwd_a = t_a - opt_a
+    intercept = max((pts.line[0] if pts.line is not None else 0.0) - opt_a, 0.0)
+    t0 = min(intercept, launch_floor(ctx, precision)[0], fwd_bwd_a)
+    fwd_bwd_b, (low, high) = steptime.transfer_micro_step(
+        fwd_bwd_a, t0_s=t0, flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
+        bw_a_gb_s=bw_a, bw_b_gb_s=bw_b)
+    opt_b = opt_a * bw_a / bw_b
+    weight = transfer_weight(peak_ratio=peak_a / peak_b, bandwidth_ratio=bw_a / bw_b,
                              same_group=calibration.arch_group(other) == calibration.arch_group(gpu))
-    return _Transfer(t_b, band, weight, other.name, src_source, opt_b, steptime.points_used(pts, option.micro_batch))
+    return _Transfer(fwd_bwd_b + opt_b, (low + opt_b, high + opt_b), weight, other.name, src_source, opt_b,
+                     steptime.points_used(pts, option.micro_batch))
 
 
 def transfer_weight(*, peak_ratio: float, bandwidth_ratio: float, same_group: bool) -> float:

@@ -137,7 +137,7 @@ INTERPOLATION_LIMIT = 1.25  # docs/methods.md#step-time: beyond 1.25x the larges
 INTERPOLATED_BAND_MIN = 0.05  # at least ±5%, more when the fit residuals are larger
 EXTRAPOLATED_BAND_MIN = 0.15  # at least ±15% just past the limit, growing with the distance
 SINGLE_POINT_BAND = 0.15  # margin around the [fixed-overhead, proportional] bracket of a one-point scaling
-LOADING_BAND = 0.10  # an input-bound step's range: ±10% around the typed per-sample CPU time (assumption)
+LOADING_BAND = 0.10  # an input-bound step's range: up to 10% above the typed per-sample CPU time (assumption)
 # Prior for one measured or published batch (no t(b) fit): the per-step work that does not grow with the batch
 # (kernel launches, the optimizer step, synchronisation) is at most this share of the step at that batch.
 # Assumption, sized from ResNet-50 on an A100 at 256 per GPU (~160 convolutions × ~3 kernels × ~5 µs launches
@@ -227,7 +227,7 @@ class TimeSeries:
     labels: str
     # measured_micro_step's answer per micro-batch: every option transferring from this series at that micro-batch
     # reads the same time and source (not part of the series' value)
-    answers: dict[int, tuple[float, Source, tuple[float, float]] | None] = field(
+    answers: dict[tuple[int, float], tuple[float, Source, tuple[float, float]] | None] = field(
         default_factory=dict, compare=False, repr=False)
 
     @property
@@ -262,7 +262,7 @@ def points_used(points: Sequence[TimePoint] | TimeSeries, micro_batch: int) -> t
 
 
 def measured_micro_step(
-    points: Sequence[TimePoint] | TimeSeries, micro_batch: int
+    points: Sequence[TimePoint] | TimeSeries, micro_batch: int, *, optimizer_s: float = 0.0
 ) -> tuple[float, Source, tuple[float, float]] | None:
     """Micro-step seconds at `micro_batch` from measured points on one GPU and precision, with source and band.
 
@@ -270,15 +270,21 @@ def measured_micro_step(
     within [smallest/1.25, 1.25 × largest] (boundaries included) and "extrapolated" beyond. One measured batch
     scales proportionally ("extrapolated"): the truth lies between that batch's time (all fixed overhead) and
     the proportional value (none), so the band spans both, plus a margin. None when there are no points.
+
+    `optimizer_s`: the optimizer step inside every measured step (a measured step is forward + backward + one
+    optimizer step). It does not depend on the batch, so one batch's time is scaled without it and it is added back
+    (never more than half the measured step); a t(b) fit holds it in its intercept already.
     """
     if isinstance(points, TimeSeries):
-        if micro_batch not in points.answers:
-            points.answers[micro_batch] = _measured_micro_step(points, micro_batch)
-        return points.answers[micro_batch]
-    return _measured_micro_step(time_series(points), micro_batch)
+        key = (micro_batch, optimizer_s)
+        if key not in points.answers:
+            points.answers[key] = _measured_micro_step(points, micro_batch, optimizer_s=optimizer_s)
+        return points.answers[key]
+    return _measured_micro_step(time_series(points), micro_batch, optimizer_s=optimizer_s)
 
 
-def _measured_micro_step(s: TimeSeries, micro_batch: int) -> tuple[float, Source, tuple[float, float]] | None:
+def _measured_micro_step(s: TimeSeries, micro_batch: int, *,
+                         optimizer_s: float) -> tuple[float, Source, tuple[float, float]] | None:
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
     if not s.points:
@@ -293,7 +299,7 @@ def _measured_micro_step(s: TimeSeries, micro_batch: int) -> tuple[float, Source
         return t, source, _band(t, MEASURED_BAND)
     batches = s.batches
     if s.line is None:  # one measured batch
-        return _single_point_scaling(s.points, micro_batch)
+        return _single_point_scaling(s.points, micro_batch, optimizer_s=optimizer_s)
     t0, c = s.line
     t = t0 + c * micro_batch
     residual = s.residual
@@ -317,18 +323,21 @@ def _measured_micro_step(s: TimeSeries, micro_batch: int) -> tuple[float, Source
     return t, Source("extrapolated", parts=(where, detail("fit" + published, **fit))), _band(t, half)
 
 
-def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int) -> tuple[float, Source, tuple[float, float]]:
+def _single_point_scaling(points: Sequence[TimePoint], micro_batch: int, *,
+                          optimizer_s: float) -> tuple[float, Source, tuple[float, float]]:
     b1 = points[0].batch_size
     t1 = statistics.median(p.step_time_s for p in points)
     ratio = micro_batch / b1
-    t = t1 * ratio
+    opt = min(max(optimizer_s, 0.0), 0.5 * t1)  # the optimizer inside the step keeps its time
+    t = opt + (t1 - opt) * ratio
     fixed = SINGLE_POINT_FIXED_SHARE_MAX
-    t_fixed = t1 * (fixed + (1.0 - fixed) * ratio)
+    t_fixed = opt + (t1 - opt) * (fixed + (1.0 - fixed) * ratio)
     low, high = min(t, t_fixed), max(t, t_fixed)
     band = (low / (1.0 + SINGLE_POINT_BAND), high * (1.0 + SINGLE_POINT_BAND))
     # Prior for the fixed per-step part when one batch gives no t(b) fit: none (proportional scaling) for the
     # estimate; the band reaches the largest share the prior allows (SINGLE_POINT_FIXED_SHARE_MAX).
     parts = (detail(f"single_{_origin(points)}", batch=micro_batch, ratio=ratio, b1=b1, labels=_labels(points)),
+             *((detail("optimizer_kept", ms=opt * 1e3),) if opt > 0.0 else ()),
              detail("prior_fixed", pct=100 * fixed, b1=b1, ms=t_fixed * 1e3))
     return t, Source("extrapolated", parts=parts), band
 
@@ -456,8 +465,9 @@ def assemble_step(
     high, _ = step_time(band[1])
     if input_s is not None and input_overlaps and high - low <= 1e-9 * step:
         # Input-bound at both ends: the range is the loading figure's, a single typed CPU time per sample, so an
-        # assumed ±LOADING_BAND around it (a range never has zero width).
-        low, high = step / (1.0 + LOADING_BAND), step * (1.0 + LOADING_BAND)
+        # assumed +LOADING_BAND above it (a range never has zero width). Never below it: no step is faster than its
+        # data loading (physics_bounds), and every GPU that loading binds shows the same floor.
+        low, high = step, step * (1.0 + LOADING_BAND)
         band_meaning = "assumed"
     if optimizer_included and grad_accum > 1:
         notes.append(Note("optimizer_counted_once", duration=optimizer_part, k=grad_accum))

@@ -1,0 +1,83 @@
+"""The physics bounds of a micro-step's time (docs/methods.md#step-time "Bounds"): the one owner of what no estimate
+may claim, whatever path it took (issue 32 e; the data-trust and runs issues reuse it).
+
+1. **Peak**: forward + backward can do no more model FLOPs per second than the GPU's dense peak at the precision
+   (the datasheet's figure, gpu_profiles/): no time, and no low end of a range, faster than F / P.
+2. **Dominance**: a GPU that matches or beats another in dense peak at the precision and in memory bandwidth (and
+   beats it in one) is never planned slower than it for the same micro-step: neither its time nor its range's high
+   end exceeds the other's. The order is strict, so the comparison never loops.
+
+The input floor (no step faster than its data loading) acts on the whole step: steptime.assemble_step clamps the
+step and both ends of its range to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from planner.engine.estimates import Source, detail
+from planner.engine.micro import Micro
+from planner.engine.step_formula import transfer_peak
+from planner.inputs.profiles import GpuProfile
+
+
+def dominates(a: GpuProfile, b: GpuProfile, precision: str) -> bool:
+    """True when `a` has at least `b`'s dense peak at `precision` (dual-issue fp32 counted as the transfer counts it)
+    and at least its memory bandwidth, and more of one of them."""
+    pa, pb = transfer_peak(a, precision), transfer_peak(b, precision)
+    if not pa or not pb:
+        return False
+    ba, bb = a.memory_bandwidth_gb_per_s, b.memory_bandwidth_gb_per_s
+    return pa >= pb and ba >= bb and (pa > pb or ba > bb)
+
+
+def peak_floor_s(flops: float, gpu: GpuProfile, precision: str) -> float:
+    """Seconds of forward + backward at 100 % of the dense peak: no time is shorter (0 when the peak is unknown)."""
+    peak = gpu.peak_tflops_for(precision)
+    return flops / (peak * 1e12) if peak and flops > 0 else 0.0
+
+
+def _inside_s(m: Micro) -> float:
+    """The part of a micro-step that is neither forward nor backward: an optimizer step inside a measured one
+    (never more than half of it, as step_ladder takes it out) and QLoRA's dequantisation."""
+    return (min(m.optimizer_s or 0.0, 0.5 * m.seconds) if m.includes_optimizer else 0.0) + m.fixed_s
+
+
+def dominated(profiles: Mapping[str, GpuProfile], gpu_id: str, precision: str) -> tuple[str, ...]:
+    """The GPUs `gpu_id` dominates at `precision` (dominates), in id order."""
+    gpu = profiles[gpu_id]
+    return tuple(g for g in sorted(profiles) if g != gpu_id and dominates(gpu, profiles[g], precision))
+
+
+def bounded_micro(m: Micro, *, gpu: GpuProfile, precision: str, flops: float,
+                  profiles: Mapping[str, GpuProfile], below: Sequence[str],
+                  time_on: Callable[[str], Micro | None]) -> Micro:
+    """`m` (one micro-step on `gpu`) within the bounds above, which act on its forward + backward (each GPU keeps
+    its own optimizer step). `time_on(gpu_id)` gives the same micro-step on another GPU (None when it cannot be
+    estimated there); `below`: the GPUs it dominates (dominated). Each bound that moved the time says so in the
+    source."""
+    inside = _inside_s(m)
+    work, (low, high) = m.seconds - inside, (m.band[0] - inside, m.band[1] - inside)
+    parts = list(m.source.parts)
+    floor = peak_floor_s(flops, gpu, precision)
+    if work < floor:
+        parts.append(detail("bound_peak", duration=floor, flops=flops, peak=gpu.peak_tflops_for(precision),
+                            precision=precision))
+        work = floor
+    low = max(low, floor)
+    for other_id in below:
+        other = profiles[other_id]
+        there = time_on(other_id)
+        if there is None:
+            continue
+        there_inside = _inside_s(there)
+        if work > (there.seconds - there_inside) * (1.0 + 1e-9):
+            work = there.seconds - there_inside
+            parts.append(detail("bound_dominance", gpu=other.name, precision=precision, duration=work))
+        high = min(high, there.band[1] - there_inside)
+    low, high = min(low, work), max(high, work)
+    if len(parts) == len(m.source.parts) and (low + inside, high + inside) == m.band:
+        return m
+    return replace(m, seconds=work + inside, band=(low + inside, high + inside),
+                   source=Source(m.source.kind, parts=tuple(parts)))
