@@ -404,7 +404,7 @@ def multi_gpu_rows(results: Sequence[ResultFile], inputs: Inputs, heldout: HeldO
                 rows.append(dataclasses.replace(row, prediction=predict(point, visible, "multi_gpu", n_gpus=n,
                                                                         sharding=sharding)))
             except (InputError, CannotEstimate) as exc:
-                rows.append(dataclasses.replace(row, reason=type(exc).__name__))
+                rows.append(dataclasses.replace(row, reason=str(exc)))  # e.g. a global batch no micro-batch divides
     return sorted(rows, key=lambda r: (r.source, r.model, r.gpu, r.n_gpus, r.published_s))
 
 

@@ -89,6 +89,16 @@ def test_held_out_ranges_cover_the_held_out_runs_as_often_as_they_claim(report, 
     assert all(pr.high_s > pr.low_s for pr in held)
 
 
+def test_the_multi_gpu_rows_get_the_held_out_treatment(report, fresh):
+    """The corpus's multi-GPU rows of held-out sources are planned by the multi-GPU path, at least 30 of them LLM
+    rows; a row the planner cannot plan is counted and says why, never dropped silently."""
+    module, points, preds, results, inputs, multi, heldout = report
+    assert fresh["heldout_multi_gpu_llm"]["n"] >= 30
+    assert fresh["n_multi_gpu_rows"] == len(multi) >= fresh["n_multi_gpu_predicted"]
+    assert all(r.reason for r in multi if r.prediction is None)
+    assert {r.n_gpus for r in multi} >= {8} and all(r.n_gpus > 1 for r in multi)
+
+
 @pytest.mark.xfail(strict=True, reason="pooled leave-one-GPU-out + leave-one-source-out coverage is 53% since the "
                    "held-out split (issue 32 c): with three of the four one-GPU time sources never fitted, leaving "
                    "Lambda out refits on NVIDIA's 6 ResNet-50 points, whose in-sample residual range is 1.16x wide")

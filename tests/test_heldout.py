@@ -135,3 +135,10 @@ def test_a_held_out_figure_never_reaches_the_fit_nor_the_planner_predicting_it()
         ratio = points2[i].published_s / points[i].published_s  # a throughput x1000 is a time /1000
         assert ratio == pytest.approx(1000.0, rel=1e-9) or ratio == pytest.approx(0.001, rel=1e-9)
     assert all(math.isnan(preds["heldout"][i].predicted_s) for i in range(len(points)) if i not in held)
+    # the multi-GPU rows of held-out sources, planned by the multi-GPU path: unmoved too
+    multi, multi2 = report.multi_gpu_rows(results, inputs, heldout), report.multi_gpu_rows(absurd, inputs, heldout)
+    planned = [(a, b) for a, b in zip(multi, multi2, strict=True) if heldout.holds(a.source) and a.prediction]
+    assert len(planned) >= 30
+    for a, b in planned:
+        assert b.prediction is not None and b.prediction.predicted_s == pytest.approx(a.prediction.predicted_s,
+                                                                                     rel=1e-12)
