@@ -1,11 +1,12 @@
 """Fit the analytic step time's few parameters on the published corpus and write planner/inputs/step_calibration.json.
 
 The model (planner/engine/calibration.py): t(fwd+bwd) = F / (P × e[architecture] × f[precision]) + traffic × A / BW,
-fitted on every one-GPU published figure the planner reads (results/published/) except those of the held-out sources
-(calibration/heldout.yaml: the fit refuses them, and the transfer range below is chosen without them): one compute efficiency per
-architecture group with data, a tf32 and an fp32 factor, one activation-traffic figure — at most one parameter per
-ten points. All stacks are used (vanilla PyTorch rows alone cover one GPU); calibration/calibration_report.py reports the
-residuals of each stack apart. Deterministic: the same data gives the same file (tests check it).
+fitted on every one-GPU published figure the planner reads (results/published/) except those of the held-out
+sources (calibration/heldout.yaml: the fit refuses them, and the transfer range below is chosen without them): one
+compute efficiency per architecture group with data, a tf32 and an fp32 factor, one activation-traffic figure — at
+most one parameter per ten points. Every development source's stack is used (today all optimized-stack rows: the
+plain-PyTorch timm rows are held out); calibration/calibration_report.py reports the residuals of each stack apart.
+Deterministic: the same data gives the same file (tests check it).
 
     .venv/bin/python calibration/calibrate.py            # fit and write
     .venv/bin/python calibration/calibrate.py --check    # exit 1 when the committed file is not what the data gives
