@@ -1,10 +1,12 @@
 """Fit the analytic step time's few parameters on the published corpus and write planner/inputs/step_calibration.json.
 
 The model (planner/engine/calibration.py): t(fwd+bwd) = F / (P × e[architecture] × f[precision]) + traffic × A / BW,
-fitted on every one-GPU published figure the planner reads (results/published/): one compute efficiency per
-architecture group with data, a tf32 and an fp32 factor, one activation-traffic figure — at most one parameter per
-ten points. All stacks are used (vanilla PyTorch rows alone cover one GPU); calibration/calibration_report.py reports the
-residuals of each stack apart. Deterministic: the same data gives the same file (tests check it).
+fitted on every one-GPU published figure the planner reads (results/published/) except those of the held-out
+sources (calibration/heldout.yaml: the fit refuses them, and the transfer range below is chosen without them): one
+compute efficiency per architecture group with data, a tf32 and an fp32 factor, one activation-traffic figure — at
+most one parameter per ten points. Every development source's stack is used (today all optimized-stack rows: the
+plain-PyTorch timm rows are held out); calibration/calibration_report.py reports the residuals of each stack apart.
+Deterministic: the same data gives the same file (tests check it).
 
     .venv/bin/python calibration/calibrate.py            # fit and write
     .venv/bin/python calibration/calibrate.py --check    # exit 1 when the committed file is not what the data gives
@@ -26,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script (python calibration/calibrate.py) as well as a module
 
 from calibration import calibration_report as report  # noqa: E402
-from planner.engine.calibration import Sample, calibration_of  # noqa: E402
+from calibration.heldout import HeldOut, fit_points, load_heldout  # noqa: E402
+from planner.engine.calibration import Sample  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
 from planner.inputs.resultfile import percentile  # noqa: E402
@@ -41,14 +44,18 @@ def fitted_text(fitted_on: str, include: list[str] | None = None) -> str:
     results, problems = report.load_results(include or ())
     if problems:
         raise SystemExit("\n".join(problems))
-    inputs = report.corpus_inputs()
-    samples = samples_of(report.load_points(results, inputs), inputs)
-    cal = calibration_of(samples, fitted_on=fitted_on)
+    return fitted_text_of(results, report.corpus_inputs(), fitted_on, load_heldout())
+
+
+def fitted_text_of(results, inputs: Inputs, fitted_on: str, heldout: HeldOut) -> str:
+    """The calibration file fitted on `results` with the held-out sources' points left out (and refused)."""
+    samples = samples_of(fit_points(report.load_points(results, inputs), heldout), inputs)
+    cal = report.fit(samples, heldout, fitted_on=fitted_on)
     # The transfer path's held-out errors (leave one GPU out, its figures and its calibration points hidden):
-    # their p10-p90 is the range a transferred time is given.
-    points, preds = report.run(results, dataclasses.replace(inputs, calibration=cal))
+    # their p10-p90 is the range a transferred time is given, chosen on the development sources' rows only.
+    points, preds = report.run(results, dataclasses.replace(inputs, calibration=cal), heldout, paths=("transfer",))
     errors = [pr.error(p.published_s) for p, pr in zip(points, preds["transfer"], strict=True)
-              if pr.kind == "transferred"]
+              if pr.kind == "transferred" and not heldout.holds(p.source)]
     cal = dataclasses.replace(cal, transfer_residual_p10=percentile(errors, 10),
                               transfer_residual_p90=percentile(errors, 90)) if errors else cal
     return json.dumps(cal.to_dict(), indent=1) + "\n"
