@@ -23,7 +23,7 @@ written into calibration_metrics.json (`definitions`, schema trainplan.calibrati
 
 `--include` (repeatable: a result file or a folder of them) adds one-GPU measured rows (`bench run`) and runs
 recorded by hand on the Runs page (their result files) as points of their own source, "measured" or "recorded", and
-stack, "vanilla_pytorch" (the bench harness is eager PyTorch) or "recorded"; the default is the published corpus
+stack, "pytorch_eager" (the bench harness is eager PyTorch) or "recorded"; the default is the published corpus
 alone, so the committed metrics stay reproducible.
 
 Deterministic (no timing), so its output can be committed and compared; tests/test_calibration_report.py checks the
@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibration.heldout import HeldOut, load_heldout, refuse_heldout  # noqa: E402
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
+from planner.engine.published_memory import scenario_adapter  # noqa: E402
 from planner.engine.step_ladder import roofline_terms, step_estimate  # noqa: E402
 from planner.inputs.calibration import StepCalibration  # noqa: E402
 from planner.inputs.errors import CannotEstimate, InputError  # noqa: E402
@@ -120,6 +121,7 @@ class Point:
     citation: str
     seq_len: int | None = None  # the run's sequence length (a transformer trained at another than its default)
     optimizer: str | None = None  # the run's optimizer when its file says (measured, recorded); else by family
+    adapter: dict | None = None  # the run's LoRA/QLoRA block as a scenario gives it (published_memory.scenario_adapter)
 
 
 @dataclass(frozen=True)
@@ -160,10 +162,10 @@ def _measured_point(rf: ResultFile, m, profile) -> Point | None:
     return Point(
         file=rf, source=source, model=rf.model_name, family=str(rf.model.get("family") or "custom"),
         gpu=str(rf.gpu_profile_id), architecture=profile.architecture,
-        stack="recorded" if source == "recorded" else "vanilla_pytorch", precision=m.precision,
+        stack="recorded" if source == "recorded" else "pytorch_eager", precision=m.precision,
         micro_batch=m.batch_size, global_batch=m.batch_size, published_s=float(m.step_time_s.median),
         citation=f"{Path(rf.path).name} ({source})", seq_len=m.seq_len or rf.model.get("seq_len"),
-        optimizer=str(optimizer) if optimizer else None)
+        optimizer=str(optimizer) if optimizer else None, adapter=scenario_adapter(rf.settings.get("adapter")))
 
 
 def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
@@ -186,7 +188,7 @@ def load_points(results: Sequence[ResultFile], inputs: Inputs) -> list[Point]:
                 family=str(rf.model.get("family") or "custom"), gpu=str(gpu), architecture=profile.architecture,
                 stack=m.provenance.stack or "?", precision=m.precision, micro_batch=m.batch_size,
                 global_batch=m.global_batch or m.batch_size, published_s=t, citation=m.provenance.source or "?",
-                seq_len=m.seq_len or rf.model.get("seq_len")))
+                seq_len=m.seq_len or rf.model.get("seq_len"), adapter=scenario_adapter(rf.settings.get("adapter"))))
     # One point per run: a CSV line that publishes both samples/s and ms per iteration (timm) is one run, not two.
     unique = {(p.citation, p.model, p.gpu, p.precision, p.micro_batch): p for p in points}
     return sorted(unique.values(), key=lambda p: (p.source, p.model, p.gpu, p.precision, p.micro_batch, p.citation))
@@ -227,7 +229,7 @@ def scenario_for(p: Point, *, n_gpus: int = 1, sharding: str = "none"):
         "schema": "trainplan.scenario/1", "name": f"held out: {p.citation}", "model": _model_block(p),
         "training": {"global_batch": p.global_batch, "micro_batch": p.micro_batch, "precisions": [p.precision],
                      "optimizer": p.optimizer or ("sgd_momentum" if p.family in SGD_FAMILIES else "adamw"),
-                     "sharding": sharding},
+                     "sharding": sharding, **({"adapter": p.adapter} if p.adapter else {})},
         "workload": {"dataset_samples": 1000, "epochs": 1},
         "hardware": {"gpus": [p.gpu], "gpu_counts": [n_gpus]},
     }, "calibration_report")

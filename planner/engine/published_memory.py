@@ -41,6 +41,29 @@ class PublishedMemory:
     label: str                   # where it stands: repo@commit:path#line (retrieved ...; file)
 
 
+def planner_targets(published_targets: str) -> str:
+    """A published run's adapter targets in the planner's words (vocab.ADAPTER_TARGETS): named pairs by _TARGETS;
+    otherwise every linear layer when an MLP projection is adapted, the attention projections when only they are."""
+    text = published_targets.lower()
+    known = _TARGETS.get(text)
+    if known:
+        return known
+    mlp = any(word in text for word in ("mlp", "gate_proj", "up_proj", "down_proj", "fc"))
+    return "all_linear" if mlp else "attention"
+
+
+def scenario_adapter(published: object) -> dict[str, object] | None:
+    """A result file's settings.adapter as a scenario's training.adapter block (None when the run had none): the
+    kind, rank and targets it ran; QLoRA's base is nf4 (the 4-bit storage every published QLoRA row uses)."""
+    if not isinstance(published, Mapping) or not published.get("kind"):
+        return None
+    kind = str(published["kind"])
+    block: dict[str, object] = {"kind": kind, "rank": int(published.get("rank") or 8),
+                                "targets": planner_targets(str(published.get("targets") or ""))}
+    block["base_dtype"] = "nf4" if kind == "qlora" else "bf16"
+    return block
+
+
 def same_adapter(published: object, adapter: Adapter | None) -> bool:
     """Whether a published run's adapter is the scenario's: both none, or the same kind, rank and targets."""
     if adapter is None or not isinstance(published, Mapping):
