@@ -149,6 +149,9 @@ LEGACY_STACKS: dict[str, SoftwareStack | None] = {"vanilla_pytorch": "pytorch_ea
                                                   "other_framework": None}
 # Every value provenance.stack may hold (the stacks, then the legacy classes).
 STACKS: tuple[str, ...] = (*SOFTWARE_STACKS, *LEGACY_STACKS)
+# The stack a plan is made for when the scenario names none (training.stack absent or "auto"), by model family
+# (MODEL_FAMILIES); the one owner of that default. Why each: docs/methods.md#software-stack.
+DEFAULT_STACKS: dict[str, SoftwareStack] = {family: "pytorch_eager" for family in MODEL_FAMILIES}
 # The arithmetic a published run really used ("AMP" or "mixed precision" as published is fp16 or bf16).
 EffectivePrecision = Literal["fp32", "tf32", "fp16", "bf16", "unknown"]
 EFFECTIVE_PRECISIONS: tuple[EffectivePrecision, ...] = (*PRECISIONS, "unknown")

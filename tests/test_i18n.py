@@ -18,6 +18,7 @@ from planner.vocab import (
     PRECISIONS,
     REGION_GROUPS,
     SHARDINGS,
+    SOFTWARE_STACKS,
     SOURCE_KINDS,
     TIERS,
     TOPOLOGIES,
@@ -128,7 +129,7 @@ def test_keys_the_app_names_exist():
         "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
         "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
         "common.region_group": REGION_GROUPS, "common.topology": TOPOLOGIES,
-        "app.sidebar.confidence": DEADLINE_CONFIDENCES,
+        "app.sidebar.confidence": DEADLINE_CONFIDENCES, "common.stack": SOFTWARE_STACKS,
     }
     # columns: every one is rendered by the AppTest tests, in both languages; app.sidebar.<field>: plan_page's
     # field_label names a clamped field by its sidebar label and falls back to the field's key (tr_or)

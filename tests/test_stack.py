@@ -1,0 +1,118 @@
+"""training.stack (issue 32 b): the software stack a plan is made for, read from the scenario or defaulted by model
+family, carried by the plan with what its step time implies per GPU (tokens or samples/s and MFU)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from planner.engine.plan import build_plan
+from planner.engine.stack import planned_stack
+from planner.engine.throughput import option_throughput
+from planner.inputs.folders import load_inputs
+from planner.inputs.scenario import field_default, parse_scenario, scenario_to_dict
+from planner.vocab import DEFAULT_STACKS, MODEL_FAMILIES, SOFTWARE_STACKS
+from ui import state
+
+BASE = {"schema": "trainplan.scenario/1", "model": {"name": "gpt2"},
+        "training": {"global_batch": 64, "precisions": ["bf16"]},
+        "workload": {"dataset_samples": 6400, "epochs": 1},
+        "hardware": {"gpus": ["a100-sxm-80gb", "h100-sxm-80gb"], "gpu_counts": [1, 2]}}
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return load_inputs()
+
+
+def _scenario(**training):
+    d = copy.deepcopy(BASE)
+    d["training"].update(training)
+    return parse_scenario(d, "s.yaml")
+
+
+def test_absent_the_scenario_names_no_stack_and_the_family_decides():
+    assert field_default("training.stack") is None
+    assert _scenario().training.stack is None
+    assert set(DEFAULT_STACKS) == set(MODEL_FAMILIES) and set(DEFAULT_STACKS.values()) <= set(SOFTWARE_STACKS)
+    for family in MODEL_FAMILIES:
+        assert planned_stack(None, family).stack == DEFAULT_STACKS[family] and planned_stack(None, family).defaulted
+    assert planned_stack("deepspeed", "cnn") == planned_stack("deepspeed", "decoder")
+    assert not planned_stack("deepspeed", "cnn").defaulted
+
+
+@pytest.mark.parametrize("stack", SOFTWARE_STACKS)
+def test_every_stack_reads_and_round_trips(stack):
+    s = _scenario(stack=stack)
+    assert s.training.stack == stack
+    assert parse_scenario(scenario_to_dict(s), "again.yaml") == s
+
+
+def test_the_sidebar_offers_auto_and_every_stack_and_converts_both_ways():
+    assert state.STACK_CHOICES == (state.AUTO_STACK, *SOFTWARE_STACKS)
+    for given, widget in ((None, state.AUTO_STACK), ("llm_recipe", "llm_recipe")):
+        d = scenario_to_dict(_scenario(**({"stack": given} if given else {})))
+        w = state.to_widgets(d)
+        assert w["stack"] == widget
+        assert state.from_widgets(d, w)["training"].get("stack") == given
+
+
+def test_the_plan_says_its_stack_and_whether_it_was_defaulted(inputs):
+    plan = build_plan(_scenario(), inputs)
+    assert (plan.stack, plan.stack_defaulted) == (DEFAULT_STACKS["decoder"], True)
+    plan = build_plan(_scenario(stack="torch_compile"), inputs)
+    assert (plan.stack, plan.stack_defaulted) == ("torch_compile", False)
+
+
+def test_the_stack_does_not_change_the_planned_time_in_this_slice(inputs):
+    a, b = build_plan(_scenario(), inputs), build_plan(_scenario(stack="hand_fused"), inputs)
+    assert [o.step for o in a.options] == [o.step for o in b.options]
+
+
+def test_throughput_and_mfu_follow_from_the_step_time_flops_and_peak():
+    # 8 GPUs at 400 samples/s in all: 50 samples/s each; 1e12 model FLOPs a sample: 50 TFLOP/s against 312 peak
+    t = option_throughput(400.0, 8, model_flops_per_sample=1e12, tokens_per_sample=2048.0, peak_tflops=312.0)
+    assert t.samples_per_s_per_gpu == pytest.approx(50.0)
+    assert t.tokens_per_s_per_gpu == pytest.approx(102_400.0)
+    assert t.model_tflops_per_s_per_gpu == pytest.approx(50.0)
+    assert t.mfu == pytest.approx(50.0 / 312.0)
+    unknown = option_throughput(400.0, 8, model_flops_per_sample=None, tokens_per_sample=None, peak_tflops=312.0)
+    assert unknown.mfu is None and unknown.tokens_per_s_per_gpu is None
+
+
+def test_each_option_s_mfu_is_its_flops_over_its_step_time_and_the_gpu_peak(inputs):
+    """GPT-2 124M: the plan's own FLOPs per sample x global batch / step time / GPUs / dense bf16 peak."""
+    plan = build_plan(_scenario(), inputs)
+    flops = plan.model.flops_per_sample
+    assert flops and plan.model.seq_len == 1024
+    timed = [o for o in plan.options if o.step is not None]
+    assert len(timed) == 4
+    for o in timed:
+        peak = inputs.profiles[o.gpu_id].peak_tflops["bf16"]
+        expected = flops * 64 / o.step.step_time_s / o.n_gpus / (peak * 1e12)
+        assert o.throughput.mfu == pytest.approx(expected, rel=1e-9), o.id
+        assert o.throughput.tokens_per_s_per_gpu == pytest.approx(64 * 1024 / o.step.step_time_s / o.n_gpus)
+        assert 0 < o.throughput.mfu < 1, o.id
+
+
+def test_frozen_weights_and_recompute_are_not_model_flops(inputs):
+    """MFU counts the model's FLOPs (PaLM App. B): checkpointing's recompute adds time, not model FLOPs; a LoRA
+    step computes no weight gradients for the frozen base (backward 1 + f_T forward units, not 2)."""
+    plain = build_plan(_scenario(), inputs).options[0]
+    recompute = build_plan(_scenario(activation_checkpointing=True), inputs).options[0]
+    assert recompute.throughput.model_tflops_per_s_per_gpu == pytest.approx(
+        plain.throughput.model_tflops_per_s_per_gpu * plain.step.step_time_s / recompute.step.step_time_s)
+    lora = build_plan(_scenario(adapter={"kind": "lora", "rank": 8}), inputs)
+    o = lora.options[0]
+    per_sample = o.throughput.model_tflops_per_s_per_gpu * 1e12 / o.throughput.samples_per_s_per_gpu
+    assert per_sample < 0.75 * lora.model.flops_per_sample
+
+
+def test_a_vision_model_counts_samples_not_tokens(inputs):
+    d = copy.deepcopy(BASE)
+    d["model"] = {"name": "resnet50"}
+    plan = build_plan(parse_scenario(d, "r.yaml"), inputs)
+    o = next(o for o in plan.options if o.step is not None)
+    assert o.throughput.tokens_per_s_per_gpu is None
+    assert o.throughput.samples_per_s_per_gpu == pytest.approx(o.step.samples_per_s / o.n_gpus)
