@@ -4,6 +4,7 @@ family, carried by the plan with what its step time implies per GPU (tokens or s
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -11,9 +12,11 @@ from planner.engine.plan import build_plan
 from planner.engine.stack import planned_stack
 from planner.engine.throughput import option_throughput
 from planner.inputs.folders import load_inputs
-from planner.inputs.scenario import field_default, parse_scenario, scenario_to_dict
+from planner.inputs.scenario import field_default, load_scenario_file, parse_scenario, scenario_to_dict
 from planner.vocab import DEFAULT_STACKS, MODEL_FAMILIES, SOFTWARE_STACKS
 from ui import state
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BASE = {"schema": "trainplan.scenario/1", "model": {"name": "gpt2"},
         "training": {"global_batch": 64, "precisions": ["bf16"]},
@@ -116,3 +119,12 @@ def test_a_vision_model_counts_samples_not_tokens(inputs):
     o = next(o for o in plan.options if o.step is not None)
     assert o.throughput.tokens_per_s_per_gpu is None
     assert o.throughput.samples_per_s_per_gpu == pytest.approx(o.step.samples_per_s / o.n_gpus)
+
+
+def test_the_default_is_what_the_users_run_per_family(inputs):
+    """docs/methods.md#software-stack: eager loops for vision and small models (the seed articles, bench itself);
+    Hugging Face Trainer/PEFT with transformers' default SDPA attention for the Hub's encoders and decoders."""
+    assert {f for f, s in DEFAULT_STACKS.items() if s == "hf_trainer_sdpa"} == {"encoder", "decoder"}
+    assert {f for f, s in DEFAULT_STACKS.items() if s == "pytorch_eager"} == {"cnn", "vit", "rnn", "mlp", "custom"}
+    gpt2 = build_plan(load_scenario_file(ROOT / "scenarios" / "gpt2-124m-10b-tokens.yaml"), inputs)
+    assert (gpt2.stack, gpt2.stack_defaulted) == ("torch_compile", False)  # nanoGPT's own setting

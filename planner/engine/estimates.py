@@ -216,7 +216,7 @@ class Throughput:
     tokens_per_s_per_gpu: float | None  # None: not a sequence model (or no sequence length)
     model_tflops_per_s_per_gpu: float | None  # model FLOPs (no recompute) per second per GPU, 1e12 FLOP/s
     peak_tflops: float | None  # the GPU's dense peak at the option's precision
-    mfu: float | None  # model_tflops_per_s_per_gpu / peak_tflops (PaLM's MFU, Chowdhery et al. 2022, App. B)
+    mfu: float | None  # model_tflops_per_s_per_gpu / peak_tflops (PaLM's MFU, Chowdhery et al. 2022, §4.1 and App. B)
 
 
 @dataclass(frozen=True)
