@@ -13,6 +13,7 @@ from planner.engine.stack import planned_stack
 from planner.engine.throughput import option_throughput
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import field_default, load_scenario_file, parse_scenario, scenario_to_dict
+from planner.present.planjson import plan_to_dict
 from planner.vocab import DEFAULT_STACKS, MODEL_FAMILIES, SOFTWARE_STACKS
 from ui import state
 
@@ -128,3 +129,17 @@ def test_the_default_is_what_the_users_run_per_family(inputs):
     assert {f for f, s in DEFAULT_STACKS.items() if s == "pytorch_eager"} == {"cnn", "vit", "rnn", "mlp", "custom"}
     gpt2 = build_plan(load_scenario_file(ROOT / "scenarios" / "gpt2-124m-10b-tokens.yaml"), inputs)
     assert (gpt2.stack, gpt2.stack_defaulted) == ("torch_compile", False)  # nanoGPT's own setting
+
+
+def test_the_plan_json_carries_the_stack_and_each_option_s_rate_and_mfu(inputs):
+    plan = build_plan(_scenario(), inputs)
+    d = plan_to_dict(plan)
+    assert (d["stack"], d["stack_defaulted"]) == ("hf_trainer_sdpa", True)
+    for o, row in zip(plan.options, d["options"], strict=True):
+        tp = row["throughput_per_gpu"]
+        # every figure follows from the option's own step time, the model's FLOPs and the GPU's bf16 peak
+        flops_per_s = plan.model.flops_per_sample * 64 / row["step_time_s"] / o.n_gpus
+        assert tp["model_tflops_per_s"] == pytest.approx(flops_per_s / 1e12, rel=1e-3)
+        assert tp["mfu"] == pytest.approx(flops_per_s / (tp["peak_tflops"] * 1e12), rel=2e-3)
+        assert tp["tokens_per_s"] == pytest.approx(64 * 1024 / row["step_time_s"] / o.n_gpus, rel=1e-3)
+        assert tp["peak_tflops"] == inputs.profiles[o.gpu_id].peak_tflops["bf16"]
