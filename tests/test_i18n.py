@@ -34,6 +34,7 @@ SAME_IN_BOTH = {
     "no", "english", "español", "adam", "adamw", "adafactor", "sgd", "gpu", "gpus", "gib", "gb", "ms", "kwh", "usd",
     "tflops", "tdp", "spot", "pue", "mfu", "nccl", "cuda", "lora", "qlora", "zero", "fsdp", "fp32", "tf32", "fp16",
     "bf16", "fp8", "p10", "p50", "p90", "forward", "backward", "id", "h", "s", "w", "b", "eager", "sdpa", "flash", "error",
+    "tokens",
 }
 
 # The seed articles' vocabulary (../shared/seeds/) that the Spanish app must use for these ideas.
