@@ -4,6 +4,7 @@ family, carried by the plan with what its step time implies per GPU (tokens or s
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from planner.engine.throughput import option_throughput
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import field_default, load_scenario_file, parse_scenario, scenario_to_dict
 from planner.present.planjson import plan_to_dict
+from planner.present.viewmodel import planned_for_sentence
 from planner.vocab import DEFAULT_STACKS, MODEL_FAMILIES, SOFTWARE_STACKS
 from ui import state
 
@@ -143,3 +145,12 @@ def test_the_plan_json_carries_the_stack_and_each_option_s_rate_and_mfu(inputs):
         assert tp["mfu"] == pytest.approx(flops_per_s / (tp["peak_tflops"] * 1e12), rel=2e-3)
         assert tp["tokens_per_s"] == pytest.approx(64 * 1024 / row["step_time_s"] / o.n_gpus, rel=1e-3)
         assert tp["peak_tflops"] == inputs.profiles[o.gpu_id].peak_tflops["bf16"]
+
+
+def test_a_family_outside_the_vocabulary_is_planned_and_said_as_a_custom_model(inputs):
+    """A result file may name any family: the default and the sentence are a custom model's, never a KeyError."""
+    plan = build_plan(_scenario(), inputs)
+    odd = dataclasses.replace(plan, model=dataclasses.replace(plan.model, family="diffusion"))
+    assert planned_stack(None, "diffusion").stack == DEFAULT_STACKS["custom"]
+    assert "(custom model)" in planned_for_sentence(odd, "en")
+    assert "(modelo propio)" in planned_for_sentence(odd, "es")

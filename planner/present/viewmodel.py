@@ -15,7 +15,7 @@ from planner.present import fmt
 from planner.present.charts import option_label
 from planner.present.i18n import t
 from planner.present.notes import render_note
-from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, GIB, QUOTE_MAX_AGE_DAYS
+from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, GIB, MODEL_FAMILIES, QUOTE_MAX_AGE_DAYS
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,9 @@ def planned_for_sentence(plan: Plan, locale: str) -> str:
         return ""
     stack = t(f"common.stack.{plan.stack}", locale)
     if plan.stack_defaulted and plan.model is not None:
-        return t("summary.planned_for_default", locale, stack=stack,
-                 family=t(f"common.family.{plan.model.family}", locale))
+        # a result file may name a family outside the vocabulary: planned (and said) as a custom model's
+        family = plan.model.family if plan.model.family in MODEL_FAMILIES else "custom"
+        return t("summary.planned_for_default", locale, stack=stack, family=t(f"common.family.{family}", locale))
     return t("summary.planned_for", locale, stack=stack)
 
 
