@@ -157,6 +157,7 @@ def _measurement_row(ctx: Context, stats: dict, noisy: bool, peaks: tuple, finit
         "first_step_peak_bytes": None, "device_used_bytes": None, "memory_breakdown_bytes": {},
         "achieved_tflops": None, "mfu": None, "mfu_peak_key": None, "gpu_util_pct": None, "power_w": None,
         "energy_j_per_step": None, "loss_finite": finite, "grad_scaler_skips": None, **unmeasured_fields(unmeasured),
+        "provenance": dict(harness.MEASURED_PROVENANCE),
     }
 
 

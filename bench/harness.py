@@ -15,7 +15,7 @@ from bench.precision import PrecisionPlan, set_fp32_mode
 from bench.stats import step_time_block, summarize
 from bench.telemetry import NullSampler, WindowReading
 from planner.inputs.reasons import reason_fields, unmeasured_fields
-from planner.vocab import Reason
+from planner.vocab import Reason, SoftwareStack
 
 CPU_MEMORY_REASON = Reason("cpu_memory")
 
@@ -352,12 +352,18 @@ def memory_breakdown(raw: RawMeasurement, has_memory_stats: bool) -> tuple[dict,
     return parts, unmeasured
 
 
+# The stack this harness measures (a measurement's provenance.stack): a hand-written eager PyTorch loop, no
+# torch.compile (docs/schemas.md#bench-result, issue 32).
+STACK: SoftwareStack = "pytorch_eager"
+MEASURED_PROVENANCE = {"kind": "measured", "stack": STACK}
+
+
 def to_record(precision: str, batch_size: int, status: str, reason: Reason | None, raw: RawMeasurement | None,
               ctx: RecordContext, steps: int, has_memory_stats: bool, note: Reason | None = None) -> dict:
     """One `measurements[]` row (schema /2): every null numeric field has its reason in `unmeasured`; the step
     times are kept raw, and `noisy` says their IQR is over 10% of the median."""
     row = {"source": "measured", "precision": precision, "batch_size": batch_size, "status": status,
-           **reason_fields(reason or note)}
+           **reason_fields(reason or note), "provenance": dict(MEASURED_PROVENANCE)}
     if raw is None:
         return row
     stats, noisy = step_time_block(raw.step_times_s)

@@ -149,6 +149,14 @@ LEGACY_STACKS: dict[str, SoftwareStack | None] = {"vanilla_pytorch": "pytorch_ea
                                                   "other_framework": None}
 # Every value provenance.stack may hold (the stacks, then the legacy classes).
 STACKS: tuple[str, ...] = (*SOFTWARE_STACKS, *LEGACY_STACKS)
+# The stack a plan is made for when the scenario names none (training.stack absent or "auto"), by model family
+# (MODEL_FAMILIES); the one owner of that default. Why each: docs/methods.md#software-stack. In short: the seed
+# articles' users write their own eager loops (autocast + GradScaler, DataLoader, DDP) for vision and small models;
+# the encoders and decoders they fine-tune are Hugging Face Hub checkpoints, trained with the Trainer / Accelerate /
+# PEFT, where transformers picks PyTorch's SDPA attention by default (FlashAttention-2 is a separate install).
+DEFAULT_STACKS: dict[str, SoftwareStack] = {
+    "cnn": "pytorch_eager", "vit": "pytorch_eager", "encoder": "hf_trainer_sdpa", "decoder": "hf_trainer_sdpa",
+    "rnn": "pytorch_eager", "mlp": "pytorch_eager", "custom": "pytorch_eager"}
 # The arithmetic a published run really used ("AMP" or "mixed precision" as published is fp16 or bf16).
 EffectivePrecision = Literal["fp32", "tf32", "fp16", "bf16", "unknown"]
 EFFECTIVE_PRECISIONS: tuple[EffectivePrecision, ...] = (*PRECISIONS, "unknown")

@@ -174,6 +174,8 @@ def test_records_from_a_fake_gpu_are_valid_and_null_only_with_reasons():
     assert m.achieved_tflops == pytest.approx(1e9 * 16 / 0.016 / 1e12)
     assert m.mfu == pytest.approx(m.achieved_tflops / 989.4) and m.mfu_peak_key == "bf16"
     assert m.energy_j_per_step == pytest.approx(6.5)
+    # the stack this harness measures, for the planner and the corpus (issue 32): eager PyTorch, no torch.compile
+    assert (m.provenance.kind, m.provenance.stack) == ("measured", "pytorch_eager")
     assert m.peak_allocated_bytes == mem.peak(16)
     assert set(m.memory_breakdown_bytes) == {"weights", "grads", "optimizer", "activations", "transients"}
     assert m.grad_scaler_skips is None and "grad_scaler_skips" in m.unmeasured

@@ -18,6 +18,7 @@ from planner.vocab import (
     PRECISIONS,
     REGION_GROUPS,
     SHARDINGS,
+    SOFTWARE_STACKS,
     SOURCE_KINDS,
     TIERS,
     TOPOLOGIES,
@@ -33,6 +34,7 @@ SAME_IN_BOTH = {
     "no", "english", "español", "adam", "adamw", "adafactor", "sgd", "gpu", "gpus", "gib", "gb", "ms", "kwh", "usd",
     "tflops", "tdp", "spot", "pue", "mfu", "nccl", "cuda", "lora", "qlora", "zero", "fsdp", "fp32", "tf32", "fp16",
     "bf16", "fp8", "p10", "p50", "p90", "forward", "backward", "id", "h", "s", "w", "b", "eager", "sdpa", "flash", "error",
+    "tokens",
 }
 
 # The seed articles' vocabulary (../shared/seeds/) that the Spanish app must use for these ideas.
@@ -128,7 +130,7 @@ def test_keys_the_app_names_exist():
         "common.origin": ("published", "user", "on_prem"), "common.precision": PRECISIONS,
         "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
         "common.region_group": REGION_GROUPS, "common.topology": TOPOLOGIES,
-        "app.sidebar.confidence": DEADLINE_CONFIDENCES,
+        "app.sidebar.confidence": DEADLINE_CONFIDENCES, "common.stack": SOFTWARE_STACKS,
     }
     # columns: every one is rendered by the AppTest tests, in both languages; app.sidebar.<field>: plan_page's
     # field_label names a clamped field by its sidebar label and falls back to the field's key (tr_or)

@@ -221,3 +221,20 @@ def test_clamped_values_are_named_in_the_page_in_english_and_spanish():
         at.run()
         warned = " ".join(w.value for w in at.warning).replace("\\", "")
         assert words in warned and "(deadline_hours)" in warned, warned
+
+
+def test_the_plan_page_says_which_stack_it_plans_for_and_the_rate_per_gpu_in_english_and_spanish():
+    """Issue 32 b: 'planned for: <stack>' near the headline, with the recommended option's samples (or tokens) per
+    second per GPU and MFU; choosing a stack in the sidebar names it and drops 'the default for ...'."""
+    at = fresh()
+    text = _text(at)
+    assert "Planned for: PyTorch, eager (plain training loop) — the default for this model family" in text, text
+    assert "samples/s at" in text and "MFU" in text
+    at.selectbox(key="stack").set_value("torch_compile").run()
+    assert not at.exception
+    text = _text(at)
+    assert "Planned for: PyTorch with torch.compile." in text and "the default for this model family" not in text
+    at.radio(key="ui_lang").set_value("es").run()
+    text = _text(at)
+    assert "Planificado para: PyTorch con torch.compile." in text, text
+    assert "ejemplos/s con un MFU de" in text

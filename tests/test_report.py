@@ -116,6 +116,24 @@ def test_key_numbers_equal_the_plans_in_pdf_text(plan, scenario, locale):
         assert flat(number) in text, number
 
 
+@pytest.mark.parametrize(("locale", "planned", "rate"), [("en", "Planned for:", "samples/s"),
+                                                          ("es", "Planificado para:", "ejemplos/s")])
+def test_the_report_says_the_stack_and_the_rate_and_mfu_per_gpu(plan, scenario, locale, planned, rate):
+    """Issue 32 b: 'planned for: <stack>' and, for the recommended option, samples (ResNet-50: not tokens) per second
+    per GPU and MFU, the numbers the plan holds, in every format."""
+    o = plan.option(plan.recommendation.primary)
+    stack = catalog(locale)[f"common.stack.{plan.stack}"]
+    numbers = [fmt.sig(o.throughput.samples_per_s_per_gpu, locale), fmt.percent(o.throughput.mfu, locale)]
+    docs = {"html": html_text(render_report(plan, scenario, "html", locale=locale, today=TODAY)),
+            "markdown": md_text(render_report(plan, scenario, "markdown", locale=locale, today=TODAY)),
+            "pdf": pdf_text(render_report(plan, scenario, "pdf", locale=locale, today=TODAY))}
+    for name, doc in docs.items():
+        assert f"{planned} {flat(stack)}" in doc, name
+        assert "MFU" in doc and rate in doc and "tokens/s" not in doc, name
+        for number in numbers:
+            assert flat(number) in doc, (name, number)
+
+
 def test_region_decides_the_separators(plan, scenario):
     steps = plan.option(plan.recommendation.primary).convergence.steps
     assert steps >= 1000

@@ -79,6 +79,10 @@ BAD_CASES = [
     ("batch as text", _with("training.global_batch", "many"), "training.global_batch", "integer"),
     ("precision unknown", _with("training.precisions", ["fp64"]), "training.precisions[0]", "fp32"),
     ("optimizer unknown", _with("training.optimizer", "lion"), "training.optimizer", "adamw"),
+    # every choice listed, the first and the last of planner.vocab.SOFTWARE_STACKS among them
+    ("stack unknown", _with("training.stack", "jax"), "training.stack",
+     "one of pytorch_eager, torch_compile, hf_trainer_sdpa, hf_trainer_fa2, lightning, llm_recipe, fused_kernels, "
+     "deepspeed, megatron, hand_fused, vendor_container"),
     ("no workload amount", _with("workload.epochs", _DELETE), "workload.epochs", "exactly one of"),
     ("two workload amounts", _with("workload.tokens", 1e9), "workload.epochs", "exactly one of"),
     ("micro not dividing", _with("training.micro_batch", 48), "training.micro_batch", "divisor of the per-GPU batch"),

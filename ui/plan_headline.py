@@ -10,7 +10,7 @@ from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
-from planner.present.viewmodel import plan_view
+from planner.present.viewmodel import plan_view, planned_for_sentence
 from ui.i18n_ui import locale, tr
 from ui.markup import gib, md, trm
 
@@ -33,6 +33,8 @@ def headline(plan: Plan, scenario: Scenario) -> tuple[PlanOption | None, tuple[s
     view = plan_view(plan, scenario, loc)
     st.subheader(md(view.headline))
     st.markdown(md(view.setting))
+    st.markdown(md(view.planned_for))  # the stack the plan is made for, and what its step time means per GPU
+    st.caption(md(view.throughput))
     cols = st.columns(4)
     said = tr("common.yes") if primary.fits else tr("app.chart.fit_unknown")  # None: no activation figure
     cols[0].metric(tr("app.metric.fits"), said,
@@ -66,6 +68,8 @@ def attention_box(sentences: tuple[str, ...]) -> None:
 
 def _no_recommendation(plan: Plan) -> PlanOption | None:
     loc = locale()
+    if said := planned_for_sentence(plan, loc):
+        st.markdown(md(said))
     if not any(o.fits or o.fits is None for o in plan.options):
         o = closest_to_fitting(plan)
         st.subheader(tr("app.main.nothing_fits_title"))

@@ -24,7 +24,7 @@ from ui.panels import lazy_expander
 DECISION = ("role", "gpu", "n_gpus", "precision", "fits", "hours", "hours_range", "cost", "cost_range", "gpu_hours",
             "sources")
 DETAILS = ("topology", "micro_batch", "grad_accum", "memory_gib", "capacity_gib", "headroom_pct", "step_s",
-           "samples_per_s", "steps", "hours_low", "hours_high", "cost_usd", "price", "energy_kwh", "memory_source",
+           "samples_per_s", "per_gpu", "mfu_pct", "steps", "hours_low", "hours_high", "cost_usd", "price", "energy_kwh", "memory_source",
            "step_source", "steps_source", "price_source", "notes", "option")
 COLUMNS = DECISION + DETAILS
 
@@ -121,6 +121,10 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
         "memory_source": lambda o, m, s, c, conv: once(m.source, source_text, m.source) if m else "—",
         "step_s": lambda o, m, s, c, conv: _round(s.step_time_s, 4) if s else None,
         "samples_per_s": lambda o, m, s, c, conv: _round(s.samples_per_s, 1) if s else None,
+        # the step time per GPU in a log's units (tokens/s for sequence models) and MFU, from the engine
+        "per_gpu": lambda o, m, s, c, conv: _round(_per_gpu(o), 1),
+        "mfu_pct": lambda o, m, s, c, conv: _round(100 * o.throughput.mfu, 1) if o.throughput and o.throughput.mfu
+        is not None else None,
         "step_source": lambda o, m, s, c, conv: once(s.source, source_text, s.source) if s else "—",
         "steps": lambda o, m, s, c, conv: _round(conv.steps, 0) if conv else None,
         "steps_source": lambda o, m, s, c, conv: once(conv.source, source_text, conv.source) if conv else "—",
@@ -145,10 +149,20 @@ def options_frame(plan: Plan, fits_only: bool = False, scenario: Scenario | None
         for k in wanted:
             data[k].append(cells[k](*parts))
     # (cost_usd is left out in USD: the decision's cost column is already in USD)
-    return pd.DataFrame({header(k, currency): v for k, v in data.items()})
+    tokens = any(o.throughput is not None and o.throughput.tokens_per_s_per_gpu is not None for o in plan.options)
+    return pd.DataFrame({header(k, currency, tokens=tokens): v for k, v in data.items()})
 
 
-def header(key: str, currency: str) -> str:
+def _per_gpu(o: PlanOption) -> float | None:
+    tp = o.throughput
+    if tp is None:
+        return None
+    return tp.tokens_per_s_per_gpu if tp.tokens_per_s_per_gpu is not None else tp.samples_per_s_per_gpu
+
+
+def header(key: str, currency: str, *, tokens: bool = False) -> str:
+    if key == "per_gpu":
+        return tr("app.col.tokens_per_gpu" if tokens else "app.col.samples_per_gpu")
     if key == "cost":
         return tr("app.col.cost_local", currency=currency)
     if key == "hours_range":
@@ -176,7 +190,7 @@ def price_text(c: CostEstimate | None) -> str:
 
 
 # Digits shown per numeric column (the values stay full numbers, so sorting is numeric).
-TABLE_DIGITS = (("micro_batch", 0), ("grad_accum", 0), ("memory_gib", 2), ("capacity_gib", 1), ("headroom_pct", 1), ("step_s", 4), ("samples_per_s", 1),
+TABLE_DIGITS = (("micro_batch", 0), ("grad_accum", 0), ("memory_gib", 2), ("capacity_gib", 1), ("headroom_pct", 1), ("step_s", 4), ("samples_per_s", 1), ("mfu_pct", 1),
                 ("steps", 0), ("hours", 2), ("hours_low", 2), ("hours_high", 2), ("gpu_hours", 1), ("cost_usd", 2),
                 ("price", 3), ("energy_kwh", 1))
 
@@ -267,6 +281,9 @@ def render_table(plan: Plan, scenario: Scenario | None = None) -> pd.DataFrame:
                                                                      width=narrow.get(key))
         formats[tr(f"app.col.{key}")] = number_formatter(digits)
     config[header("cost", currency)] = st.column_config.NumberColumn(width=72, help=tr("app.col_help.cost_usd"))
+    for per_gpu in (tr("app.col.tokens_per_gpu"), tr("app.col.samples_per_gpu")):  # the one this model's logs count
+        config[per_gpu] = st.column_config.NumberColumn(help=tr("app.col_help.per_gpu"))
+        formats[per_gpu] = number_formatter(0)
     # Without "Show details" only the decision columns are made and sent: with the details hidden by column_order
     # (before) the 200-row table was 1.3 MB per plan change, most of the page's bytes and of the browser's work,
     # and its notes and sources most of the run's time (perf/app_speed.py --browser).

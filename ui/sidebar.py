@@ -196,6 +196,7 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         "model_name": _Choices([*model_names, state.CUSTOM_MODEL],
                                choice_label(None, {state.CUSTOM_MODEL: "app.sidebar.model_custom"}), _on_model),
         "model_attention": _Choices(state.ATTENTION_CHOICES, choice_label("app.sidebar.attentions")),
+        "stack": _Choices(state.STACK_CHOICES, choice_label("common.stack", {state.AUTO_STACK: "app.sidebar.stack_auto"})),
         "gpus_all": _Choices((), str, _on_gpus_all, (known,)),
         "gpus": _Choices(sorted(profiles), lambda g: profiles[g].name if g in profiles else g),
         "provider": _Choices(["cheapest", *providers],

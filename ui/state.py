@@ -25,7 +25,7 @@ from planner.inputs.scenario import (
 )
 from planner.inputs.zoo_catalog import canonical_id, load_catalog, lookup
 from planner.present.i18n import language_of
-from planner.vocab import MODEL_ATTENTIONS
+from planner.vocab import MODEL_ATTENTIONS, SOFTWARE_STACKS
 
 CUSTOM_MODEL = "__custom__"
 BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
@@ -40,6 +40,8 @@ SEEDS: dict[str, Any] = {"t_layers": 12, "t_hidden": 768, "t_heads": 12, "t_seq_
                          "epochs": 1.0, "tokens": 1.0e9}
 AUTO_ATTENTION = "auto"  # the model.attention widget's "not set": chosen per GPU, precision and family
 ATTENTION_CHOICES = (AUTO_ATTENTION, *MODEL_ATTENTIONS)
+AUTO_STACK = "auto"  # the training.stack widget's "not set": the model family's default (planner.vocab.DEFAULT_STACKS)
+STACK_CHOICES = (AUTO_STACK, *SOFTWARE_STACKS)
 # The model's own numbers: cleared when the user picks another model.
 MODEL_NUMBER_KEYS = tuple(f.key for f in FIELDS if f.key and f.widget == "number" and f.path.count(".") == 1
                           and f.path.startswith("model."))
@@ -52,7 +54,7 @@ BOUNDS = fields.BOUNDS
 
 # Widgets converted by name below (a sentinel, a section that is there or not, a value that has two forms); every
 # other widget row is its scenario value, converted by its row's type.
-_BY_NAME = frozenset({"model_name", "model_attention", "micro_batch", "region_group"})
+_BY_NAME = frozenset({"model_name", "model_attention", "micro_batch", "region_group", "stack"})
 _PLAIN: tuple[Field, ...] = tuple(f for f in FIELDS if f.key and not f.switch and f.key not in _BY_NAME)
 _CONDITION_KEYS = frozenset(c.key for f in FIELDS for c in (*f.shown, *f.enabled)) - {HAS_ATTENTION}
 _CONDITIONAL: tuple[Field, ...] = tuple(f for f in FIELDS if f.key and f.shown)  # the rows that may be hidden
@@ -123,6 +125,7 @@ def to_widgets(d: Mapping[str, Any], clamped: list[tuple[str, Any, Any]] | None 
         "model_name": m.get("name") or CUSTOM_MODEL,
         "model_transformer": m.get("transformer") is not None,
         "model_attention": m.get("attention") or AUTO_ATTENTION,
+        "stack": t.get("stack") or AUTO_STACK,
         "micro_auto": micro == "auto",
         "micro_batch": int(micro) if micro != "auto" else max(1, min(32, int(t["global_batch"]))),
         "adapter_kind": (t["adapter"].get("kind") or field_default("training.adapter.kind")) if t.get("adapter")
@@ -178,6 +181,7 @@ def from_widgets(base: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any
 
     t = d["training"]
     t["micro_batch"] = "auto" if w["micro_auto"] else int(w["micro_batch"])
+    t["stack"] = None if w["stack"] == AUTO_STACK else w["stack"]
     # The widgets own kind, rank, targets and base; knobs without a widget (dropout) stay as loaded.
     t["adapter"] = None if w["adapter_kind"] == NO_ADAPTER else {**t["adapter"], "kind": w["adapter_kind"]}
 

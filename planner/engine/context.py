@@ -123,6 +123,16 @@ def micro_flops(model: ResolvedModel, training: TrainingSetup, micro_batch: int)
         training.activation_checkpointing, trainable_fraction(model, training))
 
 
+def model_flops_per_sample(ctx: PlanContext) -> float | None:
+    """Model FLOPs one training row costs, forward + backward, as MFU counts them (PaLM, Chowdhery et al. 2022,
+    App. B): frozen weights' gradients left out (steptime.compute_factor), activation recompute left out, rows
+    padded short of the sequence length at their padded length (ctx.time_factor). None: FLOPs unknown."""
+    f = ctx.model.flops_per_sample
+    if not f:
+        return None
+    return f * steptime.compute_factor(False, trainable_fraction(ctx.model, ctx.scenario.training)) * ctx.time_factor
+
+
 def _activation_lines(idx: MeasurementIndex, model: ResolvedModel,
                       precision: str) -> dict[str, ActivationLine | None]:
     """Per GPU id (and '*' for any GPU), the activation line fitted on measured or traced peaks."""

@@ -209,6 +209,17 @@ class CostEstimate:
 
 
 @dataclass(frozen=True)
+class Throughput:
+    """A planned step time per GPU in a training log's units (planner/engine/throughput.py)."""
+
+    samples_per_s_per_gpu: float
+    tokens_per_s_per_gpu: float | None  # None: not a sequence model (or no sequence length)
+    model_tflops_per_s_per_gpu: float | None  # model FLOPs (no recompute) per second per GPU, 1e12 FLOP/s
+    peak_tflops: float | None  # the GPU's dense peak at the option's precision
+    mfu: float | None  # model_tflops_per_s_per_gpu / peak_tflops (PaLM's MFU, Chowdhery et al. 2022, §4.1 and App. B)
+
+
+@dataclass(frozen=True)
 class PlanOption:
     id: str
     gpu_id: str
@@ -228,6 +239,8 @@ class PlanOption:
     # How the GPUs are rented, so the time and the price assume the same hardware (planner.vocab.TOPOLOGIES);
     # None for an option that does not fit (never timed).
     topology: str | None = None
+    # The planned step time per GPU in a training log's units (tokens or samples/s, MFU); None when not timed.
+    throughput: Throughput | None = None
 
     @property
     def hours(self) -> float | None:
@@ -274,6 +287,10 @@ class Plan:
     model: ResolvedModel | None = None
     convergence: ConvergenceEstimate | None = None
     trainable_params: int | None = None
+    # The software stack the plan is made for (planner.vocab.SOFTWARE_STACKS) and whether it is the model family's
+    # default (the scenario names none). None for a Plan not built by build_plan.
+    stack: str | None = None
+    stack_defaulted: bool = False
 
     def option(self, option_id: str | None) -> PlanOption | None:
         for o in self.options:

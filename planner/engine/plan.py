@@ -9,13 +9,15 @@ import datetime as dt
 from dataclasses import replace
 
 from planner.engine import advice, cost, memo
-from planner.engine.context import PlanContext, gpu_ids, model_label, plan_context
-from planner.engine.estimates import CostEstimate, Plan, PlanOption, ScalingEstimate, StepEstimate
+from planner.engine.context import PlanContext, gpu_ids, model_flops_per_sample, model_label, plan_context
+from planner.engine.estimates import CostEstimate, Plan, PlanOption, ScalingEstimate, StepEstimate, Throughput
 from planner.engine.notes import PLAN_LEVEL_NOTE_KEYS, Note
 from planner.engine.option import OptionPlan
 from planner.engine.option_memory import option_memory
 from planner.engine.recommend import cost_deadline_hours, recommend
+from planner.engine.stack import planned_stack
 from planner.engine.step_ladder import step_for
+from planner.engine.throughput import SEQUENCE_FAMILIES, option_throughput
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
@@ -40,6 +42,7 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
     rec = recommend(options, scenario.constraints, today)
     warnings: list[Note | str] = [*inputs.problems, *advice.plan_warnings(scenario, options, today)]
     rows = ctx.work.dataset_rows if ctx.work else scenario.workload.dataset_samples
+    stack = planned_stack(scenario.training.stack, ctx.model.family)
     return Plan(
         scenario_name=scenario.name,
         options=tuple(options),
@@ -53,6 +56,8 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         model=ctx.model,
         convergence=ctx.conv,
         trainable_params=ctx.facts.trainable,
+        stack=stack.stack,
+        stack_defaulted=stack.defaulted,
     )
 
 
@@ -123,7 +128,18 @@ def _option(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str) -> PlanOp
         notes.append(Note("fp16_loss_scaling"))
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=mem.fits, step=step, cost=c, scaling=scale, topology=topology,
-                   notes=tuple(dict.fromkeys(notes)))
+                   notes=tuple(dict.fromkeys(notes)), throughput=_throughput(ctx, gpu, n, precision, step))
+
+
+def _throughput(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str, step: StepEstimate) -> Throughput:
+    """The planned step time per GPU in a log's units: tokens/s for sequence models (the tokens the plan counts
+    per training row: the sequence length, or the mean per example unpacked), and MFU at the precision's peak."""
+    model = ctx.model
+    tokens = None
+    if model.family in SEQUENCE_FAMILIES and model.seq_len:
+        tokens = ctx.work.tokens_per_row if ctx.work is not None else float(model.seq_len)
+    return option_throughput(step.samples_per_s, n, model_flops_per_sample=model_flops_per_sample(ctx),
+                             tokens_per_sample=tokens, peak_tflops=gpu.peak_tflops_for(precision))
 
 
 @memo.cached

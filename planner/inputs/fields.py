@@ -43,6 +43,7 @@ from planner.vocab import (
     QKV_LAYOUTS,
     REGION_GROUPS,
     SHARDINGS,
+    SOFTWARE_STACKS,
     STATE_LAYOUTS,
     TIERS,
 )
@@ -235,6 +236,10 @@ FIELDS: tuple[Field, ...] = (
           choice_labels="common.sharding"),
     Field("training.state_layout", str, choices=STATE_LAYOUTS, key="state_layout", widget="select",
           section="training", help="app.sidebar.state_layout_help"),
+    # The software stack the run uses (planner.vocab.SOFTWARE_STACKS); absent: the family's default
+    # (planner.vocab.DEFAULT_STACKS). The widget adds "auto" for that (ui.state.AUTO_STACK).
+    Field("training.stack", str, choices=SOFTWARE_STACKS, key="stack", widget="select", section="training",
+          help="app.sidebar.stack_help", choice_labels="common.stack"),
     Field("training.frozen_fraction", float, "fraction", 0.0, 1.0, key="frozen_fraction", widget="number",
           section="training", help="app.sidebar.frozen_fraction_help", step=0.05, format="%.2f"),
     Field("training.adapter", str, choices=(NO_ADAPTER, *ADAPTER_KINDS), key="adapter_kind", widget="select",

@@ -28,6 +28,7 @@ from planner.vocab import (
     BATCH_UNITS,
     DATA_PARALLELISMS,
     EFFECTIVE_PRECISIONS,
+    LEGACY_STACKS,
     MEMORY_MEANINGS,
     PRECISIONS,
     PROVENANCE_KINDS,
@@ -145,6 +146,8 @@ class Provenance:
     sha256: str | None = None  # of the upstream file, when read from a repository
     lines: int | None = None  # the upstream file's line count
     retrieved: dt.date | None = None
+    # The software stack (planner.vocab.SOFTWARE_STACKS); a class written before issue 32 is read through
+    # LEGACY_STACKS (vanilla_pytorch -> pytorch_eager; optimized_pytorch, other_framework -> None: no stack said).
     stack: str | None = None
     framework: str | None = None
     precision_as_published: str | None = None
@@ -152,6 +155,7 @@ class Provenance:
     precision_reason: str | None = None
     memory_meaning: str | None = None
     published: PublishedFigure | None = None
+    stack_as_written: str | None = None  # provenance.stack exactly as the file has it (a legacy class included)
 
 
 @dataclass(frozen=True)
@@ -679,9 +683,11 @@ def _provenance(r: Reader, kind: str, precision: str, numbers: Mapping, *, statu
     retrieved = p.date("retrieved", None)
     if published and retrieved is None:
         raise p.fail("retrieved", None, "the date the source was read (YYYY-MM-DD)")
+    written = p.choice("stack", STACKS, None)
     return Provenance(
         kind=kind, source=source, sha256=sha256, lines=lines, retrieved=retrieved,
-        stack=p.choice("stack", STACKS, None), framework=p.string("framework", None),
+        stack=LEGACY_STACKS[written] if written in LEGACY_STACKS else written, stack_as_written=written,
+        framework=p.string("framework", None),
         precision_as_published=p.string("precision_as_published", None), precision_effective=effective,
         precision_reason=why, memory_meaning=meaning,
         published=PublishedFigure(figure.number("value", minimum=0, maximum=MAX_NUMBER, exclusive_min=True),

@@ -127,6 +127,9 @@ class TrainingSetup:
     # The global batch the learning rate (and its warm-up) was tuned at: the plan says how to scale them to
     # global_batch. None: a reference run's batch when the workload has them, else no factor.
     lr_reference_batch: int | None = None
+    # The software stack the run uses (planner.vocab.SOFTWARE_STACKS): the plan says which it is made for. None:
+    # the model family's default (planner.vocab.DEFAULT_STACKS, planner.engine.stack.planned_stack).
+    stack: str | None = None
 
 
 @dataclass(frozen=True)

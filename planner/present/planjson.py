@@ -56,6 +56,12 @@ def option_to_dict(o: PlanOption) -> dict:
         "step_time_range_s": _pair(s.band_s) if s else None,
         "range_meaning": s.band_meaning if s else None,
         "samples_per_s": _r(s.samples_per_s) if s else None,
+        # What the step time means per GPU (same source as step_time_source): docs/methods.md#software-stack
+        "throughput_per_gpu": ({"samples_per_s": _r(tp.samples_per_s_per_gpu),
+                                "tokens_per_s": _r(tp.tokens_per_s_per_gpu),
+                                "model_tflops_per_s": _r(tp.model_tflops_per_s_per_gpu),
+                                "peak_tflops": _r(tp.peak_tflops), "mfu": _r(tp.mfu)}
+                               if (tp := o.throughput) is not None else None),
         "steps": _r(conv.steps, 6) if conv else None,
         "epochs": _r(conv.epochs) if conv and conv.epochs is not None else None,
         "convergence_source": source_text(conv.source) if conv else None,
@@ -96,6 +102,8 @@ def plan_to_dict(plan: Plan, inputs_profiles: list[str] | None = None) -> dict:
         "schema": SCHEMA,
         "trainplan_version": __version__,
         "scenario_name": plan.scenario_name,
+        "stack": plan.stack,
+        "stack_defaulted": plan.stack_defaulted,
         "inputs": {"profiles": list(inputs_profiles or plan.profiles_used),
                    "result_files": [display_path(p) for p in plan.result_files_used]},
         "options": [option_to_dict(o) for o in plan.options],

@@ -126,7 +126,7 @@ def published_rows(results: Sequence[ResultFile]) -> list[PublishedRow]:
                 unit=p.published.unit if p.published else "oom",
                 micro_step_ms=step * 1e3 if step else None,
                 planned=m.is_one_gpu and step is not None,
-                stack=p.stack or "?", retrieved=p.retrieved.isoformat() if p.retrieved else "?",
+                stack=p.stack or p.stack_as_written or "?", retrieved=p.retrieved.isoformat() if p.retrieved else "?",
                 citation=p.source or "?", url=citation_url(p.source or ""), path=r.path))
     return sorted(out, key=lambda x: (x.source_slug, x.model, x.gpu_id, x.gpu_count, x.precision, x.batch_per_gpu))
 

@@ -7,7 +7,7 @@ import math
 from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.present.fmt import MISSING, SCIENTIFIC_FROM
 from planner.present.notes import english, parts_text
-from planner.present.viewmodel import trade_off
+from planner.present.viewmodel import planned_for_sentence, throughput_sentence, trade_off
 from planner.vocab import GIB
 
 COLUMNS = (
@@ -55,7 +55,7 @@ def _row(o: PlanOption) -> list[str]:
 
 
 def render_table(plan: Plan) -> str:
-    lines = [f"Plan: {plan.scenario_name}", ""]
+    lines = [f"Plan: {plan.scenario_name}", *filter(None, [planned_for_sentence(plan, "en")]), ""]
     header = [name for name, _ in COLUMNS]
     rows = [_row(o) for o in plan.options]
     widths = [max(w, *(len(r[i]) for r in rows)) if rows else w for i, (_, w) in enumerate(COLUMNS)]
@@ -85,6 +85,8 @@ def recommendation_lines(plan: Plan) -> list[str]:
            f"{_fmt(c.hours)} h [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}], {_money(c.usd)} USD "
            f"({_money(c.amount_in_currency)} {c.currency}) — {parts_text(r.reason, 'en')}"]
     runner = plan.option(r.runner_up)
+    if rate := throughput_sentence(primary, "en"):
+        out.append(rate)
     out.append(f"Runner-up: {runner.id}: {trade_off(primary, runner, 'en')}" if runner
                else "Runner-up: none (no other point on the time-cost frontier)")
     out.append(f"Cheapest within the deadline: {r.cheapest_within_deadline or 'none meets the deadline'}")

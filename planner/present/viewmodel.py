@@ -15,7 +15,7 @@ from planner.present import fmt
 from planner.present.charts import option_label
 from planner.present.i18n import t
 from planner.present.notes import render_note
-from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, GIB, QUOTE_MAX_AGE_DAYS
+from planner.vocab import EXCHANGE_RATE_MAX_AGE_DAYS, GIB, MODEL_FAMILIES, QUOTE_MAX_AGE_DAYS
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,18 @@ class PlanView:
     # What must be checked before deciding, in a few plain sentences (attention_sentences): the Plan page's
     # headline area and page 1 of every report show these, not only the per-option notes.
     warnings: tuple[str, ...] = ()
+    # "Planned for: <stack>" (the scenario's training.stack or the family's default), and what the recommended
+    # option's step time means per GPU (tokens or samples/s, MFU) to hold against a training log.
+    planned_for: str = ""
+    throughput: str = ""
 
     @property
     def summary(self) -> tuple[str, ...]:
         """The executive summary, in reading order."""
         if self.primary is None:
-            return (self.headline, self.counts)
-        return tuple(s for s in (self.setting, self.time, self.cost, self.deadline, self.budget, self.reason,
-                                 self.runner, self.unpriced, *self.advice, self.counts) if s)
+            return tuple(s for s in (self.headline, self.planned_for, self.counts) if s)
+        return tuple(s for s in (self.setting, self.planned_for, self.time, self.throughput, self.cost, self.deadline,
+                                 self.budget, self.reason, self.runner, self.unpriced, *self.advice, self.counts) if s)
 
     @property
     def decision(self) -> tuple[str, ...]:
@@ -71,7 +75,8 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None
     if primary is None or primary.cost is None:
         key = "none_fit" if n_fit == 0 else "none_priced"
         none = t(f"summary.{key}", locale, tier=scenario.pricing.tier)
-        return PlanView(locale, None, None, None, none, "", "", "", "", "", "", "", "", counts)
+        return PlanView(locale, None, None, None, none, "", "", "", "", "", "", "", "", counts,
+                        planned_for=planned_for_sentence(plan, locale))
     c = primary.cost
     return PlanView(
         locale=locale,
@@ -98,7 +103,46 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None
         unpriced=unpriced_sentence(plan, scenario, locale),
         advice=advice_sentences(plan, scenario, primary, locale),
         warnings=attention_sentences(plan, scenario, locale, today or dt.date.today()),
+        planned_for=planned_for_sentence(plan, locale),
+        throughput=throughput_sentence(primary, locale),
     )
+
+
+def planned_for_sentence(plan: Plan, locale: str) -> str:
+    """'Planned for: Hugging Face Trainer / Accelerate / PEFT, SDPA attention (the default for ...)'; "" for a plan
+    without a stack (not built by build_plan)."""
+    if plan.stack is None:
+        return ""
+    stack = t(f"common.stack.{plan.stack}", locale)
+    if plan.stack_defaulted and plan.model is not None:
+        # a result file may name a family outside the vocabulary: planned (and said) as a custom model's
+        family = plan.model.family if plan.model.family in MODEL_FAMILIES else "custom"
+        return t("summary.planned_for_default", locale, stack=stack, family=t(f"common.family.{family}", locale))
+    return t("summary.planned_for", locale, stack=stack)
+
+
+def rate_per_gpu_text(o: PlanOption, locale: str) -> str:
+    """'3,120 tokens/s' for a sequence model, '1,301 samples/s' otherwise (per GPU); '—' when not timed."""
+    tp = o.throughput
+    if tp is None:
+        return fmt.MISSING
+    if tp.tokens_per_s_per_gpu is not None:
+        return t("summary.tokens_rate", locale, n=fmt.number(tp.tokens_per_s_per_gpu, locale, 0))
+    return t("summary.samples_rate", locale, n=fmt.sig(tp.samples_per_s_per_gpu, locale))
+
+
+def mfu_text(o: PlanOption, locale: str) -> str:
+    """MFU as a percentage ('38 %'); '—' when the FLOPs or the peak are unknown."""
+    return fmt.percent(o.throughput.mfu if o.throughput else None, locale)
+
+
+def throughput_sentence(o: PlanOption, locale: str) -> str:
+    """What the option's step time means per GPU, in a training log's units, with the step time's source."""
+    tp = o.throughput
+    if tp is None:
+        return ""
+    key = "summary.throughput" if tp.mfu is not None else "summary.throughput_no_mfu"
+    return t(key, locale, rate=rate_per_gpu_text(o, locale), mfu=mfu_text(o, locale), precision=o.precision)
 
 
 def time_range(o: PlanOption, locale: str) -> str:
