@@ -49,8 +49,9 @@ def fitted_text(fitted_on: str, include: list[str] | None = None) -> str:
 
 def fitted_text_of(results, inputs: Inputs, fitted_on: str, heldout: HeldOut) -> str:
     """The calibration file fitted on `results` with the held-out sources' points left out (and refused)."""
-    samples = samples_of(fit_points(report.load_points(results, inputs), heldout), inputs)
-    cal = report.fit(samples, heldout, fitted_on=fitted_on)
+    points = fit_points(report.load_points(results, inputs), heldout)
+    samples = samples_of(points, inputs)
+    cal = report.fit(samples, heldout, fitted_on=fitted_on, points=points)
     # The transfer path's held-out errors (leave one GPU out, its figures and its calibration points hidden):
     # their p10-p90 is the range a transferred time is given, chosen on the development sources' rows only.
     points, preds = report.run(results, dataclasses.replace(inputs, calibration=cal), heldout, paths=("transfer",))

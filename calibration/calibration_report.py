@@ -45,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from calibration import stack_priors  # noqa: E402
 from calibration.heldout import HeldOut, load_heldout, refuse_heldout  # noqa: E402
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
 from planner.engine.published_memory import scenario_adapter  # noqa: E402
@@ -55,6 +56,7 @@ from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
 from planner.inputs.resultfile import ResultFile, percentile, read_result_file, scan_results  # noqa: E402
 from planner.inputs.scenario import parse_scenario  # noqa: E402
 from planner.inputs.zoo_catalog import load_catalog  # noqa: E402
+from planner.vocab import SOFTWARE_STACKS  # noqa: E402
 
 PUBLISHED = ROOT / "results" / "published"
 TRACED = ROOT / "results" / "traced"  # the zoo's traces: activation memory, not step times
@@ -229,7 +231,8 @@ def scenario_for(p: Point, *, n_gpus: int = 1, sharding: str = "none"):
         "schema": "trainplan.scenario/1", "name": f"held out: {p.citation}", "model": _model_block(p),
         "training": {"global_batch": p.global_batch, "micro_batch": p.micro_batch, "precisions": [p.precision],
                      "optimizer": p.optimizer or ("sgd_momentum" if p.family in SGD_FAMILIES else "adamw"),
-                     "sharding": sharding, **({"adapter": p.adapter} if p.adapter else {})},
+                     "sharding": sharding, **({"adapter": p.adapter} if p.adapter else {}),
+                     **({"stack": p.stack} if p.stack in SOFTWARE_STACKS else {})},
         "workload": {"dataset_samples": 1000, "epochs": 1},
         "hardware": {"gpus": [p.gpu], "gpu_counts": [n_gpus]},
     }, "calibration_report")
@@ -253,12 +256,22 @@ def sample_of(p: Point, inputs: Inputs) -> Sample | None:
     if terms.peak_tflops <= 0 or target <= 0:
         return None
     return Sample(terms.group, p.precision, terms.flops / (terms.peak_tflops * 1e12),
-                  terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source, kernels=terms.kernels)
+                  terms.activation_bytes / (terms.bandwidth_gb_per_s * 1e9), target, p.source, kernels=terms.kernels,
+                  stack=p.stack)
 
 
-def fit(samples: Sequence[Sample], heldout: HeldOut, *, fitted_on: str) -> StepCalibration:
-    """The one way the report and calibrate.py fit: refused (HeldOutError) when a held-out source's point is in."""
-    return calibration_of(refuse_heldout(samples, heldout), fitted_on=fitted_on)
+def stack_factors(points: Sequence[Point]) -> tuple[dict[str, float], dict[str, str]]:
+    """The stack factors the fit uses: the cited priors refined by `points`' same-source pairs of stacks."""
+    return stack_priors.posterior(stack_priors.load_priors(), stack_priors.pairs_of(points))
+
+
+def fit(samples: Sequence[Sample], heldout: HeldOut, *, fitted_on: str,
+        points: Sequence[Point] = ()) -> StepCalibration:
+    """The one way the report and calibrate.py fit: refused (HeldOutError) when a held-out source's point is in.
+    `points`: the rows the samples come from, whose same-source pairs of stacks refine the stack priors."""
+    factor, basis = stack_factors(refuse_heldout(points, heldout))
+    return calibration_of(refuse_heldout(samples, heldout), fitted_on=fitted_on, stack_factor=factor,
+                          stack_basis=basis)
 
 
 def run(results: Sequence[ResultFile], inputs: Inputs, heldout: HeldOut | None = None,
@@ -274,7 +287,8 @@ def run(results: Sequence[ResultFile], inputs: Inputs, heldout: HeldOut | None =
 
     def refit(hidden: Callable[[Point], bool]) -> StepCalibration:
         kept = [s for i, s in samples.items() if s is not None and not hidden(points[i])]
-        cal = fit(kept, heldout, fitted_on="held-out")
+        cal = fit(kept, heldout, fitted_on="held-out",
+                  points=[points[i] for i in samples if not hidden(points[i])])
         # the transfer range: the committed held-out quantiles (themselves leave-one-GPU-out errors)
         committed = inputs.calibration
         return cal if committed is None else dataclasses.replace(

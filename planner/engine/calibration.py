@@ -15,8 +15,8 @@ efficiency per architecture group with data, two precision factors and one traff
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from planner.engine import steptime
@@ -49,6 +49,7 @@ class Sample:
     target_s: float
     source: str
     kernels: float = 0.0  # kernel launches of the micro-step (traced aten ops, or per layer for a transformer shape)
+    stack: str = ""  # the run's software stack (its target is divided by the stack's factor before the fit)
 
 
 def bounded(z: float, lo: float, hi: float) -> float:
@@ -153,7 +154,23 @@ def leave_one_source_out(samples: Sequence[Sample]) -> list[float]:
     return errors
 
 
-def calibration_of(samples: Sequence[Sample], *, fitted_on: str) -> StepCalibration:
+def stack_factor_of(cal: StepCalibration | None, stack: str | None) -> float:
+    """A stack's step-time multiplier against plain eager PyTorch (1 without a calibration, a stack, or a factor)."""
+    if cal is None or not stack:
+        return 1.0
+    return cal.stack_factor.get(stack, 1.0)
+
+
+def eager_equivalent(samples: Sequence[Sample], stack_factor: Mapping[str, float]) -> list[Sample]:
+    """The samples' targets as plain eager PyTorch would time them: ÷ their stack's factor (1 when unlisted)."""
+    return [replace(s, target_s=s.target_s / stack_factor.get(s.stack, 1.0)) for s in samples]
+
+
+def calibration_of(samples: Sequence[Sample], *, fitted_on: str, stack_factor: Mapping[str, float] | None = None,
+                   stack_basis: Mapping[str, str] | None = None) -> StepCalibration:
+    """The fit on `samples` made eager-equivalent by `stack_factor` (the roofline then times plain eager PyTorch;
+    a plan multiplies by its own stack's factor)."""
+    samples = eager_equivalent(samples, stack_factor or {})
     fit = fit_samples(samples)
     held = leave_one_source_out(samples) if len({s.source for s in samples}) > 1 else []
 
@@ -170,7 +187,8 @@ def calibration_of(samples: Sequence[Sample], *, fitted_on: str) -> StepCalibrat
         prior_efficiency=prior_efficiency(fit.compute_efficiency.values()),
         residual_p10=quantile(10), residual_p90=quantile(90), fitted_on=fitted_on, n_points=len(samples),
         sources=tuple(sorted({s.source for s in samples})), counts=MappingProxyType(counts),
-        launch_s_per_op=steptime.LAUNCH_S_PER_OP)
+        launch_s_per_op=steptime.LAUNCH_S_PER_OP,
+        stack_factor=MappingProxyType(dict(stack_factor or {})), stack_basis=MappingProxyType(dict(stack_basis or {})))
 
 
 def calibrated_fwd_bwd_s(cal: StepCalibration, gpu: GpuProfile, precision: str, *, flops: float, peak_tflops: float,

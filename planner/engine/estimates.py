@@ -329,6 +329,7 @@ class TimePoint:
     label: str  # file name and date, for provenance (a published point: its citation, date and file)
     optimizer_s: float | None = None  # measured optimizer phase, when the file has it
     kind: str = "measured"  # "measured" (bench run) or "published" (a cited public figure, results/published/)
+    stack: str | None = None  # the software stack that ran it (vocab.SOFTWARE_STACKS); None: not said
 
 
 @dataclass(frozen=True)

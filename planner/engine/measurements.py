@@ -153,7 +153,8 @@ def _published_time(rf: ResultFile, m: Measurement) -> TimePoint | None:
     if not m.is_one_gpu:
         return None
     t = m.published_micro_step_s
-    return TimePoint(m.batch_size, t, published_label(rf, m), None, "published") if t else None
+    stack = m.provenance.stack if m.provenance is not None else None
+    return TimePoint(m.batch_size, t, published_label(rf, m), None, "published", stack) if t else None
 
 
 def _trace_key(rf: ResultFile) -> tuple[str, ...]:
@@ -229,8 +230,10 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 continue
             if m.source == "measured" and gpu and m.step_time_s is not None and times_apply:
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
+                # bench run's harness is an eager loop: a file that names no stack ran pytorch_eager
+                stack = (m.provenance.stack if m.provenance is not None else None) or "pytorch_eager"
                 idx.times[(gpu, m.precision)].append(
-                    TimePoint(m.batch_size, m.step_time_s.median, label, opt_s))
+                    TimePoint(m.batch_size, m.step_time_s.median, label, opt_s, stack=stack))
                 if m.noisy and m.iqr_pct is not None:
                     idx.noisy_pct[(label, m.precision, m.batch_size)] = m.iqr_pct
                 if m.power_w:

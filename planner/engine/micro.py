@@ -8,6 +8,7 @@ from planner.engine import steptime
 from planner.engine.context import ModelFacts
 from planner.engine.estimates import ResolvedModel, Source, TimePoint
 from planner.engine.measurements import MeasurementIndex
+from planner.engine.stack import planned_stack
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import TrainingSetup
 
@@ -33,6 +34,11 @@ class MicroContext:
     @property
     def trainable(self) -> int:
         return self.facts.trainable
+
+    @property
+    def stack(self) -> str:
+        """The software stack the plan is made for (the scenario's, else the model family's default)."""
+        return planned_stack(self.training.stack, self.model.family).stack
 
     def optimizer_s(self, bandwidth_gb_per_s: float) -> float:
         """The optimizer step of the trainable parameters at this bandwidth (steptime.optimizer_step_s)."""

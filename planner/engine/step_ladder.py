@@ -4,6 +4,7 @@ accumulation, the optimizer, exposed communication and the input pipeline. One e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -208,6 +209,31 @@ def _work_scaled(m: Micro, factor: float, *, optimizer_s: float, why: Note) -> M
                    source=m.source.plus(why))
 
 
+def _on_planned_stack(ctx: MicroContext, m: Micro, *, optimizer_s: float) -> Micro:
+    """Figures timed on other software moved to the plan's stack: forward + backward × s[plan] / s[figure]
+    (calibration.stack_factor_of; a figure that names no stack is taken as the plan's), said in the source with
+    both stacks. Unchanged within 1 %."""
+    cal, planned = ctx.inputs.calibration, ctx.stack
+    stacks = [p.stack or planned for p in m.used] or [planned]
+    timed = math.exp(sum(math.log(calibration.stack_factor_of(cal, st)) for st in stacks) / len(stacks))
+    ratio = calibration.stack_factor_of(cal, planned) / timed
+    if abs(ratio - 1.0) <= 0.01:
+        return m
+    return _work_scaled(m, ratio, optimizer_s=optimizer_s,
+                        why=detail("stack_moved", stacks=", ".join(sorted(set(stacks))), stack=planned, factor=ratio))
+
+
+def _analytic_on_planned_stack(ctx: MicroContext, m: Micro) -> Micro:
+    """A formula time (fitted on eager-equivalent runs) on the plan's stack: forward + backward × its factor."""
+    cal, planned = ctx.inputs.calibration, ctx.stack
+    factor = calibration.stack_factor_of(cal, planned)
+    if abs(factor - 1.0) <= 0.01:
+        return m
+    basis = cal.stack_basis.get(planned, "prior") if cal is not None else "prior"
+    return _work_scaled(m, factor, optimizer_s=0.0,
+                        why=detail("stack_factor", stack=planned, factor=factor, basis=basis))
+
+
 def _at_typed_flops(ctx: MicroContext, m: Micro, *, optimizer_s: float) -> Micro:
     """A figure timed on the model's own configuration, moved to the FLOPs per sample the scenario typed (a
     ResNet-50 at 160 px does (160/224)² of the 224 px work): forward + backward × typed / timed, said in the
@@ -243,9 +269,9 @@ def _micro_step(ctx: MicroContext, option: OptionPlan) -> Micro:
             # not a transfer from another GPU; the detail says which precision it was.
             source = got[1] if used == precision else Source(
                 got[1].kind, parts=(sibling_reason(gpu, precision, used), *got[1].parts))
-            return _at_typed_flops(ctx, Micro(got[0], source, got[2], own.optimizer_s, True,
-                                              steptime.points_used(own, micro), precision_used=used),
-                                   optimizer_s=inside)
+            mine = Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro),
+                         precision_used=used)
+            return _at_typed_flops(ctx, _on_planned_stack(ctx, mine, optimizer_s=inside), optimizer_s=inside)
     flops = micro_flops(ctx.model, ctx.training, micro)
     timed = ctx.model.figures_flops_per_sample
     # other GPUs' figures ran the timed configuration: moved at its FLOPs, then to the typed ones
@@ -253,6 +279,7 @@ def _micro_step(ctx: MicroContext, option: OptionPlan) -> Micro:
     for used in same_speed:  # another GPU's points at the precision, else at its same-speed sibling
         moved = transferred(ctx, option, timed_flops, used)
         if moved:
+            moved = _on_planned_stack(ctx, moved, optimizer_s=moved.optimizer_s or 0.0)
             return _at_typed_flops(ctx, moved, optimizer_s=moved.optimizer_s or 0.0)
     if not flops:
         raise InputError("<scenario>", "model.flops_per_sample", None,
@@ -261,7 +288,9 @@ def _micro_step(ctx: MicroContext, option: OptionPlan) -> Micro:
     # the calibrated roofline's memory-traffic term, worked out only on this path
     fitted = calibrated(ctx, option, flops, activation_bytes(ctx, option))
     if fitted is not None:
-        return with_dequant(ctx, option, fitted)
-    return with_dequant(ctx, option, default_mfu_micro(ctx, option, flops))
+        return with_dequant(ctx, option, _analytic_on_planned_stack(ctx, fitted))
+    formula = default_mfu_micro(ctx, option, flops)
+    # a typed MFU is the user's own figure for their own stack: no stack factor on it
+    return with_dequant(ctx, option, formula if ctx.model.mfu else _analytic_on_planned_stack(ctx, formula))
 
 

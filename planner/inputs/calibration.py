@@ -45,6 +45,11 @@ class StepCalibration:
     # The launch term's cost per kernel-launching op the fit used (planner/engine/steptime.py LAUNCH_S_PER_OP, a cited
     # figure, not fitted); None in a file written before the launch term (the engine's constant then applies).
     launch_s_per_op: float | None = None
+    # Step-time multiplier of each software stack against plain eager PyTorch (planner.vocab.SOFTWARE_STACKS; 1 for
+    # pytorch_eager and any stack not listed): cited priors (calibration/stack_priors.yaml) refined by the corpus's
+    # same-source pairs of stacks (calibration/stack_priors.py). The roofline above is fitted on eager-equivalent times.
+    stack_factor: Mapping[str, float] = field(default_factory=dict)
+    stack_basis: Mapping[str, str] = field(default_factory=dict)  # per stack: "prior" or "prior + N pairs"
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "fitted_on": self.fitted_on, "n_points": self.n_points,
@@ -60,7 +65,9 @@ class StepCalibration:
                 "transfer_residual_p10": None if self.transfer_residual_p10 is None else
                 round(self.transfer_residual_p10, 4),
                 "transfer_residual_p90": None if self.transfer_residual_p90 is None else
-                round(self.transfer_residual_p90, 4)}
+                round(self.transfer_residual_p90, 4),
+                **({"stack_factor": {k: round(v, 4) for k, v in sorted(self.stack_factor.items())},
+                    "stack_basis": dict(sorted(self.stack_basis.items()))} if self.stack_factor else {})}
 
 
 def parse_calibration(data: object, source: str) -> StepCalibration:
@@ -91,6 +98,9 @@ def parse_calibration(data: object, source: str) -> StepCalibration:
         transfer_residual_p10=r.number("transfer_residual_p10", None, minimum=-1.0, maximum=10.0),
         transfer_residual_p90=r.number("transfer_residual_p90", None, minimum=-1.0, maximum=10.0),
         launch_s_per_op=r.number("launch_s_per_op", None, minimum=0.0, maximum=1e-3),
+        stack_factor=numbers("stack_factor", 0.05, 20.0) if "stack_factor" in r.data else MappingProxyType({}),
+        stack_basis=MappingProxyType({str(k): str(v) for k, v in r.data["stack_basis"].items()})
+        if isinstance(r.data.get("stack_basis"), dict) else MappingProxyType({}),
     )
 
 
