@@ -330,6 +330,7 @@ class TimePoint:
     optimizer_s: float | None = None  # measured optimizer phase, when the file has it
     kind: str = "measured"  # "measured" (bench run) or "published" (a cited public figure, results/published/)
     stack: str | None = None  # the software stack that ran it (vocab.SOFTWARE_STACKS); None: not said
+    source: str | None = None  # a published figure's corpus source (its slug); None for a bench run
 
 
 @dataclass(frozen=True)

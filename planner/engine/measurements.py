@@ -11,7 +11,7 @@ from typing import Any
 
 from planner.engine.estimates import ResolvedModel, TimePoint
 from planner.engine.notes import Note
-from planner.engine.steptime import TimeSeries, time_series
+from planner.engine.steptime import TimeSeries, measured_micro_step, time_series
 from planner.inputs.resultfile import OP_CLASS_FIELDS, OP_CLASSES, REPO_SOURCE, Measurement, ResultFile
 from planner.inputs.scenario import TrainingSetup
 from planner.inputs.zoo_catalog import canonical_id
@@ -81,6 +81,8 @@ class MeasurementIndex:
     # Published figures (results/published/) by (gpu id, precision): one series per file (one source's
     # consistent set), used only where no bench run measured that GPU and precision.
     published: dict[tuple[str, str], tuple[TimeSeries, ...]] = field(default_factory=dict)
+    # alignment()'s answers by (source, precision), worked out once per index
+    alignments: dict[tuple[str, str], tuple[float, str | None, int]] = field(default_factory=dict)
     # Kernel-launching aten ops of one training step, by precision, from the newest applicable trace (bench trace):
     # (forward + backward, optimizer) and the trace's label. The analytic step time's launch term reads them.
     aten_ops: dict[str, tuple[float, float, str]] = field(default_factory=dict)
@@ -97,16 +99,61 @@ class MeasurementIndex:
         return not self.times.get((gpu_id, precision)) and (gpu_id, precision) in self.published
 
     def series_at(self, gpu_id: str, precision: str, micro_batch: int) -> TimeSeries | None:
-        """The step times to read at `micro_batch`: the bench runs' series; else the published file whose batches
-        come closest to it (its own batch first), then the one with more points, then by name."""
+        """The step times to read at `micro_batch`: the bench runs' series; else a published file: that of the
+        source that timed this model on the most GPUs at this precision (so GPU ratios come from one source's same
+        code, not from which source happened to time which GPU: issue 32), then the one whose batches come closest
+        to `micro_batch` (its own batch first), then the one with more points, then by name."""
         own = self.series.get((gpu_id, precision))
         if own is not None:
             return own
         files = self.published.get((gpu_id, precision))
         if not files:
             return None
-        return min(files, key=lambda s: (min(abs(math.log(b / micro_batch)) for b in s.batches), -len(s.points),
+        return min(files, key=lambda s: (min(abs(math.log(b / micro_batch)) for b in s.batches),
+                                         -self.source_reach(s.points[0].source, precision), -len(s.points),
                                          s.labels))
+
+    def reference_source(self, precision: str) -> str | None:
+        """The source that timed this model on the most GPUs at `precision` (ties: by name): the level every other
+        source's figures are aligned to (alignment)."""
+        sources = {s.points[0].source for (_, p), files in self.published.items() if p == precision
+                   for s in files if s.points and s.points[0].source}
+        return min(sources, key=lambda src: (-self.source_reach(src, precision), src), default=None)
+
+    def alignment(self, source: str | None, precision: str) -> tuple[float, str | None, int]:
+        """(k, reference source, shared GPUs): `source`'s figures × k sit at the reference source's level, k the
+        geometric mean over the GPUs both timed at `precision` of reference / source at the source's own batch (a
+        per-source offset, fixed from the GPUs they share). (1, None, 0) for the reference itself, a bench run or
+        a source that shares no GPU with it."""
+        key = (source or "", precision)
+        if key not in self.alignments:
+            self.alignments[key] = self._alignment(source, precision)
+        return self.alignments[key]
+
+    def _alignment(self, source: str | None, precision: str) -> tuple[float, str | None, int]:
+        reference = self.reference_source(precision)
+        if not source or reference is None or source == reference:
+            return 1.0, None, 0
+        logs = []
+        for (_, p), files in sorted(self.published.items()):
+            if p != precision:
+                continue
+            mine = [s for s in files if s.points and s.points[0].source == source]
+            theirs = [s for s in files if s.points and s.points[0].source == reference]
+            if not mine or not theirs:
+                continue
+            batch = mine[0].batches[0]
+            t_mine, t_ref = measured_micro_step(mine[0], batch), measured_micro_step(theirs[0], batch)
+            if t_mine and t_ref:
+                logs.append(math.log(t_ref[0] / t_mine[0]))
+        if not logs:
+            return 1.0, None, 0
+        return math.exp(sum(logs) / len(logs)), reference, len(logs)
+
+    def source_reach(self, source: str | None, precision: str) -> int:
+        """On how many GPUs `source`'s published figures time this model at `precision`."""
+        return sum(1 for (_, p), files in self.published.items() if p == precision
+                   and any(s.points and s.points[0].source == source for s in files)) if source else 0
 
 
 def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> Note | None:
@@ -154,7 +201,9 @@ def _published_time(rf: ResultFile, m: Measurement) -> TimePoint | None:
         return None
     t = m.published_micro_step_s
     stack = m.provenance.stack if m.provenance is not None else None
-    return TimePoint(m.batch_size, t, published_label(rf, m), None, "published", stack) if t else None
+    slug = rf.settings.get("source_slug")
+    return TimePoint(m.batch_size, t, published_label(rf, m), None, "published", stack,
+                     str(slug) if slug else None) if t else None
 
 
 def _trace_key(rf: ResultFile) -> tuple[str, ...]:

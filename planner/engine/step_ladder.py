@@ -209,6 +209,20 @@ def _work_scaled(m: Micro, factor: float, *, optimizer_s: float, why: Note) -> M
                    source=m.source.plus(why))
 
 
+def _aligned(ctx: MicroContext, m: Micro, series: steptime.TimeSeries, precision: str, *, optimizer_s: float) -> Micro:
+    """A published figure of a source other than the model's reference source (the one that timed it on the most
+    GPUs), moved to the reference's level by the offset measured on the GPUs both timed (MeasurementIndex.alignment):
+    GPU ratios then come from one source's same code, not from which source timed which GPU. Unchanged within 1 %."""
+    first = series.points[0] if series.points else None
+    if first is None or first.kind != "published":
+        return m
+    k, reference, shared = ctx.idx.alignment(first.source, precision)
+    if reference is None or abs(k - 1.0) <= 0.01:
+        return m
+    return _work_scaled(m, k, optimizer_s=optimizer_s,
+                        why=detail("aligned", source=first.source, reference=reference, factor=k, n=shared))
+
+
 def _on_planned_stack(ctx: MicroContext, m: Micro, *, optimizer_s: float) -> Micro:
     """Figures timed on other software moved to the plan's stack: forward + backward × s[plan] / s[figure]
     (calibration.stack_factor_of; a figure that names no stack is taken as the plan's), said in the source with
@@ -271,6 +285,7 @@ def _micro_step(ctx: MicroContext, option: OptionPlan) -> Micro:
                 got[1].kind, parts=(sibling_reason(gpu, precision, used), *got[1].parts))
             mine = Micro(got[0], source, got[2], own.optimizer_s, True, steptime.points_used(own, micro),
                          precision_used=used)
+            mine = _aligned(ctx, mine, own, used, optimizer_s=inside)
             return _at_typed_flops(ctx, _on_planned_stack(ctx, mine, optimizer_s=inside), optimizer_s=inside)
     flops = micro_flops(ctx.model, ctx.training, micro)
     timed = ctx.model.figures_flops_per_sample

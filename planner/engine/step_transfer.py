@@ -54,6 +54,7 @@ class _Transfer:
     source: Source  # how its own time was obtained
     optimizer_s: float | None
     used: tuple[TimePoint, ...]
+    aligned: Note | None = None  # its source moved to the reference source's level (MeasurementIndex.alignment)
 
 
 def _transfer_from(ctx: MicroContext, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
@@ -76,6 +77,14 @@ def _transfer_from(ctx: MicroContext, option: OptionPlan, *, other: GpuProfile, 
     t_a, src_source, _band = src
     opt_a = min(inside_a, 0.5 * t_a)
     fwd_bwd_a = t_a - opt_a
+    # another source's figure at the reference source's level (MeasurementIndex.alignment)
+    first = pts.points[0] if pts.points else None
+    k, reference, shared = idx.alignment(first.source, precision) if first and first.kind == "published" else (
+        1.0, None, 0)
+    aligned = None
+    if reference is not None and abs(k - 1.0) > 0.01:
+        fwd_bwd_a *= k
+        aligned = detail("aligned", source=first.source if first else "", reference=reference, factor=k, n=shared)
     intercept = max((pts.line[0] if pts.line is not None else 0.0) - opt_a, 0.0)
     t0 = min(intercept, launch_floor(ctx, precision)[0], fwd_bwd_a)
     fwd_bwd_b, (low, high) = steptime.transfer_micro_step(
@@ -85,7 +94,7 @@ def _transfer_from(ctx: MicroContext, option: OptionPlan, *, other: GpuProfile, 
     weight = transfer_weight(peak_ratio=peak_a / peak_b, bandwidth_ratio=bw_a / bw_b,
                              same_group=calibration.arch_group(other) == calibration.arch_group(gpu))
     return _Transfer(fwd_bwd_b + opt_b, (low + opt_b, high + opt_b), weight, other.name, src_source, opt_b,
-                     steptime.points_used(pts, option.micro_batch))
+                     steptime.points_used(pts, option.micro_batch), aligned)
 
 
 def transfer_weight(*, peak_ratio: float, bandwidth_ratio: float, same_group: bool) -> float:
@@ -142,6 +151,7 @@ def transferred(ctx: MicroContext, option: OptionPlan, flops: float, precision: 
         parts = (detail("transferred", gpu=sources[0].gpu_name, source=sources[0].source),)
     if precision != option.precision:
         parts = (sibling_reason(gpu, option.precision, precision), *parts)
+    parts = (*parts, *dict.fromkeys(s.aligned for s in sources if s.aligned is not None))
     meaning = "p10-p90" if band != ratio_band else "assumed"
     used = tuple(p for s in sources for p in s.used)
     return Micro(t_b, Source("transferred", parts=parts), band,
