@@ -87,5 +87,6 @@ def new_run(plan: Plan, option_id: str, *, scenario: Mapping[str, Any], predicte
     return RecordedRun(
         date=date, scenario_name=plan.scenario_name, scenario=scenario,
         option=RunOption(o.id, o.gpu_id, o.n_gpus, o.precision, micro, global_batch, accum),
-        model=RunModel(model.name, int(model.params), int(model.seq_len) if model.seq_len else None),
+        model=RunModel(model.name, int(model.params), int(model.seq_len) if model.seq_len else None,
+                       model.flops_per_sample),
         actual=actual, predicted=predicted, note=note)

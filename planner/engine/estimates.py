@@ -331,6 +331,7 @@ class TimePoint:
     kind: str = "measured"  # "measured" (bench run) or "published" (a cited public figure, results/published/)
     stack: str | None = None  # the software stack that ran it (vocab.SOFTWARE_STACKS); None: not said
     source: str | None = None  # a published figure's corpus source (its slug); None for a bench run
+    flops_per_sample: float | None = None  # the work its file says it timed (model.flops_per_sample), when it says
 
 
 @dataclass(frozen=True)

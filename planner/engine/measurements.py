@@ -281,8 +281,10 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
                 # bench run's harness is an eager loop: a file that names no stack ran pytorch_eager
                 stack = (m.provenance.stack if m.provenance is not None else None) or "pytorch_eager"
+                file_flops = rf.model.get("flops_per_sample")
                 idx.times[(gpu, m.precision)].append(
-                    TimePoint(m.batch_size, m.step_time_s.median, label, opt_s, stack=stack))
+                    TimePoint(m.batch_size, m.step_time_s.median, label, opt_s, stack=stack,
+                              flops_per_sample=float(file_flops) if file_flops else None))
                 if m.noisy and m.iqr_pct is not None:
                     idx.noisy_pct[(label, m.precision, m.batch_size)] = m.iqr_pct
                 if m.power_w:

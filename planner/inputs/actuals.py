@@ -69,6 +69,7 @@ class RunModel:
     name: str
     params: int
     seq_len: int | None = None
+    flops_per_sample: float | None = None  # as the plan resolved it (the recorded run timed exactly this work)
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,8 @@ def recorded_result(run: RecordedRun, created_utc: str, actual_file: str = "") -
     model: dict[str, Any] = {"name": run.model.name, "params": run.model.params}
     if run.model.seq_len:
         model["seq_len"] = run.model.seq_len
+    if run.model.flops_per_sample:
+        model["flops_per_sample"] = run.model.flops_per_sample
     return {
         "schema": RESULT_SCHEMA, "created_utc": created_utc, "partial": False, "missing": [],
         **warning_fields([Reason("recorded_run_file", date=run.date.isoformat(), file=actual_file) if actual_file
@@ -229,7 +232,8 @@ def run_to_dict(run: RecordedRun) -> dict[str, Any]:
         "schema": SCHEMA, "date": run.date.isoformat(), "note": run.note, "scenario_name": run.scenario_name,
         "option": {"id": o.option_id, "gpu_id": o.gpu_id, "n_gpus": o.n_gpus, "precision": o.precision,
                    "micro_batch": o.micro_batch, "grad_accum": o.grad_accum, "global_batch": o.global_batch},
-        "model": {"name": run.model.name, "params": run.model.params, "seq_len": run.model.seq_len},
+        "model": {"name": run.model.name, "params": run.model.params, "seq_len": run.model.seq_len,
+                  **({"flops_per_sample": run.model.flops_per_sample} if run.model.flops_per_sample else {})},
         "actual": {"step_time_s": a.step_time_s, "hours": a.hours, "cost_usd": a.cost_usd,
                    "step_time_from": a.step_time_from, "result_file": a.result_file},
         "predicted": {"plan_schema": p.plan_schema, "trainplan_version": p.trainplan_version,
@@ -299,7 +303,8 @@ def parse_actual(data: object, source: str) -> RecordedRun:
         grad_accum=o.integer("grad_accum", 1, minimum=1, maximum=MAX_BATCH))
     m = _section(r, "model")
     model = RunModel(m.string("name"), m.integer("params", minimum=1, maximum=10**15),
-                     m.integer("seq_len", None, minimum=1, maximum=MAX_COUNT))
+                     m.integer("seq_len", None, minimum=1, maximum=MAX_COUNT),
+                     m.number("flops_per_sample", None, minimum=1.0, maximum=1e30))
     a = _section(r, "actual")
     actual = ActualFigures(
         step_time_s=_positive(a, "step_time_s"), hours=_positive(a, "hours"), cost_usd=_positive(a, "cost_usd"),
