@@ -321,3 +321,45 @@ def test_relabelling_which_source_timed_which_gpu_moves_no_gpu_ratio(corpus):
                       for g in (a, b))
             ratios.append(ta.step_time_s / tb.step_time_s)
         assert ratios[1] == pytest.approx(ratios[0], rel=0.10), (a, b, ratios)
+
+
+# ---------------------------------------------------------------- no published run like this (issue 32 e)
+
+def test_an_option_no_run_resembles_says_so_and_takes_at_least_the_formulas_held_out_range(corpus):
+    """A 7B LoRA with the Hugging Face Trainer on an RTX 4090 (Ada): no built corpus row trains a decoder with that
+    stack on an Ada card (torchtune's 4090 rows are an LLM recipe). With torchtune's stack it is like them."""
+    from planner.engine.step_ladder import step_estimate as estimate
+
+    def lora(stack: str):
+        s = parse_scenario({
+            "schema": "trainplan.scenario/1", "name": "7B LoRA", "model": LORA_7B,
+            "training": {"global_batch": 16, "micro_batch": 2, "precisions": ["bf16"], "optimizer": "adamw",
+                         "activation_checkpointing": True, "stack": stack,
+                         "adapter": {"kind": "lora", "rank": 16, "targets": "all_linear", "base_dtype": "bf16"}},
+            "workload": {"dataset_samples": 1000, "epochs": 1},
+            "hardware": {"gpus": ["rtx4090-24gb"], "gpu_counts": [1]}}, "t")
+        return estimate(s, corpus, gpu_id="rtx4090-24gb", precision="bf16", micro_batch=2)
+
+    hf, recipe = lora("hf_trainer_sdpa"), lora("llm_recipe")
+    assert [n.key for n in hf.notes if n.key == "unlike_corpus"] == ["unlike_corpus"]
+    assert not any(n.key == "unlike_corpus" for n in recipe.notes)
+    cal = corpus.calibration
+    # at least the formula's held-out range above the time (below it, the dense-peak bound may raise the low end)
+    assert hf.band_s[1] / hf.step_time_s >= 1 / (1 + cal.residual_p10) * 0.999
+
+
+def test_the_plan_json_and_the_summary_say_no_published_run_like_this(corpus):
+    from planner.engine.plan import build_plan
+    from planner.inputs.scenario import load_scenario_file
+    from planner.present.planjson import plan_to_dict
+    from planner.present.viewmodel import plan_view
+
+    s = load_scenario_file(ROOT / "scenarios" / "presets" / "llama2-7b-lora-24gb.yaml", list(corpus.profiles))
+    plan = build_plan(s, corpus)
+    d = plan_to_dict(plan)
+    primary = next(o for o in d["options"] if o["id"] == d["recommendation"]["primary"])
+    assert primary["published_like"] is False
+    assert all(o["published_like"] in (True, False) for o in d["options"] if o["step_time_s"] is not None)
+    en, es = (plan_view(plan, s, loc) for loc in ("en", "es"))
+    assert en.unlike.startswith("No published run like this") and en.unlike in en.summary
+    assert es.unlike.startswith("Ninguna corrida publicada se parece a esta") and es.unlike in es.summary

@@ -8,6 +8,7 @@ from planner.engine import steptime
 from planner.engine.context import ModelFacts
 from planner.engine.estimates import ResolvedModel, Source, TimePoint
 from planner.engine.measurements import MeasurementIndex
+from planner.engine.notes import Note
 from planner.engine.stack import planned_stack
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import TrainingSetup
@@ -59,3 +60,6 @@ class Micro:
     band_meaning: str = "assumed"  # "p10-p90" when the band is held-out errors of the path (StepEstimate)
     precision_used: str | None = None  # the points' precision when it is the option's same-speed sibling
     fixed_s: float = 0.0  # the part that does not depend on the tokens in a row (QLoRA's dequantisation)
+    # No published or measured run shares the option's model family, stack and architecture group: the range is
+    # widened and the plan says so (Note "unlike_corpus"); None when one does.
+    unlike: Note | None = None

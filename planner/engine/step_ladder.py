@@ -26,6 +26,7 @@ from planner.engine.step_formula import (
 from planner.engine.step_transfer import same_speed_precisions, sibling_reason, transferred
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
+from planner.inputs.profiles import GpuProfile
 from planner.inputs.scenario import Hardware, ModelSpec, Scenario, TrainingSetup
 
 
@@ -84,9 +85,47 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
         except InputError:  # no way to time it there (no FLOPs and nothing measured): no bound from it
             return None
 
-    return physics_bounds.bounded_micro(m, gpu=gpu, precision=precision, profiles=inputs.profiles,
-                                        below=_dominated(inputs, gpu_id, precision),
+    # a range widened for an unlike kind of run first, so the bounds hold whatever the widening
+    return physics_bounds.bounded_micro(_unlike_corpus(ctx, m, gpu=gpu), gpu=gpu, precision=precision,
+                                        profiles=inputs.profiles, below=_dominated(inputs, gpu_id, precision),
                                         flops=micro_flops(ctx.model, training, micro_batch), time_on=time_on)
+
+
+def _unlike_corpus(ctx: MicroContext, m: Micro, *, gpu: GpuProfile) -> Micro:
+    """Flag `m` when no run in the inputs (published corpus, bench runs, recorded runs) shares the option's model
+    family, software stack and architecture group (issue 32 e): nothing like it ever checked the time, so its range
+    is at least the calibrated formula's held-out one (the p10-p90 of its errors on sources it was not fitted on,
+    as a formula time has), whatever path gave the time."""
+    kind = (ctx.model.family, ctx.stack, calibration.arch_group(gpu))
+    if kind in _timed_kinds(ctx.inputs):
+        return m
+    t, (low, high) = m.seconds, m.band
+    cal = ctx.inputs.calibration
+    if cal is not None:
+        low = min(low, t / (1.0 + max(cal.residual_p90, 0.05)))
+        high = max(high, t / max(1.0 + min(cal.residual_p10, -0.05), 0.2))
+    return replace(m, band=(low, high), unlike=Note("unlike_corpus", family=kind[0], stack=kind[1], group=kind[2]))
+
+
+@memo.cached
+def _timed_kinds(inputs: Inputs) -> frozenset[tuple[str, str, str]]:
+    """(model family, stack, architecture group) of every one-GPU timed run the inputs hold: published figures by
+    their provenance's stack, bench and recorded runs as plain eager PyTorch unless their file says otherwise."""
+    kinds = set()
+    for rf in inputs.results:
+        gpu = inputs.profiles.get(rf.gpu_profile_id or "")
+        if gpu is None or rf.device != "cuda":
+            continue
+        family = str(rf.model.get("family") or "custom")
+        for m in rf.measurements:
+            timed = (m.source == "published" and m.is_one_gpu and m.published_micro_step_s) or (
+                m.source == "measured" and m.ok and m.step_time_s is not None)
+            if timed:
+                stack = (m.provenance.stack if m.provenance is not None else None) or (
+                    "pytorch_eager" if m.source == "measured" else None)
+                if stack:
+                    kinds.add((family, stack, calibration.arch_group(gpu)))
+    return frozenset(kinds)
 
 
 @memo.cached
@@ -187,7 +226,8 @@ def _step(ctx: MicroContext, option: OptionPlan, m: Micro, *, hardware: Hardware
                                   # exposed communication is modelled on top of the held-out one-GPU errors
                                   band_meaning=m.band_meaning if exposed == 0.0 else "assumed",
                                   input_overlaps=hardware.cpu_workers_per_gpu > 0,
-                                  notes=_noise_notes(ctx.idx, m.precision_used or option.precision, m.used))
+                                  notes=[*_noise_notes(ctx.idx, m.precision_used or option.precision, m.used),
+                                         *((m.unlike,) if m.unlike is not None else ())])
     return TimedStep(step, scale)
 
 

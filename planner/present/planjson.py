@@ -55,6 +55,9 @@ def option_to_dict(o: PlanOption) -> dict:
         "step_time_source": source_text(s.source) if s else None,
         "step_time_range_s": _pair(s.band_s) if s else None,
         "range_meaning": s.band_meaning if s else None,
+        # False when no published or measured run shares the option's model family, stack and architecture group
+        # (its range is widened, a note says so): docs/methods.md#step-time
+        "published_like": (not any(n.key == "unlike_corpus" for n in s.notes)) if s else None,
         "samples_per_s": _r(s.samples_per_s) if s else None,
         # What the step time means per GPU (same source as step_time_source): docs/methods.md#software-stack
         "throughput_per_gpu": ({"samples_per_s": _r(tp.samples_per_s_per_gpu),

@@ -47,13 +47,17 @@ class PlanView:
     # option's step time means per GPU (tokens or samples/s, MFU) to hold against a training log.
     planned_for: str = ""
     throughput: str = ""
+    # "No published run like this …" when the recommended option's step time rests on no run of its model family,
+    # stack and architecture group (issue 32 e)
+    unlike: str = ""
 
     @property
     def summary(self) -> tuple[str, ...]:
         """The executive summary, in reading order."""
         if self.primary is None:
             return tuple(s for s in (self.headline, self.planned_for, self.counts) if s)
-        return tuple(s for s in (self.setting, self.planned_for, self.time, self.throughput, self.cost, self.deadline,
+        return tuple(s for s in (self.setting, self.planned_for, self.time, self.unlike, self.throughput, self.cost,
+                                 self.deadline,
                                  self.budget, self.reason, self.runner, self.unpriced, *self.advice, self.counts) if s)
 
     @property
@@ -105,7 +109,19 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None
         warnings=attention_sentences(plan, scenario, locale, today or dt.date.today()),
         planned_for=planned_for_sentence(plan, locale),
         throughput=throughput_sentence(primary, locale),
+        unlike=unlike_sentence(primary, locale),
     )
+
+
+def unlike_sentence(o: PlanOption, locale: str) -> str:
+    """'No published run like this …' for an option whose step time no run of its kind was checked on; '' else."""
+    note = next((n for n in (o.step.notes if o.step else ()) if n.key == "unlike_corpus"), None)
+    if note is None:
+        return ""
+    p = note.params
+    family = str(p["family"]) if p["family"] in MODEL_FAMILIES else "custom"
+    return t("summary.unlike_corpus", locale, family=t(f"common.family.{family}", locale),
+             stack=t(f"common.stack.{p['stack']}", locale), group=p["group"])
 
 
 def planned_for_sentence(plan: Plan, locale: str) -> str:
