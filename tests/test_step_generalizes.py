@@ -361,5 +361,6 @@ def test_the_plan_json_and_the_summary_say_no_published_run_like_this(corpus):
     assert primary["published_like"] is False
     assert all(o["published_like"] in (True, False) for o in d["options"] if o["step_time_s"] is not None)
     en, es = (plan_view(plan, s, loc) for loc in ("en", "es"))
-    assert en.unlike.startswith("No published run like this") and en.unlike in en.summary
-    assert es.unlike.startswith("Ninguna corrida publicada se parece a esta") and es.unlike in es.summary
+    # among what must be checked before deciding: the Plan page's warnings box and page 1 of every report
+    assert en.unlike.startswith("No published run like this") and en.unlike in en.warnings
+    assert es.unlike.startswith("Ninguna corrida publicada se parece a esta") and es.unlike in es.warnings

@@ -48,7 +48,7 @@ class PlanView:
     planned_for: str = ""
     throughput: str = ""
     # "No published run like this …" when the recommended option's step time rests on no run of its model family,
-    # stack and architecture group (issue 32 e)
+    # stack and architecture group (issue 32 e); shown among the warnings (attention_sentences)
     unlike: str = ""
 
     @property
@@ -56,7 +56,7 @@ class PlanView:
         """The executive summary, in reading order."""
         if self.primary is None:
             return tuple(s for s in (self.headline, self.planned_for, self.counts) if s)
-        return tuple(s for s in (self.setting, self.planned_for, self.time, self.unlike, self.throughput, self.cost,
+        return tuple(s for s in (self.setting, self.planned_for, self.time, self.throughput, self.cost,
                                  self.deadline,
                                  self.budget, self.reason, self.runner, self.unpriced, *self.advice, self.counts) if s)
 
@@ -313,6 +313,9 @@ def attention_sentences(plan: Plan, scenario: Scenario, locale: str, today: dt.d
         if far:
             out.append(t(f"attention.step_{kind}", locale, model=model, options=_join((option_label(o) for o in far), locale),
                          gpus=_join(dict.fromkeys(o.gpu_name for o in far), locale)))
+    unlike = unlike_sentence(primary, locale)  # no published run like the recommended one (issue 32 e)
+    if unlike:
+        out.append(unlike)
     for o in featured:
         m = o.memory
         if m is not None and o.fits and m.headroom < TIGHT_HEADROOM:
