@@ -364,3 +364,36 @@ def test_the_plan_json_and_the_summary_say_no_published_run_like_this(corpus):
     # among what must be checked before deciding: the Plan page's warnings box and page 1 of every report
     assert en.unlike.startswith("No published run like this") and en.unlike in en.warnings
     assert es.unlike.startswith("Ninguna corrida publicada se parece a esta") and es.unlike in es.warnings
+
+
+# ---------------------------------------------------------------- sustained clocks under a power limit
+
+def test_a_power_limited_card_is_timed_at_the_peak_it_sustains(corpus):
+    """An L4 (72 W) cannot hold the boost clock its datasheet peak is quoted at: with `sustained.fraction` f the
+    formula divides by f × the peak (forward + backward 1/f slower where compute-bound), and the source says so."""
+    from planner.inputs.profiles import Sustained
+
+    l4 = corpus.profiles["l4-24gb"]
+    plain = dataclasses.replace(l4, sustained=None)
+    held = dataclasses.replace(l4, sustained=Sustained(0.5, "test: half the datasheet peak"))
+    times = {}
+    for name, profile in (("plain", plain), ("held", held)):
+        inputs = dataclasses.replace(corpus, profiles={**corpus.profiles, "l4-24gb": profile})
+        times[name] = micro(inputs, LORA_7B, "l4-24gb", 4, precision="bf16")
+    assert times["held"].micro_step_time_s > 1.5 * times["plain"].micro_step_time_s
+    assert "× 0.50 the datasheet peak: what this card sustains at its 72 W limit" in detail_en(times["held"].source)
+
+
+def test_the_sustained_block_is_checked(tmp_path):
+    from planner.inputs.errors import InputError
+    from planner.inputs.profiles import parse_profile, profile_to_dict
+
+    base = profile_to_dict(load_inputs(include_user_data=False).profiles["l4-24gb"])
+    for bad, field in (({"fraction": 1.5, "source": "x"}, "fraction"), ({"fraction": 0.6}, "source"),
+                       ({"fraction": 0.6, "source": "x", "clock": 1}, "clock")):
+        with pytest.raises(InputError) as err:
+            parse_profile({**base, "sustained": bad}, str(tmp_path / "l4-24gb.yaml"))
+        assert f"sustained.{field}" in str(err.value) or field in str(err.value)
+    ok = parse_profile({**base, "sustained": {"fraction": 0.6, "source": "a citation"}}, str(tmp_path / "l4-24gb.yaml"))
+    assert ok.sustained is not None and ok.sustained.fraction == 0.6
+    assert parse_profile(profile_to_dict(ok), str(tmp_path / "l4-24gb.yaml")) == ok

@@ -115,6 +115,8 @@ def calibrated(ctx: MicroContext, option: OptionPlan, flops: float, activation_b
              detail("calibration", date=cal.fitted_on, n=cal.n_points)]
     if used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
         parts.append(detail("dual_issue", factor=DUAL_ISSUE_FP32_FACTOR))
+    if gpu.sustained is not None:
+        parts.append(sustained_part(gpu))
     if used != precision:
         parts.append(detail("no_slower", precision=precision, used=used))
     parts.append(launch_floor(ctx, used)[1])
@@ -138,10 +140,19 @@ _DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
 DUAL_ISSUE_FP32_FACTOR = 0.5
 
 
+def sustained_part(gpu: GpuProfile) -> Note:
+    """The source part that says P is the share of the datasheet peak a power-limited card sustains."""
+    assert gpu.sustained is not None
+    return detail("sustained", fraction=gpu.sustained.fraction, tdp=gpu.tdp_w, source=gpu.sustained.source)
+
+
 def transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
-    """The dense peak a transfer scales by: the dual-issue fp32 peak of Ampere GA10x/Ada counts at the same
-    DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
+    """The dense peak the step time divides by and a transfer scales by: the datasheet's, × the share a
+    power-limited card sustains (the profile's `sustained`, cited), and for the dual-issue fp32 peak of Ampere
+    GA10x/Ada × DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
     peak = gpu.peak_tflops_for(precision)
+    if peak and gpu.sustained is not None:
+        peak *= gpu.sustained.fraction
     if peak and precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
         return peak * DUAL_ISSUE_FP32_FACTOR
     return peak
@@ -160,6 +171,8 @@ def _analytic_seconds(model: ResolvedModel, gpu: GpuProfile, precision: str, flo
         peak = gpu.peak_tflops_for(p)
         if not peak:
             continue
+        if gpu.sustained is not None and not model.mfu:  # a typed MFU is of the datasheet peak, as the user's log
+            peak *= gpu.sustained.fraction
         mfu = model.mfu or _default_mfu_on(gpu, model.family, p)
         t = steptime.analytic_micro_step(flops, peak, mfu)
         if best is None or t < best[0]:

@@ -63,8 +63,10 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
     m = _micro_step(ctx, OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch))
     if m.includes_optimizer and m.optimizer_s is None:  # a figure without its phases: the optimizer by formula
         m = replace(m, optimizer_s=ctx.optimizer_s(gpu.memory_bandwidth_gb_per_s))
-    if m.source.kind in _OWN_KINDS:
-        return m  # this GPU's own figure at this very batch (or its same-speed sibling's) is data: it stands
+    if m.source.kind in _OWN_KINDS or m.source.kind == "user":
+        # this GPU's own figure at this very batch (or its same-speed sibling's) is data, and a typed MFU is the
+        # user's own figure for every GPU: they stand as given
+        return m
     # A faster number format is never slower (step_formula.NO_SLOWER_THAN): a time moved from other GPUs or worked
     # out by formula takes the best of its precision and the slower formats' times on this GPU (two transfers from
     # different files, or a transfer and a formula, must not rank fp32 above tf32 or bf16).

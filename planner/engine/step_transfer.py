@@ -12,7 +12,7 @@ from planner.engine.estimates import Source, TimePoint, detail
 from planner.engine.micro import Micro, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
-from planner.engine.step_formula import launch_floor, transfer_peak
+from planner.engine.step_formula import launch_floor, sustained_part, transfer_peak
 from planner.inputs.profiles import GpuProfile
 
 
@@ -151,7 +151,8 @@ def transferred(ctx: MicroContext, option: OptionPlan, flops: float, precision: 
         parts = (detail("transferred", gpu=sources[0].gpu_name, source=sources[0].source),)
     if precision != option.precision:
         parts = (sibling_reason(gpu, option.precision, precision), *parts)
-    parts = (*parts, *dict.fromkeys(s.aligned for s in sources if s.aligned is not None))
+    parts = (*parts, *dict.fromkeys(s.aligned for s in sources if s.aligned is not None),
+             *((sustained_part(gpu),) if gpu.sustained is not None else ()))
     meaning = "p10-p90" if band != ratio_band else "assumed"
     used = tuple(p for s in sources for p in s.used)
     return Micro(t_b, Source("transferred", parts=parts), band,

@@ -32,8 +32,10 @@ _PROFILE_KEYS = {
     "compute_capability": False, "nvml_names": False, "memory_gib": True, "memory_gib_source": True,
     "memory_gb_label": False, "memory_bandwidth_gb_per_s": True, "peak_tflops": True,
     "estimated_peaks": False, "interconnect": False, "pcie_gen": False, "tdp_w": True,
-    "devices_per_package": False, "prices": False, "purchase": False, "sources": False, "notes": False,
+    "devices_per_package": False, "sustained": False, "prices": False, "purchase": False, "sources": False,
+    "notes": False,
 }
+_SUSTAINED_KEYS = {"fraction": True, "source": True}
 _INTERCONNECT_KEYS = {"kind": True, "bidirectional_gb_per_s": True}
 _PURCHASE_KEYS = {"usd": True, "kind": True, "as_of": True, "source": True}
 # What a purchase price is: a vendor/reseller list price, an observed retail (street) price, the maker's launch
@@ -97,6 +99,14 @@ class Interconnect:
 
 
 @dataclass(frozen=True)
+class Sustained:
+    """What a power-limited card sustains: `fraction` of its datasheet dense peaks, per `source` (a citation)."""
+
+    fraction: float
+    source: str
+
+
+@dataclass(frozen=True)
 class GpuProfile:
     """One torch device (an MI250X profile is one GCD). Peaks are dense TFLOPS; an absent key = unsupported."""
 
@@ -121,6 +131,10 @@ class GpuProfile:
     path: str
     memory_gb_label: float | None = None
     purchase: PurchasePrice | None = None  # None: no citable purchase price (on-prem needs an override)
+    # The share of the datasheet's dense tensor peak (quoted at the boost clock) the card sustains under a long
+    # matmul load, where its power limit holds the clocks lower (an L4 at 72 W), with the measurement it stands on;
+    # None: it holds its peak as the datasheet-class cards do (A100, H100).
+    sustained: Sustained | None = None
 
     def supports(self, precision: str) -> bool:
         return precision in self.peak_tflops
@@ -190,6 +204,14 @@ def _parse_purchase(r: Reader, *, devices_per_package: int) -> PurchasePrice | N
     )
 
 
+def _parse_sustained(r: Reader) -> Sustained | None:
+    """The optional `sustained:` block: fraction in (0, 1] and a non-empty source, else an error naming it."""
+    if r.data.get("sustained") is None:
+        return None
+    p = keyed_reader(r.data["sustained"], _SUSTAINED_KEYS, r.source, "sustained")
+    return Sustained(fraction=p.number("fraction", minimum=0.05, maximum=1.0), source=p.string("source"))
+
+
 def _expected_id(source: str) -> str | None:
     # The id must equal the file stem so `gpu_profiles/<id>.yaml` is the one place an id is defined.
     path = Path(source)
@@ -239,6 +261,7 @@ def parse_profile(data: dict, source: str) -> GpuProfile:
         notes=notes,
         path=source,
         memory_gb_label=r.number("memory_gb_label", None, minimum=1, maximum=1100, unit=" GB"),
+        sustained=_parse_sustained(r),
     )
 
 
@@ -342,6 +365,7 @@ def profile_to_dict(profile: GpuProfile) -> dict:
         "pcie_gen": profile.pcie_gen,
         "tdp_w": profile.tdp_w,
         "devices_per_package": profile.devices_per_package,
+        "sustained": None if profile.sustained is None else dataclasses.asdict(profile.sustained),
         "prices": [_price_to_dict(q) for q in profile.prices],
         "purchase": None if profile.purchase is None else dataclasses.asdict(profile.purchase),
         "sources": list(profile.sources),
