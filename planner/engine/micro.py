@@ -63,3 +63,9 @@ class Micro:
     # No published or measured run shares the option's model family, stack and architecture group: the range is
     # widened and the plan says so (Note "unlike_corpus"); None when one does.
     unlike: Note | None = None
+
+    def outside_s(self, optimizer_s: float | None = None) -> float:
+        """The part that is neither forward nor backward: the optimizer step inside a measured micro-step (never
+        more than half of it; `optimizer_s`, else the micro-step's own) and QLoRA's dequantisation."""
+        opt = self.optimizer_s if optimizer_s is None else optimizer_s
+        return (min(opt or 0.0, 0.5 * self.seconds) if self.includes_optimizer else 0.0) + self.fixed_s

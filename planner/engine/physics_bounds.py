@@ -38,12 +38,6 @@ def peak_floor_s(flops: float, gpu: GpuProfile, precision: str) -> float:
     return flops / (peak * 1e12) if peak and flops > 0 else 0.0
 
 
-def _inside_s(m: Micro) -> float:
-    """The part of a micro-step that is neither forward nor backward: an optimizer step inside a measured one
-    (never more than half of it, as step_ladder takes it out) and QLoRA's dequantisation."""
-    return (min(m.optimizer_s or 0.0, 0.5 * m.seconds) if m.includes_optimizer else 0.0) + m.fixed_s
-
-
 def dominated(profiles: Mapping[str, GpuProfile], gpu_id: str, precision: str) -> tuple[str, ...]:
     """The GPUs `gpu_id` dominates at `precision` (dominates), in id order."""
     gpu = profiles[gpu_id]
@@ -57,7 +51,7 @@ def bounded_micro(m: Micro, *, gpu: GpuProfile, precision: str, flops: float,
     its own optimizer step). `time_on(gpu_id)` gives the same micro-step on another GPU (None when it cannot be
     estimated there); `below`: the GPUs it dominates (dominated). Each bound that moved the time says so in the
     source."""
-    inside = _inside_s(m)
+    inside = m.outside_s()
     work, (low, high) = m.seconds - inside, (m.band[0] - inside, m.band[1] - inside)
     parts = list(m.source.parts)
     floor = peak_floor_s(flops, gpu, precision)
@@ -71,7 +65,7 @@ def bounded_micro(m: Micro, *, gpu: GpuProfile, precision: str, flops: float,
         there = time_on(other_id)
         if there is None:
             continue
-        there_inside = _inside_s(there)
+        there_inside = there.outside_s()
         if work > (there.seconds - there_inside) * (1.0 + 1e-9):
             work = there.seconds - there_inside
             parts.append(detail("bound_dominance", gpu=other.name, precision=precision, duration=work))

@@ -242,7 +242,7 @@ def _work_scaled(m: Micro, factor: float, *, optimizer_s: float, why: Note) -> M
     """A micro-step whose forward + backward do `factor` × the work: an optimizer step inside a measured micro-step,
     and QLoRA's dequantisation, keep their time (they depend neither on the tokens in a row nor on the FLOPs of a
     sample)."""
-    inside = (min(optimizer_s, 0.5 * m.seconds) if m.includes_optimizer else 0.0) + m.fixed_s
+    inside = m.outside_s(optimizer_s)
 
     def scaled(t: float) -> float:
         return max(t - inside, 0.0) * factor + inside
