@@ -43,6 +43,8 @@ def default_mfu_micro(ctx: MicroContext, option: OptionPlan, flops: float) -> Mi
     else:
         origin = detail("mfu_default", family=model.family, precision=used)
     parts = [detail("mfu", flops=flops, peak=gpu.peak_tflops_for(used), precision=used, mfu=mfu, origin=origin)]
+    if gpu.sustained is not None and not model.mfu:  # _analytic_seconds divided by the sustained share of P
+        parts.append(sustained_part(gpu))
     if used != precision:
         parts.append(detail("no_slower", precision=precision, used=used))
     launch, launch_part = launch_floor(ctx, precision)
