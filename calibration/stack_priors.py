@@ -16,11 +16,13 @@ pair of one source's figures agrees to about 10%: the run-to-run noise the corpu
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from planner.inputs import loader
@@ -76,8 +78,14 @@ def parse_priors(data: object, source: str) -> dict[str, StackPrior]:
     return out
 
 
-def load_priors(path: str | Path = PRIORS_PATH) -> dict[str, StackPrior]:
-    return parse_priors(loader.load_file(path, PRIORS_FILE), str(path))
+def load_priors(path: str | Path = PRIORS_PATH) -> Mapping[str, StackPrior]:
+    """The priors file, read once per path (calibration_report refits some thirty times)."""
+    return _load_priors(str(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_priors(path: str) -> Mapping[str, StackPrior]:
+    return MappingProxyType(parse_priors(loader.load_file(path, PRIORS_FILE), path))
 
 
 def pairs_of(points: Iterable[Any]) -> list[Pair]:

@@ -83,6 +83,7 @@ class MeasurementIndex:
     published: dict[tuple[str, str], tuple[TimeSeries, ...]] = field(default_factory=dict)
     # alignment()'s answers by (source, precision), worked out once per index
     alignments: dict[tuple[str, str], tuple[float, str | None, int]] = field(default_factory=dict)
+    reaches: dict[str, dict[str, int]] = field(default_factory=dict)  # source_reach's counts by precision
     # Kernel-launching aten ops of one training step, by precision, from the newest applicable trace (bench trace):
     # (forward + backward, optimizer) and the trace's label. The analytic step time's launch term reads them.
     aten_ops: dict[str, tuple[float, float, str]] = field(default_factory=dict)
@@ -151,9 +152,17 @@ class MeasurementIndex:
         return math.exp(sum(logs) / len(logs)), reference, len(logs)
 
     def source_reach(self, source: str | None, precision: str) -> int:
-        """On how many GPUs `source`'s published figures time this model at `precision`."""
-        return sum(1 for (_, p), files in self.published.items() if p == precision
-                   and any(s.points and s.points[0].source == source for s in files)) if source else 0
+        """On how many GPUs `source`'s published figures time this model at `precision` (counted once per index)."""
+        if not source:
+            return 0
+        if precision not in self.reaches:
+            reach: dict[str, int] = defaultdict(int)
+            for (_, p), files in self.published.items():
+                if p == precision:
+                    for src in {s.points[0].source for s in files if s.points and s.points[0].source}:
+                        reach[str(src)] += 1
+            self.reaches[precision] = dict(reach)
+        return self.reaches[precision].get(source, 0)
 
 
 def _file_applies(rf: ResultFile, model: ResolvedModel, training: TrainingSetup) -> Note | None:
