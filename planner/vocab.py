@@ -58,6 +58,18 @@ ADAPTER_KINDS: tuple[AdapterKind, ...] = ("lora", "qlora")
 ADAPTER_TARGETS: tuple[str, ...] = ("attention", "qv", "all_linear")
 BASE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "int8", "nf4", "nf4_dq")  # nf4_dq: with double quantisation
 QUANTIZED_BASE_DTYPES: tuple[str, ...] = ("int8", "nf4", "nf4_dq")
+# The base an adapter kind means when base_dtype is not given (issue 33): QLoRA is a 4-bit NormalFloat base (Dettmers
+# et al. 2023, §2), LoRA a 16-bit one. The app's LoRA/QLoRA switch moves the base to its kind's when it does not
+# belong to it (a 16-bit base under QLoRA, a quantised one under LoRA).
+ADAPTER_DEFAULT_BASE: dict[str, str] = {"lora": "bf16", "qlora": "nf4"}
+
+
+def adapter_base_for(kind: str, base_dtype: str | None) -> str:
+    """The base an adapter of `kind` plans with: `base_dtype` when it belongs to the kind (QLoRA: a quantised base;
+    LoRA: any), else the kind's default (ADAPTER_DEFAULT_BASE)."""
+    if base_dtype is None or (kind == "qlora" and base_dtype not in QUANTIZED_BASE_DTYPES):
+        return ADAPTER_DEFAULT_BASE.get(kind, "bf16")
+    return base_dtype
 MLP_KINDS: tuple[str, ...] = ("gelu", "swiglu")
 # Model families: the default MFU row (planner.engine.steptime.DEFAULT_MFU), the workspace assumption (cnn: cuDNN)
 # and the analytic operator-class split read them; the zoo and the corpus say each model's, a scenario may too.

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from planner.engine.plan import build_plan
 from planner.inputs.errors import InputError
+from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import (
     MAX_SCENARIO_BYTES,
     load_scenario_file,
@@ -22,6 +24,7 @@ from planner.inputs.scenario import (
     scenario_to_dict,
 )
 from planner.inputs.userdata import DEFAULT_SCENARIO
+from planner.vocab import GIB
 from ui import panels, plan_notes, plan_why, scenario_files, sidebar, state, url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -639,3 +642,24 @@ def test_packing_widgets_reach_the_scenario_and_the_plan():
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
     assert "se rellenan hasta 512 tokens por micro-lote (73% de relleno)" in shown
+
+
+def test_the_lora_qlora_switch_moves_the_base_and_the_plan():
+    """Issue 33: switching Adapters from LoRA to QLoRA changed nothing (the base stayed bf16: same GiB, same hours).
+    The switch now moves the base to 4-bit and back, and the memory follows."""
+    at = fresh()
+    text = (ROOT / "scenarios" / "presets" / "llama2-7b-lora-24gb.yaml").read_bytes()
+    at.file_uploader(key="upload").set_value(("lora.yaml", text, "application/x-yaml")).run()
+    assert at.session_state["adapter_kind"] == "lora" and at.session_state["adapter_base_dtype"] == "bf16"
+    scenario = url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM])
+    lora_gib = {o.id: o.memory.total for o in build_plan(scenario, load_inputs()).options if o.memory}
+    at.selectbox(key="adapter_kind").set_value("qlora").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["adapter_base_dtype"] == "nf4"
+    d = scenario_to_dict(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]))
+    assert d["training"]["adapter"]["kind"] == "qlora" and d["training"]["adapter"]["base_dtype"] == "nf4"
+    qlora = build_plan(url_codec.decode_scenario(at.query_params[url_codec.URL_PARAM]), load_inputs())
+    smaller = [o.id for o in qlora.options if o.memory and o.id in lora_gib and o.memory.total < lora_gib[o.id] - GIB]
+    assert smaller, "a 4-bit base must need at least 1 GiB less than a bf16 one on some option"
+    at.selectbox(key="adapter_kind").set_value("lora").run()
+    assert at.session_state["adapter_base_dtype"] == "bf16"

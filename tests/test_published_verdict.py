@@ -71,3 +71,34 @@ def test_adapters_match_by_kind_rank_and_targets():
     assert not same_adapter({"kind": "qlora", "rank": 8, "targets": "query+value"}, lora)
     assert not same_adapter({"kind": "lora", "rank": 8, "targets": "mlp"}, lora)
     assert same_adapter(None, None) and not same_adapter(None, lora)
+
+
+def test_a_status_only_row_that_ran_decides_the_fit(inputs):
+    """Issue 33: ResNet-50 at micro-batch 512 in fp16 on an RTX 3090 was "does not fit: needs 24.7 GiB" although the
+    corpus holds exactly that run with status ok and no memory figure (timm benchmark-train-amp-nchw-pt112-cu113-
+    rtx3090.csv, huggingface/pytorch-image-models@aa4b585, resnet50 at train batch 512)."""
+    scenario = {"schema": "trainplan.scenario/1", "name": "timm status row",
+                "model": {"name": "resnet50"},
+                "training": {"precisions": ["fp16"], "global_batch": 512, "micro_batch": 512,
+                             "optimizer": "sgd_momentum"},
+                "workload": {"dataset_samples": 1281167, "epochs": 1},
+                "hardware": {"gpus": ["rtx3090-24gb"], "gpu_counts": [1]}}
+    plan = build_plan(parse_scenario(scenario), inputs, today=TODAY)
+    (o,) = plan.options
+    assert o.memory.total > o.memory.capacity, "the model alone says it does not fit: the row must decide"
+    assert o.fits is True and o.memory.published_outcome == "ran" and o.memory.published_figure is None
+    text = english(o.notes[0])
+    assert "ran on this GPU" in text and "no memory figure published" in text and "pytorch-image-models" in text
+    row = next(r for r in plan_to_dict(plan)["options"] if r["id"] == o.id)
+    assert row["memory_published"]["outcome"] == "ran" and row["memory_published"]["peak_gib"] is None
+    assert o.step is not None and o.cost is not None, "a fitting option is timed and priced"
+
+
+def test_a_status_row_at_another_micro_batch_decides_nothing(inputs):
+    scenario = {"schema": "trainplan.scenario/1", "name": "timm status row",
+                "model": {"name": "resnet50"},
+                "training": {"precisions": ["fp16"], "global_batch": 1024, "micro_batch": 1024},
+                "workload": {"dataset_samples": 1281167, "epochs": 1},
+                "hardware": {"gpus": ["rtx3090-24gb"], "gpu_counts": [1]}}
+    (o,) = build_plan(parse_scenario(scenario), inputs, today=TODAY).options
+    assert o.memory.published_outcome is None and o.fits is False

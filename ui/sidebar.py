@@ -12,6 +12,7 @@ import streamlit as st
 from planner.inputs.errors import InputError
 from planner.inputs.fields import BY_KEY, SECTION_LABELS, SIDEBAR, Field, When
 from planner.present import fmt
+from planner.vocab import ADAPTER_KINDS
 from ui import scenario_files, state
 from ui.i18n_ui import LANGUAGES, LOCALES, choice_label, file_uploader, tr
 from ui.panels import lazy_expander, widget_key
@@ -67,6 +68,13 @@ def _on_model() -> None:
     model = base.get("model") or {}
     for field in state.MODEL_CARRIED:
         model.pop(field, None)
+
+
+def _on_adapter_kind() -> None:
+    """The LoRA/QLoRA switch moves the base with it (issue 33): QLoRA over a 16-bit base is planned as neither."""
+    ss = st.session_state
+    if ss.get("adapter_kind") in ADAPTER_KINDS:
+        ss["adapter_base_dtype"] = state.base_on_adapter_switch(ss["adapter_kind"], ss.get("adapter_base_dtype"))
 
 
 def _on_gpus_all(known: Sequence[str]) -> None:
@@ -197,6 +205,8 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
                                choice_label(None, {state.CUSTOM_MODEL: "app.sidebar.model_custom"}), _on_model),
         "model_attention": _Choices(state.ATTENTION_CHOICES, choice_label("app.sidebar.attentions")),
         "stack": _Choices(state.STACK_CHOICES, choice_label("common.stack", {state.AUTO_STACK: "app.sidebar.stack_auto"})),
+        "adapter_kind": _Choices(BY_KEY["adapter_kind"].choices or (), choice_label(BY_KEY["adapter_kind"].choice_labels),
+                                 _on_adapter_kind),
         "gpus_all": _Choices((), str, _on_gpus_all, (known,)),
         "gpus": _Choices(sorted(profiles), lambda g: profiles[g].name if g in profiles else g),
         "provider": _Choices(["cheapest", *providers],

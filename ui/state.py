@@ -25,7 +25,13 @@ from planner.inputs.scenario import (
 )
 from planner.inputs.zoo_catalog import canonical_id, load_catalog, lookup
 from planner.present.i18n import language_of
-from planner.vocab import MODEL_ATTENTIONS, SOFTWARE_STACKS
+from planner.vocab import (
+    ADAPTER_DEFAULT_BASE,
+    MODEL_ATTENTIONS,
+    QUANTIZED_BASE_DTYPES,
+    SOFTWARE_STACKS,
+    adapter_base_for,
+)
 
 CUSTOM_MODEL = "__custom__"
 BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are missing (page switch, hidden)
@@ -246,6 +252,14 @@ def model_reset_values() -> dict[str, Any]:
 _POINT_RE = re.compile(r"^\s*(\d+)\s*[:=]?\s*([0-9][0-9.eE+_]*)\s*([^\d\s]+)\s*$")
 _STEP_WORDS = {"steps", "step", "pasos", "paso", "s"}
 _EPOCH_WORDS = {"epochs", "epoch", "ep", "e", "épocas", "época", "epocas", "epoca"}
+
+
+def base_on_adapter_switch(kind: str, base_dtype: str | None) -> str:
+    """The base after the adapter switch moves to `kind`: QLoRA takes a quantised base (its default, nf4, when the
+    base was 16-bit); LoRA goes back to 16-bit from a quantised base; otherwise the base stays."""
+    if kind == "lora" and base_dtype in QUANTIZED_BASE_DTYPES:
+        return ADAPTER_DEFAULT_BASE["lora"]
+    return adapter_base_for(kind, base_dtype)
 
 
 def format_ref_points(points: Iterable[Mapping[str, Any]]) -> str:

@@ -5,7 +5,16 @@ GPU) that ran, or ran out of memory, settles whether the option fits; the model'
 The figures come from `bench published build` (results/published): memory rows carry their counter
 (max_memory_allocated, max_memory_reserved or device_used, in the measurement's field for it) and out-of-memory
 rows have status "oom". A run that ran says "fits" whatever the model says; one that ran out of memory says "does
-not fit". Configurations that differ in anything above are never matched: a near miss is the memory model's job.
+not fit". A row with status ok and no memory figure (a throughput benchmark's row) is a run that ran: it decides as
+well (issue 33), and the note says it carries no figure.
+
+What must match (docs/methods.md#memory "Published runs decide"): the GPU profile, the model (name, parameter
+count within 1%, sequence length when the file states one), precision, micro-batch, activation checkpointing, the
+adapter (none, or the same kind, rank and targets), frozen fraction, no sharding, one GPU. What a row may leave out:
+its memory figure (status decides), the optimizer and the software stack (rarely published with throughput rows;
+they move the peak less than the fields above for the models such rows cover, and the note names the row so a
+reader can check). Configurations that differ in anything that must match are never matched: a near miss is the
+memory model's job.
 """
 
 from __future__ import annotations
@@ -76,9 +85,15 @@ def same_adapter(published: object, adapter: Adapter | None) -> bool:
 def _outcome(m: Measurement, label: str) -> PublishedMemory | None:
     if m.status == "oom":
         return PublishedMemory(OOM, None, None, label)
+    if not m.ok:
+        return None
     meaning = m.provenance.memory_meaning if m.provenance else None
     figure = getattr(m, _FIELDS[meaning]) if meaning in _FIELDS else None
-    return PublishedMemory(RAN, float(figure), meaning, label) if m.ok and figure else None
+    if figure:
+        return PublishedMemory(RAN, float(figure), meaning, label)
+    # A run published with status ok and no memory figure (a throughput row) still ran at that micro-batch on that
+    # GPU: status is evidence (issue 33: ResNet-50 at 512 on an RTX 3090 was "does not fit" beside its own row).
+    return PublishedMemory(RAN, None, None, label)
 
 
 def index_published_memory(results: Sequence[ResultFile], model: ResolvedModel,
@@ -119,8 +134,13 @@ def decided_by(estimate: MemoryEstimate, published: PublishedMemory) -> MemoryEs
     if published.outcome == OOM:
         note = Note("published_oom", source=published.label, ours=round(estimate.device_total / GIB, 1),
                     capacity=round(estimate.capacity / GIB, 1))
+    elif published.figure_bytes is None:
+        if estimate.total <= estimate.usable:  # the model agrees: the JSON keeps the row, the notes stay short
+            return replace(estimate, published_outcome=published.outcome, published_label=published.label)
+        note = Note("published_ran_status", source=published.label, ours=round(estimate.device_total / GIB, 1),
+                    capacity=round(estimate.capacity / GIB, 1))
     else:
-        note = Note("published_ran", source=published.label, gib=round((published.figure_bytes or 0.0) / GIB, 1),
+        note = Note("published_ran", source=published.label, gib=round(published.figure_bytes / GIB, 1),
                     counter=published.meaning or "?", ours=round(ours / GIB, 1))
     return replace(estimate, published_outcome=published.outcome, published_label=published.label,
                    published_figure=published.figure_bytes, published_meaning=published.meaning,

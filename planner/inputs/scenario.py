@@ -17,7 +17,9 @@ from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
 from planner.inputs.fields import AT_PATH, Field
 from planner.vocab import (
+    ADAPTER_DEFAULT_BASE,
     PRECISIONS,
+    QUANTIZED_BASE_DTYPES,
 )
 
 SCHEMA = "trainplan.scenario/1"
@@ -395,7 +397,14 @@ def _training(r: Reader) -> TrainingSetup:
     if a is not None:
         a.reject_unknown([f.name for f in dataclasses.fields(Adapter)])
         kind = _get(a, "training.adapter.kind")
-        base_dtype = _get(a, "training.adapter.base_dtype", "nf4" if kind == "qlora" else ad["base_dtype"])
+        base_dtype = _get(a, "training.adapter.base_dtype", ADAPTER_DEFAULT_BASE.get(kind, ad["base_dtype"]))
+        if kind == "qlora" and base_dtype not in QUANTIZED_BASE_DTYPES:
+            # QLoRA is adapters over a quantised base (Dettmers et al. 2023, §2: a 4-bit NormalFloat base); a 16-bit
+            # base with kind qlora is planned as neither (issue 33: the app kept bf16 when switched to QLoRA).
+            raise a.fail("base_dtype", base_dtype,
+                         "a quantised base (" + ", ".join(QUANTIZED_BASE_DTYPES) + ") with training.adapter.kind "
+                         "qlora, which trains adapters over a 4-bit base (nf4 when base_dtype is left out); for "
+                         "adapters over a 16-bit base write kind: lora")
         adapter = Adapter(**_fields_of(a, "training.adapter", kind=kind, base_dtype=base_dtype))
     setup = TrainingSetup(**_fields_of(r, "training", precisions=tuple(precisions), micro_batch=micro_batch,
                                        adapter=adapter))
