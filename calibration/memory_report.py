@@ -45,7 +45,7 @@ import yaml  # noqa: E402
 
 from calibration.corpus import OOM_INFERRED_UNIT, OOM_UNIT, Row, check_corpus  # noqa: E402
 from planner.engine.estimates import MemoryEstimate  # noqa: E402
-from planner.engine.memory import RESERVED_OVER_ALLOCATED, estimate_memory  # noqa: E402
+from planner.engine.memory import RESERVED_OVER_CHURNED, estimate_memory  # noqa: E402
 from planner.engine.models import resolve_model  # noqa: E402
 from planner.engine.option import OptionPlan  # noqa: E402
 from planner.engine.plan import build_plan  # noqa: E402
@@ -181,18 +181,19 @@ def boundaries(results: Sequence[Result], cases: Sequence[dict[str, Any]] | None
 
 
 def implied_reserved_fraction(r: Result) -> float | None:
-    """The fragmentation a reserved or device figure implies: published reserved / predicted allocated − 1 (the
-    device figure less the predicted context and NCCL first); None for an allocated figure or a verdict."""
-    if r.published_gib is None or r.figure not in ("reserved_peak", "device_total"):
+    """The fragmentation a reserved or device figure implies, per byte the allocator churns: (published reserved −
+    predicted allocated) / predicted churned bytes (the device figure less the predicted context and NCCL first);
+    None for an allocated figure or a verdict."""
+    if r.published_gib is None or r.figure not in ("reserved_peak", "device_total") or r.estimate.churned <= 0:
         return None
     reserved = r.published_gib * GIB
     if r.figure == "device_total":
         reserved -= r.estimate.context + r.estimate.nccl
-    return reserved / r.estimate.allocated_peak - 1
+    return (reserved - r.estimate.allocated_peak) / r.estimate.churned
 
 
 def fit_reserved_fraction(results: Sequence[Result]) -> tuple[float, list[str]]:
-    """memory.RESERVED_OVER_ALLOCATED fitted on the `fit` half: the median implied fragmentation of its reserved and
+    """memory.RESERVED_OVER_CHURNED fitted on the `fit` half: the median implied fragmentation of its reserved and
     device rows (rounded to 0.01), and the cases it used."""
     used = [(r.case, f) for r in results if r.half == "fit" and (f := implied_reserved_fraction(r)) is not None]
     if not used:
@@ -205,7 +206,7 @@ def summary(results: Sequence[Result]) -> dict[str, Any]:
     pairs = boundaries(results)
     out: dict[str, Any] = {"n_cases": len(results), "verdicts_right": sum(r.fits == r.ran for r in results),
                            "boundaries": len(pairs), "boundaries_right": sum(ok for _, _, ok in pairs),
-                           "reserved_over_allocated_fit": fitted, "reserved_fit_cases": used}
+                           "reserved_over_churned_fit": fitted, "reserved_fit_cases": used}
     for figure in ("allocated_peak", "reserved_peak", "device_total"):
         for half in ("fit", "check", "all"):
             errs = [abs(r.error) for r in results if r.figure == figure and r.error is not None
@@ -250,9 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{sum(ok for _, _, ok in pairs)} of {len(pairs)} predicted right on both sides"
           + "".join(f"\n- {ran} → {oom}: {'right' if ok else 'WRONG'}" for ran, oom, ok in pairs))
     fitted, used = fit_reserved_fraction(results)
-    print(f"\nFragmentation (max_memory_reserved / max_memory_allocated − 1) fitted on the fit half "
+    print(f"\nFragmentation ((max_memory_reserved − max_memory_allocated) / churned bytes) fitted on the fit half "
           f"({len(used)} rows: {', '.join(used)}): {fitted:.2f}; the planner uses "
-          f"{RESERVED_OVER_ALLOCATED:.2f} (planner/engine/memory.py).")
+          f"{RESERVED_OVER_CHURNED:.2f} (planner/engine/memory.py).")
     return 0
 
 

@@ -498,12 +498,13 @@ def test_the_zoo_vit_plans(bare_inputs):
 
 
 def test_the_micro_batch_leaves_headroom_when_a_smaller_one_can(inputs):
-    # QLoRA 7B on an RTX 4090: micro-batch 8 fits with ~4% headroom (one allocator hiccup from an OOM); 4 leaves more
-    # than 10%, so the plan takes 4 and the option is not "tight" (which would count against it).
+    # QLoRA 7B on an RTX 4090: micro-batch 7 fits with ~8% headroom (one allocator hiccup from an OOM; 8 is 1% over
+    # since fragmentation grows with the activations, issue 33); 4 leaves more than 10%, so the plan takes 4 (the
+    # divisors of the global batch 16) and the option is not "tight" (which would count against it).
     s = load_scenario_file(ROOT / "scenarios" / "llama7b-qlora-24gb.yaml")
     o = build_plan(s, inputs, TODAY).option("rtx4090-24gb-x1-bf16")
     assert o.micro_batch == 4 and o.memory.headroom >= 0.10 and "tight_memory" not in option_risks(o, TODAY)
-    tight = build_plan(dataclasses.replace(s, training=dataclasses.replace(s.training, micro_batch=8)), inputs,
+    tight = build_plan(dataclasses.replace(s, training=dataclasses.replace(s.training, micro_batch=7)), inputs,
                        TODAY).option("rtx4090-24gb-x1-bf16")
     assert tight.fits and tight.memory.headroom < 0.10 and "tight_memory" in option_risks(tight, TODAY)
 
@@ -564,9 +565,9 @@ def test_a_clean_pick_is_not_beaten_on_time_and_cost_by_its_runner_up(inputs):
 
 
 def test_the_set_aside_advice_fits_the_risk(inputs):
-    # An RTX 4090 at micro-batch 8 is tight (4% headroom) with a current price: the advice is about memory.
+    # An RTX 4090 at micro-batch 7 is tight (8% headroom) with a current price: the advice is about memory.
     s = load_scenario_file(ROOT / "scenarios" / "llama7b-qlora-24gb.yaml")
-    s = dataclasses.replace(s, training=dataclasses.replace(s.training, micro_batch=8),
+    s = dataclasses.replace(s, training=dataclasses.replace(s.training, micro_batch=7),
                             hardware=dataclasses.replace(s.hardware, gpus=("rtx4090-24gb", "l40s-48gb",
                                                                              "a100-sxm-80gb")))
     plan = build_plan(s, inputs, TODAY)

@@ -85,6 +85,9 @@ class MemoryEstimate:
     PARTS = ("weights", "grads", "optimizer", "activations", "transients", "workspace", "fragmentation", "context",
              "nccl")
     ALLOCATED_PARTS = ("weights", "grads", "optimizer", "activations", "transients", "workspace")
+    # What the caching allocator frees and allocates again every step: its fragmentation is a fraction of these
+    # (planner.engine.memory.RESERVED_OVER_CHURNED); weights, optimizer states and workspaces are allocated once.
+    CHURNED_PARTS = ("grads", "activations", "transients")
 
     @property
     def total(self) -> float:
@@ -94,6 +97,11 @@ class MemoryEstimate:
     def allocated_peak(self) -> float:
         """What torch.cuda.max_memory_allocated() would report for this step."""
         return float(sum(getattr(self, p) for p in self.ALLOCATED_PARTS))
+
+    @property
+    def churned(self) -> float:
+        """The allocated bytes the allocator churns each step (CHURNED_PARTS), on which fragmentation grows."""
+        return float(sum(getattr(self, p) for p in self.CHURNED_PARTS))
 
     @property
     def reserved_peak(self) -> float:
