@@ -169,6 +169,19 @@ def test_qlora_nf4_base_bytes():
     assert s.optimizer == 64 * 8
 
 
+def test_qlora_under_deepspeed_zero3_gathers_the_4bit_storage():
+    """Issue 33: QLoRA base weights were all-gathered at 2 B a parameter under DeepSpeed ZeRO-3; the gathered unit
+    moves the stored nf4 (0.5625 B a weight, QLoRA §2), and a frozen unit has gradients only for its adapters."""
+    params, trainable, unit, n = 1_000_000_000, 10_000_000, 50_000_000, 8
+    base = params - trainable
+    q = states(params, trainable, "adamw", "deepspeed", "zero3", n, "bf16", unit, adapter_base_dtype="nf4")
+    full = states(params, params, "adamw", "deepspeed", "zero3", n, "bf16", unit)
+    assert q.weights == pytest.approx((2 * trainable + 0.5625 * base) / n + 0.5625 * unit)
+    assert q.grads == pytest.approx(4 * trainable / n + 2 * unit * trainable / params)
+    assert full.weights == pytest.approx(2 * params / n + 2 * unit)  # the estimator's 4·LL, half weights, unchanged
+    assert full.grads == pytest.approx(4 * params / n + 2 * unit)
+
+
 def test_zero3_gathered_unit():
     # torch_amp Z3: 16Ψ/N + largest layer's fp32 weights and grads (4 + 4 B each).
     s = states(8000, 8000, "adamw", "torch_amp", "zero3", 8, "bf16", largest=100)

@@ -264,7 +264,12 @@ def model_state_bytes(params: int, trainable: int, *, optimizer: str, state_layo
         if sharding == "zero2":
             return StateBytes(w * trainable + frozen_w * frozen, g * trainable + 4 * trainable / n,
                               o * trainable / n)
-        return StateBytes((w * trainable + frozen_w * frozen) / n + 2 * unit, 4 * trainable / n + 2 * unit,
+        # The gathered unit moves what is stored: a quantised base's blocks all-gather their 4- or 8-bit storage
+        # (QLoRA under ZeRO-3 gathers the packed Params4bit, ~0.5 B a weight, not 2; issue 33), and a frozen
+        # unit's gradient is only its trainable share.
+        unit_w = frozen_w if adapter_base_dtype in QUANTIZED_BASE_DTYPES else 2.0
+        unit_g = 2.0 * (trainable / params if adapter_base_dtype else 1.0)
+        return StateBytes((w * trainable + frozen_w * frozen) / n + unit_w * unit, 4 * trainable / n + unit_g * unit,
                           o * trainable / n)
     weights, grads, opt = w * trainable + frozen_w * frozen, g * trainable, o * trainable
     if sharding in ("zero1", "zero2", "zero3"):
