@@ -78,6 +78,10 @@ NORM_KINDS: tuple[str, ...] = ("layernorm", "rmsnorm")
 # The moment of a training step that sets its memory peak (planner.engine.memory.peak_parts).
 MemoryPhase = Literal["backward", "optimizer_step"]
 MEMORY_PHASES: tuple[MemoryPhase, ...] = ("backward", "optimizer_step")
+# The memory verdict of an option (MemoryEstimate.verdict; docs/methods.md#memory "Verdict"): within the band of the
+# memory model's held-out error around the capacity it is borderline (issue 33).
+MemoryVerdict = Literal["fits", "borderline", "does_not_fit"]
+MEMORY_VERDICTS: tuple[MemoryVerdict, ...] = ("fits", "borderline", "does_not_fit")
 # standard: the full logits and an fp32 log-softmax exist for backward; chunked: a fused/chunked cross-entropy
 # (Liger's fused linear cross-entropy, torchtune's chunked loss) never materialises the whole logits; sequence: a
 # sequence-level head (classification, regression) with no logits over the vocabulary at all; chunked_fp32: the head

@@ -123,6 +123,23 @@ def test_the_fragmentation_constant_is_the_fit_on_the_fit_half(results):
         "planner/engine/memory.py RESERVED_OVER_CHURNED differs from calibration/memory_report.py's fit: update it"
 
 
+def test_the_borderline_band_is_the_held_out_p90(results):
+    """Issue 33: one notion of "tight": the band around the capacity is the memory model's held-out error (the check
+    half's 90th percentile absolute error, capped at 10%), and the planner's constant is that fit."""
+    assert memory_report.BORDERLINE_FRACTION == memory_report.borderline_fraction(list(results.values()))
+    assert 0 < memory_report.BORDERLINE_FRACTION <= 0.10
+
+
+def test_a_borderline_verdict_is_right_only_inside_its_band(results):
+    borderline = [r for r in results.values() if r.estimate.verdict == "borderline"]
+    assert borderline, "published runs within the band of their card's capacity (LitGPT's 13B LoRA on 40 GB)"
+    for r in borderline:
+        assert abs(r.estimate.total - r.estimate.capacity) <= memory_report.BORDERLINE_FRACTION * r.estimate.capacity
+        assert memory_report.verdict_right(r) == (r.published_gib is not None), r.case
+    right = sum(memory_report.verdict_right(r) for r in results.values())
+    assert right >= len(results) - len(KNOWN_MISSES) - sum(r.published_gib is None for r in borderline)
+
+
 def test_known_misses_name_real_cases():
     assert set(KNOWN_MISSES) <= set(CASE_IDS)
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from planner.engine import convergence, cost
-from planner.engine.estimates import ConvergenceEstimate, PlanOption, ResolvedModel
+from planner.engine.estimates import BORDERLINE_FRACTION, ConvergenceEstimate, PlanOption, ResolvedModel
 from planner.engine.measurements import MeasurementIndex
 from planner.engine.notes import Note
 from planner.inputs.scenario import Scenario
@@ -21,7 +21,7 @@ def assumptions(scenario: Scenario, model: ResolvedModel, conv: ConvergenceEstim
              source=model.flops_source) if model.flops_per_sample else
         Note("assumption_model", model=model.name, params=model.params),
         Note("assumption_steps", steps=round(conv.steps), source=conv.source),
-        Note("assumption_memory_fit"),
+        Note("assumption_memory_fit", band=round(BORDERLINE_FRACTION * 100)),
         Note("assumption_layout", layout=scenario.training.state_layout, optimizer=scenario.training.optimizer,
              impl=scenario.training.optimizer_impl),
     ]

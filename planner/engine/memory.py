@@ -8,7 +8,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from planner.engine.estimates import ActivationLine, MemoryEstimate, ResolvedModel, Source, detail
+from planner.engine.estimates import (
+    BORDERLINE_FRACTION,
+    ActivationLine,
+    MemoryEstimate,
+    ResolvedModel,
+    Source,
+    detail,
+)
 from planner.engine.fit import least_squares_line
 from planner.engine.memory_activations import (
     activation_bytes,
@@ -114,7 +121,6 @@ NCCL_BUFFER_BYTES = 0.5 * GIB
 # the `fit` half of calibration/memory_cases.yaml ((reserved − allocated) / churned; calibration/memory_report.py
 # fit_reserved_fraction), checked on the `check` half; the test refits it (tests/test_published_memory.py).
 RESERVED_OVER_CHURNED = 0.19
-TIGHT_HEADROOM = 0.10  # below this the plan says "tight" (docs/methods.md#memory "Fit")
 
 
 def _check(value: object, allowed: tuple[object, ...], field: str) -> None:
@@ -708,8 +714,9 @@ def estimate_memory(model: ResolvedModel, training: TrainingSetup, option: Optio
         fragmentation=RESERVED_OVER_CHURNED * (grads + shown_activations + transients), phase=phase,
         activations_known=known,
     )
-    if estimate.fits and estimate.headroom < TIGHT_HEADROOM:
-        notes.append(Note("headroom_tight", pct=round(estimate.headroom * 100)))
+    if estimate.fits and estimate.verdict == "borderline":
+        notes.append(Note("headroom_tight", pct=round(estimate.headroom * 100),
+                          band=round(BORDERLINE_FRACTION * 100)))
     return replace(estimate, notes=tuple(notes))
 
 

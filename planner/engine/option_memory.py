@@ -63,8 +63,8 @@ def _divisors_desc(n: int) -> tuple[int, ...]:
 
 def _largest_fitting(candidates_desc: Sequence[int],
                      memory_at: Callable[[int], MemoryEstimate]) -> tuple[int, MemoryEstimate]:
-    """Largest candidate micro-batch that fits with at least TIGHT_HEADROOM to spare, else the largest that fits at
-    all (tight: the recommendation counts it against the option), else the smallest. Memory grows with the batch,
+    """Largest candidate micro-batch whose verdict is "fits" (outside the borderline band), else the largest that
+    fits at all (borderline: the recommendation counts it against the option), else the smallest. Memory grows with the batch,
     so each is a binary search; a smaller micro-batch costs only launch overhead and small-matmul efficiency, while
     a 4%-headroom run is one allocator hiccup from an out-of-memory error."""
     def largest(ok: Callable[[MemoryEstimate], bool]) -> tuple[int, MemoryEstimate] | None:
@@ -80,7 +80,7 @@ def _largest_fitting(candidates_desc: Sequence[int],
                 lo = mid + 1
         return best
 
-    found = largest(lambda m: bool(m.fits) and m.headroom >= memory.TIGHT_HEADROOM) or largest(lambda m: bool(m.fits))
+    found = largest(lambda m: m.verdict == "fits") or largest(lambda m: bool(m.fits))
     if found is not None:
         return found
     smallest = candidates_desc[-1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
-from planner.engine import advice, cost, memo
+from planner.engine import advice, cost, degrade, memo
 from planner.engine.context import PlanContext, gpu_ids, model_flops_per_sample, model_label, plan_context
 from planner.engine.estimates import CostEstimate, Plan, PlanOption, ScalingEstimate, StepEstimate, Throughput
 from planner.engine.notes import PLAN_LEVEL_NOTE_KEYS, Note
@@ -21,7 +21,7 @@ from planner.engine.throughput import SEQUENCE_FAMILIES, option_throughput
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
-from planner.inputs.scenario import Constraints, Pricing, Scenario
+from planner.inputs.scenario import Constraints, Pricing, Scenario, TrainingSetup
 from planner.vocab import GIB
 
 
@@ -70,18 +70,27 @@ def _option(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str) -> PlanOp
         return replace(base, notes=(Note("unsupported_precision", precision=precision, gpu=gpu.name),))
     fit = option_memory(ctx.inputs, scenario.model, t, workspace_gib=scenario.hardware.workspace_gib, gpu_id=gpu.id,
                         n_gpus=n, precision=precision, source=ctx.source)
-    micro, mem = fit.micro_batch, fit.memory
-    base = replace(base, micro_batch=micro, grad_accum=fit.grad_accum, memory=mem, checkpoint_gib=fit.checkpoint_gib)
+    micro, accum, mem = fit.micro_batch, fit.grad_accum, fit.memory
+    base = replace(base, micro_batch=micro, grad_accum=accum, memory=mem, checkpoint_gib=fit.checkpoint_gib)
     notes = list(mem.notes)
+    hw = scenario.hardware
     if mem.fits is False:
         notes.insert(0, Note("does_not_fit", need=round(mem.total / GIB, 1), micro=micro,
                              usable=round(mem.usable / GIB, 1), capacity=round(mem.capacity / GIB, 1)))
-        return replace(base, notes=tuple(notes))
+        # Degrade, never refuse (issue 33): plan the cheapest change in time that fits, and say what changed.
+        pw = degrade.planned_with(ctx.inputs, scenario.model, t, hw, gpu_id=gpu.id, n_gpus=n, precision=precision,
+                                  step_time_s=_step_timer(ctx, gpu.id, n, precision), source=ctx.source)
+        if pw is None:
+            return replace(base, notes=tuple(notes))
+        notes.insert(1, Note("planned_with", changes=pw.change_notes(), gib=round(pw.memory.total / GIB, 1),
+                             capacity=round(pw.memory.capacity / GIB, 1)))
+        notes.extend(x for x in pw.memory.notes if x not in notes)
+        t, micro, accum = pw.training, pw.micro_batch, pw.grad_accum
+        base = replace(base, micro_batch=micro, grad_accum=accum, checkpoint_gib=pw.checkpoint_gib, planned_with=pw)
     if mem.fits is None and not t.micro_batch:
         notes.append(Note("micro_batch_fit_unknown", micro=micro))
     # The rental first: its instances decide which links the gradients cross, so time and price assume the same
     # hardware (issue 18). On-prem and unpriced options are timed on the scenario's hardware.
-    hw = scenario.hardware
     billings: tuple[cost.Billing | None, ...] = (None,)
     no_quote: Note | None = None
     if scenario.pricing.tier != "on_prem":
@@ -89,7 +98,7 @@ def _option(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str) -> PlanOp
                                       gpus_per_node=hw.gpus_per_node, today=ctx.today)
     else:  # no cited purchase price and no override: unpriced, with a note saying how to price it
         no_quote = cost.on_prem_unpriced(gpu, scenario.pricing.on_prem)
-    option = OptionPlan(gpu=gpu, n_gpus=n, precision=precision, micro_batch=micro, grad_accum=fit.grad_accum)
+    option = OptionPlan(gpu=gpu, n_gpus=n, precision=precision, micro_batch=micro, grad_accum=accum)
     power_w = ctx.idx.power_w.get((gpu.id, precision))
     overrides = ctx.inputs.price_overrides.get(gpu.id, [])
 
@@ -99,7 +108,7 @@ def _option(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str) -> PlanOp
             timing_hw = replace(hw, gpus_per_node=billing.gpus_per_node,
                                 inter_node_gb_per_s=billing.inter_node_gb_per_s or hw.inter_node_gb_per_s)
         timed = step_for(ctx.inputs, scenario.model, t, timing_hw, time_factor=ctx.time_factor, gpu_id=gpu.id,
-                         n_gpus=n, precision=precision, micro_batch=micro, grad_accum=fit.grad_accum,
+                         n_gpus=n, precision=precision, micro_batch=micro, grad_accum=accum,
                          source=ctx.source)
         step = timed.step
         if no_quote is None:
@@ -129,6 +138,15 @@ def _option(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str) -> PlanOp
     notes.extend(n for n in c.notes if n.key not in PLAN_LEVEL_NOTE_KEYS)
     return replace(base, fits=mem.fits, step=step, cost=c, scaling=scale, topology=topology,
                    notes=tuple(dict.fromkeys(notes)), throughput=_throughput(ctx, gpu, n, precision, step))
+
+
+def _step_timer(ctx: PlanContext, gpu_id: str, n: int, precision: str) -> degrade.StepTimer:
+    """Seconds per optimizer step of a changed setup on the scenario's hardware (degrade.planned_with compares them)."""
+    def step_time_s(setup: TrainingSetup, micro_batch: int, grad_accum: int) -> float:
+        return step_for(ctx.inputs, ctx.scenario.model, setup, ctx.scenario.hardware, time_factor=ctx.time_factor,
+                        gpu_id=gpu_id, n_gpus=n, precision=precision, micro_batch=micro_batch,
+                        grad_accum=grad_accum, source=ctx.source).step.step_time_s
+    return step_time_s
 
 
 def _throughput(ctx: PlanContext, gpu: GpuProfile, n: int, precision: str, step: StepEstimate) -> Throughput:

@@ -6,17 +6,17 @@ import datetime as dt
 from collections.abc import Sequence
 
 from planner.engine.estimates import CostEstimate, PlanOption, Recommendation, cost_of
-from planner.engine.memory import TIGHT_HEADROOM
 from planner.engine.notes import Note
 from planner.inputs.scenario import Constraints
 from planner.vocab import PRECISION_PREFERENCE, QUOTE_MAX_AGE_DAYS
 
 
 def costed(options: Sequence[PlanOption]) -> list[PlanOption]:
-    """Options that fit and have a price (an option timed but with no quote cannot be compared on cost). Options
-    whose fit is unknown (fits None: no activation figure) count only when no option is known to fit."""
+    """Options that fit, as given or with the change they are planned with (issue 33), and have a price (an option
+    timed but with no quote cannot be compared on cost). Options whose fit is unknown (fits None: no activation
+    figure) count only when no option is known to fit."""
     priced = [o for o in options if o.cost is not None and o.cost.price is not None]
-    known = [o for o in priced if o.fits]
+    known = [o for o in priced if o.fits or o.planned_with is not None]
     return known or [o for o in priced if o.fits is None]
 
 
@@ -32,7 +32,8 @@ def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
     return frontier
 
 
-# The one rule on risks (issue 18): an option with a risk -- memory under TIGHT_HEADROOM, or a published price
+# The one rule on risks (issue 18): an option with a risk -- a borderline memory verdict (issue 33: within the
+# memory model's held-out error of the capacity, estimates.BORDERLINE_FRACTION), or a published price
 # that is stale (older than QUOTE_MAX_AGE_DAYS) or undated -- is the primary only when no option without one meets
 # the constraints (deadline at the scenario's confidence, and budget); the recommendation then names its risks, and
 # names a cheaper risky option that meets them when the primary is clean. The runner-up and the fastest within the
@@ -41,7 +42,8 @@ def pareto_frontier(options: Sequence[PlanOption]) -> list[PlanOption]:
 def option_risks(o: PlanOption, today: dt.date) -> tuple[str, ...]:
     """What counts against `o` (planner.vocab.RISKS), in that order."""
     out = []
-    if o.memory is not None and o.fits and o.memory.headroom < TIGHT_HEADROOM:
+    m = o.planned_with.memory if o.planned_with is not None else o.memory  # what will run
+    if m is not None and m.fits and m.verdict == "borderline":
         out.append("tight_memory")
     price = o.cost.price if o.cost else None
     if price is not None and price.origin == "published":
@@ -76,7 +78,7 @@ def recommend(options: Sequence[PlanOption], constraints: Constraints, today: dt
     confidence = constraints.deadline_confidence
     pool = costed(options)
     if not pool:
-        why = _why("no_fit" if not any(o.fits or o.fits is None for o in options) else "no_price")
+        why = _why("no_fit" if not any(o.fits or o.fits is None or o.planned_with for o in options) else "no_price")
         return Recommendation(None, None, None, None, (why,), deadline_confidence=confidence)
     deadline, budget = constraints.deadline_hours, constraints.budget_usd
 

@@ -43,7 +43,7 @@ def top_options(plan: Plan, n: int | None = 10) -> list[PlanOption]:
     ranked = sorted(pool, key=lambda o: (cost_of(o).usd, cost_of(o).hours))
     ranked += [o for o in plan.options if o not in ranked and o.fits is not False
                and (o.cost is None or o.cost.price is None or o.fits is None)]
-    ranked += [o for o in plan.options if o.fits is False]
+    ranked += [o for o in plan.options if o.fits is False and o not in ranked]  # planned-with options are costed
     if n is None:
         return ranked
     # Picks and the frontier first; then the cheapest of each GPU and count not yet shown (variety: four

@@ -7,12 +7,24 @@ import json
 import math
 
 from planner import __version__
-from planner.engine.estimates import Plan, PlanOption
+from planner.engine.estimates import Plan, PlannedWith, PlanOption
 from planner.present.notes import english, parts_text, price_source_text, source_text
 from planner.vocab import GIB
 
 SCHEMA = "trainplan.plan/2"
 
+
+
+def _planned_with(pw: PlannedWith | None) -> dict[str, object] | None:
+    """plan/2 `planned_with` (issue 33): the configuration the option's time and cost are for, when the scenario's
+    does not fit; its device total and verdict."""
+    if pw is None:
+        return None
+    return {"micro_batch": pw.micro_batch, "grad_accum": pw.grad_accum,
+            "activation_checkpointing": pw.activation_checkpointing, "sharding": pw.sharding, "offload": False,
+            "optimizer_state_bits": pw.optimizer_state_bits, "changed": list(pw.changed),
+            "memory_gib": _r(pw.memory.total / GIB, 2), "verdict": pw.memory.verdict,
+            "fit_margin_gib": _r(pw.memory.fit_margin_gib, 2)}
 
 def _r(x: float | None, digits: int = 4) -> float | None:
     if x is None or not math.isfinite(x):
@@ -42,7 +54,10 @@ def option_to_dict(o: PlanOption) -> dict:
     return {
         "id": o.id, "gpu_id": o.gpu_id, "gpu_name": o.gpu_name, "n_gpus": o.n_gpus, "topology": o.topology,
         "precision": o.precision,
-        "fits": o.fits, "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
+        "fits": o.fits, "verdict": m.verdict if m else None,
+        "fit_margin_gib": _r(m.fit_margin_gib, 2) if m else None,
+        "planned_with": _planned_with(o.planned_with),
+        "micro_batch": o.micro_batch, "grad_accum": o.grad_accum,
         "memory_gib": memory_gib,
         "headroom": _r(m.headroom, 3) if m else None,
         "memory_source": source_text(m.source) if m else None,

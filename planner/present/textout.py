@@ -7,11 +7,11 @@ import math
 from planner.engine.estimates import Plan, PlanOption, cost_of
 from planner.present.fmt import MISSING, SCIENTIFIC_FROM
 from planner.present.notes import english, parts_text
-from planner.present.viewmodel import planned_for_sentence, throughput_sentence, trade_off
+from planner.present.viewmodel import degraded_sentence, planned_for_sentence, throughput_sentence, trade_off
 from planner.vocab import GIB
 
 COLUMNS = (
-    ("option", 26), ("fits", 4), ("mem GiB W/G/O/A/T+ovh", 26), ("total/cap", 11), ("mb x acc", 8),
+    ("option", 26), ("fits", 7), ("mem GiB W/G/O/A/T+ovh", 26), ("total/cap", 11), ("mb x acc", 8),
     ("step s", 8), ("source", 12), ("steps", 9), ("hours [low-high]", 20), ("GPU-h", 8), ("cost USD", 10),
     ("local", 14), ("price (provider, tier, date)", 36), ("kWh", 7),
 )
@@ -44,7 +44,7 @@ def _row(o: PlanOption) -> list[str]:
         price = f"{c.price.provider} {c.price.tier} {c.price.as_of or 'undated'} ${c.price.usd_per_gpu_hour:.2f}"
     local = f"{_money(c.amount_in_currency)} {c.currency}" if c and c.price else MISSING
     return [
-        o.id, {True: "yes", False: "NO", None: "unknown"}[o.fits], parts, total,
+        o.id, "planned" if o.planned_with else {True: "yes", False: "NO", None: "unknown"}[o.fits], parts, total,
         f"{o.micro_batch}x{o.grad_accum}" if o.micro_batch else MISSING,
         _fmt(s.step_time_s, ".3f") if s else MISSING, s.source.kind if s else MISSING,
         _fmt(o.convergence.steps, ",.0f") if o.convergence else MISSING, hours,
@@ -84,6 +84,8 @@ def recommendation_lines(plan: Plan) -> list[str]:
     out = [f"Recommendation: {primary.id} (micro-batch {primary.micro_batch} x {primary.grad_accum} accumulation): "
            f"{_fmt(c.hours)} h [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}], {_money(c.usd)} USD "
            f"({_money(c.amount_in_currency)} {c.currency}) — {parts_text(r.reason, 'en')}"]
+    if degraded := degraded_sentence(primary, "en"):  # issue 33: planned with a change the scenario did not ask for
+        out.append(degraded)
     runner = plan.option(r.runner_up)
     if rate := throughput_sentence(primary, "en"):
         out.append(rate)

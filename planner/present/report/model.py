@@ -16,7 +16,7 @@ from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
 from planner.present.i18n import language_of, t
-from planner.present.notes import detail_text, price_source_text, render_note
+from planner.present.notes import detail_text, price_source_text, render_note, render_part
 from planner.present.report.risks import Risk, find_risks
 from planner.present.viewmodel import cost_text, plan_view, time_range
 from planner.vocab import GIB
@@ -187,12 +187,15 @@ def _options_table(plan: Plan, shown: list[PlanOption], locale: str) -> Table:
 def _role_text(o: PlanOption, r, locale: str) -> str:
     if o.fits is None:
         return t("report.role.fit_unknown", locale)
-    if not o.fits:
+    if not o.fits and o.planned_with is None:
         # Without a memory estimate the option could not be sized at all (e.g. precision unsupported): say why.
         return render_note(o.notes[0], locale) if o.memory is None and o.notes else t("report.role.no_fit", locale)
     if o.cost is None or o.cost.price is None:
         return t("report.role.no_price", locale)
     roles = []
+    if o.planned_with is not None:  # issue 33: does not fit as given, planned with a change
+        roles.append(t("report.role.planned_with", locale,
+                       changes=", ".join(render_part(c, locale) for c in o.planned_with.change_notes())))
     if o.id == r.primary:
         roles.append(t("report.role.recommended", locale))
     if o.id == r.runner_up:
@@ -253,7 +256,7 @@ def _option_sources(plan: Plan, shown: list[PlanOption], locale: str) -> list[tu
     """Per shown option, where its figures come from; lines true of every option are listed once, first."""
     per_option = []
     for o in shown:
-        if o.fits is False:
+        if o.fits is False and o.planned_with is None:
             continue
         lines = []
         if o.step:

@@ -13,7 +13,6 @@ from planner.present.i18n import t
 from planner.present.notes import render_note
 from planner.vocab import GIB, QUOTE_MAX_AGE_DAYS
 
-HEADROOM_MIN = 0.10  # under 10% free GPU memory, fragmentation or a longer batch can tip a run into OOM
 STALE_PRICE_DAYS = QUOTE_MAX_AGE_DAYS  # docs/methods.md#cost: quotes older than 180 days are flagged (planner.vocab)
 FAR_KINDS = ("analytic", "extrapolated", "transferred")  # step times not read off a measurement of this GPU
 FP16_MAX = 65504  # largest finite IEEE half-precision value: gradients above it overflow without loss scaling
@@ -101,7 +100,7 @@ def _far(o: PlanOption, scenario: Scenario, locale: str, today: dt.date) -> Risk
 
 def _headroom(o: PlanOption, scenario: Scenario, locale: str, today: dt.date) -> Risk | None:
     m = o.memory
-    if m is None or m.headroom >= HEADROOM_MIN:
+    if m is None or m.verdict != "borderline" or not o.fits:  # one notion of "tight" (issue 33): the verdict's band
         return None
     return _risk("headroom", locale, option=option_label(o), headroom=fmt.percent(m.headroom, locale, 1),
                  total=fmt.number(m.total / GIB, locale), capacity=fmt.number(m.capacity / GIB, locale))
