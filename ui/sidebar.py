@@ -224,8 +224,8 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.selectbox(tr("app.sidebar.example"), list(examples), index=None, key="example",
                      format_func=lambda p: examples[p], on_change=_on_example, args=(known,),
                      placeholder=tr("app.sidebar.example_placeholder"))
-        # Above the loader's own 1 MiB rule: a larger file then reaches the loader, whose error names the file and
-        # the limit at the top of the page (the widget's own limit only shows a chip here).
-        file_uploader(tr("app.sidebar.upload"), key="upload", types=("yaml", "yml"), max_mb=16,
+        # The app's upload limit is above the loader's own 1 MiB rule: a larger file then reaches the loader, whose
+        # error names the file and the limit at the top of the page (the widget's own limit only shows a chip here).
+        file_uploader(tr("app.sidebar.upload"), key="upload", types=("yaml", "yml"),
                       on_change=_on_upload, args=(known,), help=tr("app.sidebar.upload_help"))
     return file_box
