@@ -85,9 +85,9 @@ def _on_upload(known: Sequence[str]) -> None:
     try:
         scenario = scenario_files.scenario_from_upload(up.name, up.getvalue(), known)
     except InputError as exc:
-        st.session_state["_upload_error"] = str(exc)
+        st.session_state["_upload_error"] = exc
         return
-    state.apply_scenario(st.session_state, scenario)
+    state.apply_scenario(st.session_state, scenario, origin=up.name)
     st.session_state["_upload_ok"] = up.name
 
 
@@ -96,7 +96,7 @@ def _on_example(known: Sequence[str]) -> None:
     if not path:
         return
     scenario = scenario_files.load_example(path, known)
-    state.apply_scenario(st.session_state, scenario)
+    state.apply_scenario(st.session_state, scenario, origin=path)
 
 
 # ---------------------------------------------------------------- sections
