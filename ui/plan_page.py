@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 
 import streamlit as st
 from streamlit.elements.lib.mutable_expander_container import ExpanderContainer
@@ -182,7 +181,7 @@ def _fallback_plan(ss, known: list[str]) -> tuple[Scenario, Plan] | None:
 def labelled(exc: InputError) -> str:
     """A bad input's message for the page, led by the sidebar label of its field where it has one (the scenario
     path stays in the message: "Global batch — sidebar: training.global_batch: got 100; ...")."""
-    row = AT_PATH.get(re.sub(r"\[\d+\]", "", exc.field))
+    row = AT_PATH.get(exc.field.split("[", 1)[0])  # "hardware.gpu_counts[1]" is the GPU counts' field
     label = tr_or(row.label_key, "") if row is not None and row.label_key else ""
     return tr("app.error.field", label=md(label), message=md(exc)) if label else md(exc)
 
