@@ -157,12 +157,13 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
 
 def _fallback_plan(ss, known: list[str]) -> tuple[Scenario, Plan] | None:
     """What the page shows under a bad scenario's message: the last scenario that planned in this session, else
-    (a first visit, or inputs that changed under it) the shipped default scenario; a caption says which."""
+    (a first visit, or inputs that changed under it) the shipped default scenario; a caption says which. Both are
+    planned under the sidebar's name, as when they were shown, so the plan comes from the cache."""
     last = ss.get(state.PLANNED_KEY)
     if last:
         try:
             scenario = parse_scenario(last, "last valid scenario", known)
-            plan = page_data.plan_for(scenario, "last valid scenario")
+            plan = page_data.plan_for(scenario, state.SIDEBAR_SOURCE)
         except InputError:
             pass
         else:
@@ -170,7 +171,7 @@ def _fallback_plan(ss, known: list[str]) -> tuple[Scenario, Plan] | None:
             return scenario, plan
     try:
         scenario = load_scenario_file(DEFAULT_SCENARIO, known)
-        plan = page_data.plan_for(scenario, str(DEFAULT_SCENARIO.name))
+        plan = page_data.plan_for(scenario, state.SIDEBAR_SOURCE)
     except InputError:
         log.exception("the default scenario does not plan")
         return None
