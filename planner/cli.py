@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -151,10 +152,19 @@ def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | b
         return plan_to_json(plan) + "\n"
     from planner.inputs.actuals import scan_actuals
     from planner.present.report import render_report
+    from planner.present.report.system_fonts import MissingGlyphs
     # Recorded runs live in $TRAINPLAN_HOME like the user's results: --no-user-data leaves them out too.
     runs = () if args.no_user_data else tuple(scan_actuals()[0])
-    return render_report(plan, scenario, args.format, locale=args.lang or scenario.locale,
-                         all_options=args.all_options, paper=args.paper, runs=runs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MissingGlyphs)  # every report's, not only the first
+        report = render_report(plan, scenario, args.format, locale=args.lang or scenario.locale,
+                               all_options=args.all_options, paper=args.paper, runs=runs)
+    for w in caught:  # a PDF without some characters: say which and what to install (the PDF says so too)
+        if issubclass(w.category, MissingGlyphs):
+            print(f"warning: {scenario.name}: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return report
 
 
 # ---------------------------------------------------------------- python -m planner prices import|refresh ...

@@ -18,7 +18,7 @@ import time
 import webbrowser
 from pathlib import Path
 
-from planner.vocab import VERSION
+from planner.vocab import UPLOAD_SERVER_MAX_MB, VERSION
 
 CODE_ROOT = Path(__file__).resolve().parents[1]  # holds planner/, bench/ and ui/ (a checkout or site-packages)
 APP_FILE = CODE_ROOT / "ui" / "app_main.py"
@@ -33,7 +33,7 @@ TORCH_COMMANDS = ("list", "detect", "run", "trace", "ddp")
 STREAMLIT_OPTIONS = {
     "server.address": "127.0.0.1",
     "server.headless": "true",  # never Streamlit's own browser opening (it asks for an e-mail first): ours below
-    "server.maxUploadSize": "1",
+    "server.maxUploadSize": str(UPLOAD_SERVER_MAX_MB),  # the uploaders' limit + framing (planner/vocab.py)
     "server.fileWatcherType": "none",  # no source watching: it cost every run and every new session time
     "server.runOnSave": "false",
     "runner.postScriptGC": "false",  # a full gc.collect after each run held the page's last messages

@@ -207,6 +207,17 @@ GIB = 2**30
 GB = 10**9
 TFLOP = 10**12
 
+# The app's one upload limit, in Streamlit's megabytes (MiB: Streamlit multiplies by 1024 * 1024), shown on every
+# uploader in the reader's language. 16 covers every real upload with room to spare: the largest shipped result file
+# is 44 KB, a full sweep (batches 1-1024 at 4 precisions, ~700 bytes a measurement) about 3 MB, and a synthetic
+# 16 MiB file of 20,884 measurements loads and plans in 1.4 s (perf/large_result_file.py --mib 2 16); scenario files
+# are capped at 1 MiB by their reader, whose message names the file. Each upload is held in the server's memory for
+# its browser tab, so the limit bounds what one tab can pin there. The result reader's own 64 MiB cap is for files
+# read from folders. The server's cap is 1 MB above it: Streamlit refuses a request whose Content-Length (the file
+# plus its multipart framing) exceeds server.maxUploadSize, so an equal cap refused a file just under the limit.
+UPLOAD_MAX_MB = 16
+UPLOAD_SERVER_MAX_MB = UPLOAD_MAX_MB + 1  # .streamlit/config.toml and planner/launcher.py (tests/test_install.py)
+
 # ---------------------------------------------------------------- reasons in result files
 # Why a result file's figure is missing, a point was skipped, a row needs a word (schema trainplan.bench/2, additive:
 # docs/schemas.md#bench-result): bench writes the key and its parameters (`reason_keys`, `unmeasured_keys`) and,

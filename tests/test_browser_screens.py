@@ -44,8 +44,8 @@ pytestmark = [pytest.mark.browser, NEEDS_BROWSER]
 
 from playwright.sync_api import Page, expect  # noqa: E402
 
-from planner.inputs.imports import MAX_IMPORT_BYTES  # noqa: E402
 from planner.present.i18n import catalog, t  # noqa: E402
+from planner.vocab import UPLOAD_MAX_MB  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +84,8 @@ def _english_left(page: Page) -> list[str]:
 
 # Streamlit's own uploader words as drawn (ui/i18n_ui.file_uploader swaps them by style in Spanish), written out
 # here rather than read from the catalog: the test must fail if the catalog or the style says something else.
-UPLOADER_WORDS = {"en": ("Upload", f"{MAX_IMPORT_BYTES // 2**20}MB per file • JSON"),
-                  "es-AR": ("Subir archivo", f"{MAX_IMPORT_BYTES // 2**20} MB por archivo • JSON")}
+UPLOADER_WORDS = {"en": ("Upload", f"{UPLOAD_MAX_MB}MB per file • JSON"),
+                  "es-AR": ("Subir archivo", f"{UPLOAD_MAX_MB} MB por archivo • JSON")}
 _LIMIT_SHOWN_JS = """box => {
   const span = box.querySelector('[data-testid="stFileUploaderDropzoneInstructions"] span');
   if (getComputedStyle(span).display !== 'none') return span.innerText.trim();

@@ -213,3 +213,15 @@ def test_pip_install_gives_a_trainplan_command_that_works_from_any_folder(tmp_pa
                 assert opened.read_text().strip() == url
         finally:
             _stop(proc)
+
+
+def test_the_server_upload_limit_is_the_uploaders_one_plus_framing():
+    """One upload limit (planner/vocab.py): the uploaders say UPLOAD_MAX_MB, and the server, in config.toml and in
+    the launcher's flags, takes that plus 1 MB, since Streamlit refuses a request whose Content-Length (the file and
+    its multipart framing) exceeds server.maxUploadSize: equal caps refused a file just under the stated limit."""
+    from planner.vocab import UPLOAD_MAX_MB, UPLOAD_SERVER_MAX_MB
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["maxUploadSize"] == UPLOAD_SERVER_MAX_MB == UPLOAD_MAX_MB + 1
+    assert launcher.STREAMLIT_OPTIONS["server.maxUploadSize"] == str(UPLOAD_SERVER_MAX_MB)
+    assert UPLOAD_MAX_MB >= 2  # a 2 MB result file is uploaded in tests/test_browser_upload.py

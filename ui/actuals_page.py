@@ -14,7 +14,7 @@ from planner.engine import actuals as errors
 from planner.engine.estimates import Plan
 from planner.inputs import actuals
 from planner.inputs.errors import InputError
-from planner.inputs.imports import MAX_IMPORT_BYTES, import_result
+from planner.inputs.imports import import_result
 from planner.inputs.scenario import Scenario, scenario_to_dict
 from planner.present import fmt, planjson
 from planner.present.charts import option_label
@@ -115,7 +115,7 @@ def _form(plan: Plan, scenario: Scenario) -> None:
         st.number_input(tr("actuals.page.cost"), min_value=0.0, value=None, step=10.0, format="%.2f",
                         key="act_cost", help=tr("actuals.page.cost_help"))
     file_uploader(tr("actuals.page.file"), key="act_result_file", types=("json",),
-                  max_mb=MAX_IMPORT_BYTES // 2**20, help=tr("actuals.page.file_help"))
+                  help=tr("actuals.page.file_help"))
     c4, c5 = st.columns([1, 3])
     with c4:
         if "act_date" not in ss:

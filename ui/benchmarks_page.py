@@ -10,7 +10,7 @@ import streamlit as st
 from planner.inputs.bench_events import PROTOCOL as EVENTS_PROTOCOL
 from planner.inputs.bench_events import StreamProblem
 from planner.inputs.errors import InputError
-from planner.inputs.imports import MAX_IMPORT_BYTES, import_result
+from planner.inputs.imports import import_result
 from planner.inputs.resultfile import ResultFile
 from planner.inputs.userdata import user_results_dir
 from planner.inputs.zoo_catalog import load_catalog
@@ -511,7 +511,7 @@ def _import() -> None:
     ss = st.session_state
     st.caption(trm("pages.bench.import_intro", folder=str(user_results_dir())))
     file_uploader(tr("pages.bench.import_file"), key="import_file", types=("json",), on_change=_on_import,
-                  max_mb=MAX_IMPORT_BYTES // 2**20, help=tr("pages.bench.import_help"))
+                  help=tr("pages.bench.import_help"))
     if ss.get("_import_error"):
         st.error(tr("pages.bench.import_error", message=md(ss["_import_error"])))
     elif ss.get("_import_ok"):

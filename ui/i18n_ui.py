@@ -15,6 +15,7 @@ from planner.engine.notes import Note
 from planner.present import fmt
 from planner.present.i18n import language_of, t
 from planner.present.notes import render_note
+from planner.vocab import UPLOAD_MAX_MB
 from ui.state import LOCALE_KEY
 
 if TYPE_CHECKING:
@@ -125,17 +126,21 @@ def dataframe(data, **kwargs):
     return st.dataframe(data, placeholder=fmt.MISSING, **kwargs)
 
 
-def file_uploader(label: str, *, key: str, types: tuple[str, ...], max_mb: int, **kwargs):
+def file_uploader(label: str, *, key: str, types: tuple[str, ...], help: str, **kwargs):
     """st.file_uploader with its own words in the session's language. Streamlit writes "Upload" on the button and
     "16MB per file • YAML, YML" under it in English whatever the app's language (no parameter for either: the PR
     that proposed them, streamlit/streamlit#10042, was closed unmerged). In Spanish a style scoped to this widget's
     key (Streamlit's `st-key-<key>` class) hides those two texts and shows the catalog's in their place
     (`::after` content, which is also the button's accessible name); English keeps Streamlit's. The style is a
-    style-only st.html, which Streamlit puts in its event container (nothing drawn, no space taken)."""
-    value = st.file_uploader(label, type=list(types), key=key, max_upload_size=max_mb, **kwargs)
+    style-only st.html, which Streamlit puts in its event container (nothing drawn, no space taken).
+    Every uploader has the app's one limit (planner.vocab.UPLOAD_MAX_MB, the server's too), and its help says that
+    an upload is held in the server's memory for this browser tab."""
+    mb = fmt.number(UPLOAD_MAX_MB, locale(), 0)
+    value = st.file_uploader(label, type=list(types), key=key, max_upload_size=UPLOAD_MAX_MB,
+                             help=f"{help}\n\n{tr('app.uploader.memory', mb=mb)}", **kwargs)
     if lang() != "en":
         st.html(_uploader_style(key, button=tr("app.uploader.button"),
-                                limit=" • ".join([tr("app.uploader.limit", mb=fmt.number(max_mb, locale(), 0)),
+                                limit=" • ".join([tr("app.uploader.limit", mb=mb),
                                                   ", ".join(ext.upper() for ext in types)])))
     return value
 

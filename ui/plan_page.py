@@ -7,14 +7,14 @@ import logging
 import streamlit as st
 from streamlit.elements.lib.mutable_expander_container import ExpanderContainer
 
+from planner.engine.estimates import Plan
 from planner.inputs.errors import InputError
-from planner.inputs.fields import BY_KEY
+from planner.inputs.fields import AT_PATH, BY_KEY
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import (
     Scenario,
     load_scenario_file,
     parse_scenario,
-    scenario_to_dict,
 )
 from planner.inputs.userdata import (
     DEFAULT_SCENARIO,
@@ -34,7 +34,7 @@ from ui import (
     url_codec,
 )
 from ui.i18n_ui import begin_run, locale, tr, tr_or
-from ui.markup import md
+from ui.markup import md, trm
 
 log = logging.getLogger("trainplan.app")
 
@@ -59,15 +59,16 @@ def gallery_items(fingerprint: str) -> list[scenario_files.Example]:
 
 # ---------------------------------------------------------------- the page
 
-def _first_scenario(known: list[str]) -> Scenario:
-    """The scenario in the link, else the shipped default (a bad link says why, then opens the default)."""
+def _first_scenario(known: list[str]) -> tuple[Scenario, str]:
+    """The scenario in the link, else the shipped default (a bad link says why, then opens the default); and where
+    it came from."""
     raw = st.query_params.get(url_codec.URL_PARAM)
     if raw:
         try:
-            return url_codec.decode_scenario(raw, known)
+            return url_codec.decode_scenario(raw, known), url_codec.URL_SOURCE
         except InputError as exc:
-            st.session_state["_url_error"] = str(exc)
-    return load_scenario_file(DEFAULT_SCENARIO, known)
+            st.session_state["_url_error"] = exc
+    return load_scenario_file(DEFAULT_SCENARIO, known), state.SIDEBAR_SOURCE
 
 
 def main() -> None:
@@ -76,7 +77,8 @@ def main() -> None:
     inputs = page_data.inputs()
     known = list(inputs.profiles)
     if state.BASE_KEY not in ss:
-        state.apply_scenario(ss, _first_scenario(known))
+        first, origin = _first_scenario(known)
+        state.apply_scenario(ss, first, origin=origin)
     state.prepare_widgets(ss)
     sidebar.normalize_locale(ss)
     ss[state.LOCALE_KEY] = ss["ui_locale"]
@@ -113,29 +115,34 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
     """The main area; returns the scenario it planned (None when it could not plan)."""
     st.title(md(ss["scenario_name"] or tr("app.main.untitled")))
     st.caption(tr("app.main.tagline"))
-    _file_messages(ss)
+    upload_failed = _file_messages(ss)
     _gallery(known)
 
     try:
         scenario = state.scenario_from_session(ss, known)
-        plan = page_data.plan_for(scenario)
+        plan = page_data.plan_for(scenario, state.origin(ss))
     except InputError as exc:
-        st.error(tr("app.error.input", message=md(exc)))
-        st.caption(tr("app.error.showing_last"))
-        try:
-            scenario = parse_scenario(ss[state.BASE_KEY], "last valid scenario", known)
-            plan = page_data.plan_for(scenario)
-        except InputError:
+        # One rule for a bad scenario from any source (file, link, sidebar): the message naming the field by its
+        # label, and under it the last valid plan, or on a first visit the default scenario's, with a line saying
+        # which. The widgets and the link keep the bad scenario, so it can be fixed where it is.
+        st.error(tr("app.error.input", message=labelled(exc)))
+        fallback = _fallback_plan(ss, known)
+        if fallback is None:
             return None
+        scenario, plan = fallback
+        state.remember_widgets(ss)
     except Exception as exc:  # an engine bug must not show a traceback; the server log keeps it
         log.exception("planning failed")
         st.error(tr("app.error.internal", kind=type(exc).__name__, message=md(exc)))
         return None
-    ss[state.BASE_KEY] = scenario_to_dict(scenario)
-    state.remember_widgets(ss)
-    encoded = url_codec.encode_scenario(scenario)
-    if st.query_params.get(url_codec.URL_PARAM) != encoded:
-        st.query_params[url_codec.URL_PARAM] = encoded
+    else:
+        if upload_failed:  # the file changed nothing: the plan below is the one before it
+            st.caption(tr("app.error.showing_last"))
+        state.planned(ss, scenario)
+        state.remember_widgets(ss)
+        encoded = url_codec.encode_scenario(scenario)
+        if st.query_params.get(url_codec.URL_PARAM) != encoded:
+            st.query_params[url_codec.URL_PARAM] = encoded
 
     ss["_focus_gpus"] = [o.gpu_id for o in (plan.option(plan.recommendation.primary),
                                              plan.option(plan.recommendation.runner_up)) if o is not None]
@@ -148,19 +155,53 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
     return scenario
 
 
+def _fallback_plan(ss, known: list[str]) -> tuple[Scenario, Plan] | None:
+    """What the page shows under a bad scenario's message: the last scenario that planned in this session, else
+    (a first visit, or inputs that changed under it) the shipped default scenario; a caption says which. Both are
+    planned under the sidebar's name, as when they were shown, so the plan comes from the cache."""
+    last = ss.get(state.PLANNED_KEY)
+    if last:
+        try:
+            scenario = parse_scenario(last, "last valid scenario", known)
+            plan = page_data.plan_for(scenario, state.SIDEBAR_SOURCE)
+        except InputError:
+            pass
+        else:
+            st.caption(tr("app.error.showing_last"))
+            return scenario, plan
+    try:
+        scenario = load_scenario_file(DEFAULT_SCENARIO, known)
+        plan = page_data.plan_for(scenario, state.SIDEBAR_SOURCE)
+    except InputError:
+        log.exception("the default scenario does not plan")
+        return None
+    st.caption(trm("app.error.showing_default", name=scenario.name))
+    return scenario, plan
+
+
+def labelled(exc: InputError) -> str:
+    """A bad input's message for the page, led by the sidebar label of its field where it has one (the scenario
+    path stays in the message: "Global batch — sidebar: training.global_batch: got 100; ...")."""
+    row = AT_PATH.get(exc.field.split("[", 1)[0])  # "hardware.gpu_counts[1]" is the GPU counts' field
+    label = tr_or(row.label_key, "") if row is not None and row.label_key else ""
+    return tr("app.error.field", label=md(label), message=md(exc)) if label else md(exc)
+
+
 def field_label(key: str) -> str:
     """A widget's name as the sidebar labels it (its row in planner/inputs/fields.py), else its key."""
     row = BY_KEY.get(key)
     return tr_or(row.label_key, key) if row is not None and row.label_key else key
 
 
-def _file_messages(ss) -> None:
-    """Link and upload problems in one error box at the top of the page; values a widget had to clamp, named."""
+def _file_messages(ss) -> bool:
+    """Link and upload problems in one error box at the top of the page; values a widget had to clamp, named.
+    Returns whether an upload failed (the plan below is then the one before it)."""
     errors = []
+    upload_failed = bool(ss.get("_upload_error"))
     if ss.get("_url_error"):
-        errors.append(tr("app.error.link", message=md(ss.pop("_url_error"))))
-    if ss.get("_upload_error"):
-        errors.append(tr("app.error.upload", message=md(ss.pop("_upload_error"))))
+        errors.append(tr("app.error.link", message=labelled(ss.pop("_url_error"))))
+    if upload_failed:
+        errors.append(tr("app.error.upload", message=labelled(ss.pop("_upload_error"))))
     if errors:
         st.error(f"**{tr('plan_page.error.title')}**\n\n" + "\n\n".join(errors), icon="🚫")
     elif ss.get("_upload_ok"):
@@ -173,6 +214,7 @@ def _file_messages(ss) -> None:
         items = [tr("plan_page.clamped.item", field=md(f"{field_label(k)} ({k})"), given=_value(given, loc),
                     shown=_value(shown, loc)) for k, given, shown in clamped]
         st.warning(tr("plan_page.clamped.intro") + "\n" + "\n".join(f"- {item}" for item in items))
+    return upload_failed
 
 
 def _value(x: object, loc: str) -> str:
@@ -193,7 +235,7 @@ def _on_gallery(known: list[str]) -> None:
     if not path:
         return
     scenario = scenario_files.load_example(path, known)
-    state.apply_scenario(ss, scenario)
+    state.apply_scenario(ss, scenario, origin=path)
     ss["_gallery_ok"] = scenario.name
 
 

@@ -93,9 +93,9 @@ def _on_upload(known: Sequence[str]) -> None:
     try:
         scenario = scenario_files.scenario_from_upload(up.name, up.getvalue(), known)
     except InputError as exc:
-        st.session_state["_upload_error"] = str(exc)
+        st.session_state["_upload_error"] = exc
         return
-    state.apply_scenario(st.session_state, scenario)
+    state.apply_scenario(st.session_state, scenario, origin=up.name)
     st.session_state["_upload_ok"] = up.name
 
 
@@ -104,7 +104,7 @@ def _on_example(known: Sequence[str]) -> None:
     if not path:
         return
     scenario = scenario_files.load_example(path, known)
-    state.apply_scenario(st.session_state, scenario)
+    state.apply_scenario(st.session_state, scenario, origin=path)
 
 
 # ---------------------------------------------------------------- sections
@@ -234,8 +234,8 @@ def render_sidebar(profiles: Mapping, model_names: Sequence[str], providers: Seq
         st.selectbox(tr("app.sidebar.example"), list(examples), index=None, key="example",
                      format_func=lambda p: examples[p], on_change=_on_example, args=(known,),
                      placeholder=tr("app.sidebar.example_placeholder"))
-        # Above the loader's own 1 MiB rule: a larger file then reaches the loader, whose error names the file and
-        # the limit at the top of the page (the widget's own limit only shows a chip here).
-        file_uploader(tr("app.sidebar.upload"), key="upload", types=("yaml", "yml"), max_mb=16,
+        # The app's upload limit is above the loader's own 1 MiB rule: a larger file then reaches the loader, whose
+        # error names the file and the limit at the top of the page (the widget's own limit only shows a chip here).
+        file_uploader(tr("app.sidebar.upload"), key="upload", types=("yaml", "yml"),
                       on_change=_on_upload, args=(known,), help=tr("app.sidebar.upload_help"))
     return file_box

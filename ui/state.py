@@ -39,6 +39,13 @@ BASE_KEY = "_base"  # the last valid scenario as a dict: seeds widgets that are 
 # and scenario loads. A scenario's `locale` is its report's language, never the UI's.
 LOCALE_KEY = "_locale"
 CLAMPED_KEY = "_clamped"  # (widget key, value in the file, value the widget shows) of the scenario just applied
+# The last scenario that planned in this session, as a dict: what the Plan page shows under a bad scenario's message
+# (BASE_KEY holds the scenario just loaded, which may be the bad one: the widgets show it, so it can be fixed).
+PLANNED_KEY = "_planned"
+# Where the scenario just loaded came from (a file name, the link), named in its messages until it plans; then
+# the sidebar owns it again.
+ORIGIN_KEY = "_origin"
+SIDEBAR_SOURCE = "sidebar"
 
 # Widget values where the scenario has none and its dataclass no default (a widget needs a value): a typed shape
 # needs all its sizes, so GPT-2 small seeds them; epochs and tokens seed the "train for" choice not taken.
@@ -378,11 +385,13 @@ def seed_ui_locale(session: Session) -> None:
         session["ui_lang"] = language_of(session["ui_locale"])
 
 
-def apply_scenario(session: Session, s: Scenario) -> None:
-    """Make `s` the current scenario: base and every widget (uploads, examples, links). The UI's language stays
-    the user's: the scenario's locale is only its report's default language."""
+def apply_scenario(session: Session, s: Scenario, *, origin: str = SIDEBAR_SOURCE) -> None:
+    """Make `s` the current scenario: base and every widget (uploads, examples, links); `origin` is named in its
+    messages until it plans. The UI's language stays the user's: the scenario's locale is only its report's
+    default language."""
     d = scenario_to_dict(s)
     session[BASE_KEY] = d
+    session[ORIGIN_KEY] = origin
     clamped: list[tuple[str, Any, Any]] = []
     session.update(to_widgets(d, clamped).items())
     session[CLAMPED_KEY] = clamped  # the Plan page reports them once
@@ -399,7 +408,21 @@ def scenario_from_session(session: Session, known_gpu_ids: Iterable[str]) -> Sce
         raise InputError("sidebar", "hardware.gpus", [], "at least one GPU, or 'all GPUs'")
     if not d["hardware"].get("gpu_counts"):
         raise InputError("sidebar", "hardware.gpu_counts", [], "at least one GPU count")
-    return parse_scenario(d, "sidebar", known_gpu_ids)
+    return parse_scenario(d, origin(session), known_gpu_ids)
+
+
+def origin(session: Session) -> str:
+    """Where the current scenario's values came from, for its messages: the file or link just loaded, else the
+    sidebar."""
+    return str(session.get(ORIGIN_KEY) or SIDEBAR_SOURCE)
+
+
+def planned(session: Session, s: Scenario) -> None:
+    """`s` planned: it is the base, the last valid scenario, and the sidebar's from now on."""
+    d = scenario_to_dict(s)
+    session[BASE_KEY] = d
+    session[PLANNED_KEY] = d
+    session[ORIGIN_KEY] = None
 
 
 def _date_or_none(x: Any) -> dt.date | None:

@@ -1,16 +1,21 @@
-"""The report as PDF (fpdf2): real text in a shipped Unicode font (DejaVu Sans), PNG charts, A4 or Letter."""
+"""The report as PDF (fpdf2): real text in a shipped Unicode font (DejaVu Sans), with system fonts found at run time
+for the characters it lacks (CJK...), PNG charts, A4 or Letter."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from fpdf import FPDF
-from fpdf.fonts import FontFace
+from fpdf.fonts import FontFace, TTFFont
 
 from planner.present.i18n import t
-from planner.present.report import fpdf_speed
+from planner.present.report import fpdf_speed, system_fonts
 from planner.present.report.model import ReportModel, Table
+from planner.present.report.system_fonts import MissingGlyphs
 
 fpdf_speed.install()  # fpdf2's line widths from kept sums: the same PDF, ~0.07 s sooner (fpdf_speed.py)
 
@@ -34,6 +39,9 @@ PRICE_WIDTHS = (15, 9, 13, 9, 9, 11, 11, 28)
 RECORDED_WIDTHS = (13, 30, 10, 13, 13, 9, 12)
 
 
+MAX_LISTED_GLYPHS = 8  # missing characters named in the message, then "..."
+
+
 class _Pdf(FPDF):
     footer_text = ""
 
@@ -45,13 +53,18 @@ class _Pdf(FPDF):
         self.set_text_color(0, 0, 0)
 
 
-def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, bytes] | None = None) -> bytes:
+def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, bytes] | None = None, *,
+               font_dirs: Sequence[Path] | None = None) -> bytes:
+    """The PDF. Characters DejaVu Sans lacks are drawn with fonts found on this machine (system_fonts: fontconfig,
+    or the font files under `font_dirs` / the common font folders); any left undrawn are named on page 1 and in a
+    MissingGlyphs warning."""
     from planner.present.report.images import PNG_SCALE, png_size, to_png
 
     pdf = _Pdf(format=paper.lower() if paper == "A4" else "letter", unit="mm")
     pdf.footer_text = model.footer
     pdf.add_font(FONT, "", str(FONTS_DIR / "DejaVuSans.ttf"))
     pdf.add_font(FONT, "B", str(FONTS_DIR / "DejaVuSans-Bold.ttf"))
+    undrawn = _add_system_fonts(pdf, model, font_dirs)
     pdf.set_title(f"{model.title}: {model.scenario_name}")
     pdf.set_author("trainplan")
     pdf.set_creator("trainplan")
@@ -72,6 +85,9 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
     pdf.set_line_width(0.8)
     pdf.line(pdf.l_margin, pdf.get_y() + 1, pdf.w - pdf.r_margin, pdf.get_y() + 1)
     pdf.ln(3)
+    if undrawn:
+        w.risk(t("report.pdf_fonts.title", model.locale), undrawn)
+        warnings.warn(MissingGlyphs(undrawn), stacklevel=2)
 
     h = model.headings
     w.heading(h["summary"])
@@ -143,6 +159,48 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
     w.subheading(t("report.sub.scenario_yaml", model.locale))
     w.code(model.scenario_yaml)
     return bytes(pdf.output())
+
+
+def _add_system_fonts(pdf: FPDF, model: ReportModel, font_dirs: Sequence[Path] | None) -> str:
+    """Adds fallback fonts for the report's characters that DejaVu Sans (regular or bold) lacks; returns the
+    message naming those no font found draws ("" when every character is drawn). Nothing is searched when DejaVu
+    draws everything (every report in Latin, Greek or Cyrillic script)."""
+    shipped = [font.cmap for key in (FONT.lower(), FONT.lower() + "B") if isinstance(font := pdf.fonts[key], TTFFont)]
+    used = {ord(c) for text in _texts(model) for c in text}
+    lacking = system_fonts.drawable(c for c in used if not all(c in cmap for cmap in shipped))
+    if not lacking:
+        return ""
+    found = system_fonts.find_fonts(lacking, dirs=font_dirs)
+    families = []
+    for i, face in enumerate(found.fonts):
+        family = f"system{i}"  # lowercase letters and digits: fpdf2 strips "B" and "I" from keys to find a family
+        pdf.add_font(family, "", str(face.path), collection_font_number=face.index)
+        families.append(family)
+    if families:  # bold text takes the regular face: a CJK face is rarely installed in bold
+        pdf.set_fallback_fonts(families, exact_match=False)
+    if not found.missing:
+        return ""
+    listed = [f"U+{c:04X}" for c in sorted(found.missing)[:MAX_LISTED_GLYPHS]]
+    more = "…" if len(found.missing) > MAX_LISTED_GLYPHS else ""
+    return t("report.pdf_fonts.missing", model.locale, chars=", ".join(listed) + more, n=len(found.missing),
+             searched=found.searched or "-")
+
+
+def _texts(value: object) -> Iterator[str]:
+    """Every string the PDF may draw from the report model (chart specs are drawn into PNGs by vl-convert)."""
+    if isinstance(value, str):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.name != "spec":
+                yield from _texts(getattr(value, f.name))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _texts(k)
+            yield from _texts(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _texts(v)
 
 
 class Writer:
