@@ -208,14 +208,29 @@ def test_spot_lowers_cost_and_adds_a_preemption_note():
     assert at.number_input(key="spot_rate").value > 0  # the spot settings appear with the tier
 
 
-def test_an_impossible_config_says_does_not_fit_with_the_numbers():
+def test_a_micro_batch_that_does_not_fit_is_planned_with_a_smaller_one_and_says_so():
+    """Issue 33, degrade never refuse: a fixed micro-batch of 256 on a T4 does not fit as given; the page plans the
+    largest micro-batch that does, and says what changed with the numbers, before the set-up."""
     at = one_gpu(fresh(), gpu="t4-16gb", precisions=("fp32",))
     at.checkbox(key="micro_auto").uncheck().run()
     at.number_input(key="micro_batch").set_value(256).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    warnings = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert re.search(r"Does not fit as given \(needs \d+(\.\d)? of \d+(\.\d)? GiB\); planned with micro-batch \d+",
+                     warnings), warnings
+    assert metric(at, "Fits in GPU memory?") == "With the change above"
+    assert at.dataframe  # the plan, timed and priced for the smaller micro-batch
+
+
+def test_an_impossible_config_says_does_not_fit_with_the_numbers():
+    """No change fits an 8B full fine-tune in fp32 on one T4 (nothing to shard over; 8-bit states still leave 80 GB):
+    the plan refuses with the numbers."""
+    at = one_gpu(fresh(), gpu="t4-16gb", precisions=("fp32",))
+    at.selectbox(key="model_name").set_value("llama3_8b").run()
     errors = " ".join(e.value for e in at.error).replace("\\", "")
     assert "Does not fit" in errors
-    assert re.search(r"needs \*\*\d+(\.\d)? GiB\*\* per GPU at micro-batch 256, the GPU has \*\*\d+\.\d GiB\*\*",
-                     errors)
+    assert re.search(r"needs \*\*[\d,]+(\.\d)? GiB\*\* per GPU at micro-batch \d+, the GPU has \*\*\d+\.\d GiB\*\*",
+                     errors), errors
     assert metric(at, "Fits in GPU memory?") == "No"
     assert not at.exception
 
