@@ -45,7 +45,7 @@ from types import MappingProxyType as MappingProxy
 from typing import Any
 
 from planner.inputs import loader
-from planner.inputs.atomic import atomic_write
+from planner.inputs.atomic import atomic_write, refuse_empty
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
@@ -199,6 +199,9 @@ def main(args: argparse.Namespace) -> int:
         if not problems:
             try:
                 files, skipped = build_files(rows)
+                # No row to build makes no file: `build` would then remove every file it owns under out.
+                refuse_empty(len(files), what=f"rows that build into a result file ({len(rows)} rows, none "
+                             f"buildable: {_counts(skipped)})", source=root / "sources", target=out)
             except InputError as exc:
                 problems = [str(exc)]
         models = models_text(rows) if not problems else ""
