@@ -17,6 +17,7 @@ from planner.inputs.errors import InputError
 
 if TYPE_CHECKING:
     from planner.engine.estimates import Plan
+    from planner.inputs.price_catalog import ImportResult
     from planner.inputs.scenario import Scenario
 
 FORMATS = ("table", "json", "markdown", "html", "pdf")
@@ -266,7 +267,7 @@ def _prices_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _refuse_empty_import(result, args: argparse.Namespace) -> None:
+def _refuse_empty_import(result: ImportResult, args: argparse.Namespace) -> None:
     """No vms.csv rows, or rows that gave no quote: exit 2 and write nothing (a mistyped folder must not replace a
     snapshot with an empty one)."""
     from planner.inputs.atomic import refuse_empty
@@ -276,7 +277,7 @@ def _refuse_empty_import(result, args: argparse.Namespace) -> None:
     refuse_empty(len(result.files), what="vms.csv files (*.csv)", source=source, target=target)
     refuse_empty(result.rows_read, what="catalog rows", source=source, target=target)
     refuse_empty(result.quote_count, what=f"GPU quotes ({result.rows_read} rows read, {result.gpu_rows} GPU rows, "
-                 f"none mapped to a GPU profile)", source=source, target=target)
+                 "none gave a quote: see the reasons above)", source=source, target=target)
 
 
 # ---------------------------------------------------------------- python -m planner actuals list
