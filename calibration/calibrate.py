@@ -30,7 +30,9 @@ sys.path.insert(0, str(ROOT))  # run as a script (python calibration/calibrate.p
 from calibration import calibration_report as report  # noqa: E402
 from calibration.heldout import HeldOut, fit_points, load_heldout  # noqa: E402
 from planner.engine.calibration import Sample  # noqa: E402
+from planner.inputs.atomic import atomic_write, refuse_empty  # noqa: E402
 from planner.inputs.calibration import CALIBRATION_PATH  # noqa: E402
+from planner.inputs.errors import InputError  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
 from planner.inputs.resultfile import percentile  # noqa: E402
 
@@ -51,6 +53,9 @@ def fitted_text_of(results, inputs: Inputs, fitted_on: str, heldout: HeldOut) ->
     """The calibration file fitted on `results` with the held-out sources' points left out (and refused)."""
     points = fit_points(report.load_points(results, inputs), heldout)
     samples = samples_of(points, inputs)
+    # No point to fit: refused (exit 2) before the fit, so the committed calibration is never replaced by nothing.
+    refuse_empty(len(samples), what=f"one-GPU published points to fit ({len(results)} result files read)",
+                 source=report.PUBLISHED, target=CALIBRATION_PATH)
     cal = report.fit(samples, heldout, fitted_on=fitted_on, points=points)
     # The transfer path's held-out errors (leave one GPU out, its figures and its calibration points hidden):
     # their p10-p90 is the range a transferred time is given, chosen on the development sources' rows only.
@@ -72,13 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.check and args.include:
         ap.error("--check compares the committed file, fitted on the published corpus alone: drop --include")
     committed = json.loads(CALIBRATION_PATH.read_text(encoding="utf-8")) if CALIBRATION_PATH.is_file() else {}
-    text = fitted_text(args.fitted_on or committed.get("fitted_on") or "2026-12-01", args.include)
+    try:
+        text = fitted_text(args.fitted_on or committed.get("fitted_on") or "2026-12-01", args.include)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         same = CALIBRATION_PATH.is_file() and CALIBRATION_PATH.read_text(encoding="utf-8") == text
         print("calibration: the committed file is what the data gives" if same else
               "calibration: stale — run `python calibration/calibrate.py` and commit planner/inputs/step_calibration.json")
         return 0 if same else 1
-    CALIBRATION_PATH.write_text(text, encoding="utf-8")
+    atomic_write(CALIBRATION_PATH, text)
     print(text, end="")
     return 0
 

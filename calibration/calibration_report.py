@@ -50,6 +50,7 @@ from calibration.heldout import HeldOut, load_heldout, refuse_heldout  # noqa: E
 from planner.engine.calibration import Sample, calibration_of  # noqa: E402
 from planner.engine.published_memory import scenario_adapter  # noqa: E402
 from planner.engine.step_ladder import roofline_terms, step_estimate  # noqa: E402
+from planner.inputs.atomic import atomic_write, refuse_empty  # noqa: E402
 from planner.inputs.calibration import StepCalibration  # noqa: E402
 from planner.inputs.errors import CannotEstimate, InputError  # noqa: E402
 from planner.inputs.folders import Inputs, load_inputs  # noqa: E402
@@ -608,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the metrics as JSON")
     ap.add_argument("--rows", action="store_true", help="print every point and its predictions")
-    ap.add_argument("--write", action="store_true", help=f"write the metrics to {METRICS_PATH.relative_to(ROOT)}")
+    ap.add_argument("--write", action="store_true", help="write the metrics to calibration/calibration_metrics.json")
     ap.add_argument("--include", action="append", default=[], metavar="PATH",
                     help="also a result file or folder of them: measured (bench run) and recorded runs (repeatable)")
     args = ap.parse_args(argv)
@@ -619,12 +620,20 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems), file=sys.stderr)
         return 2
     inputs = corpus_inputs()
+    try:  # no result file, or none with a one-GPU point: exit 2, and --write leaves the metrics file as it is
+        refuse_empty(len(results), what="result files", source=PUBLISHED, target=METRICS_PATH if args.write else None)
+        points = load_points(results, inputs)
+        refuse_empty(len(points), what=f"one-GPU published points ({len(results)} result files read)",
+                     source=PUBLISHED, target=METRICS_PATH if args.write else None)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     heldout = load_heldout()
     points, preds = run(results, inputs, heldout)
     multi = multi_gpu_rows(results, inputs, heldout)
     m = metrics(points, preds, multi, heldout)
     if args.write:
-        METRICS_PATH.write_text(json.dumps(m, indent=1) + "\n", encoding="utf-8")
+        atomic_write(METRICS_PATH, json.dumps(m, indent=1) + "\n")
     if args.json:
         print(json.dumps(m, indent=1))
         return 0

@@ -58,10 +58,12 @@ from planner.engine.convergence import (  # noqa: E402
     steps_band_log,
     steps_past_reference,
 )
+from planner.inputs.atomic import atomic_write, refuse_empty  # noqa: E402
 from planner.inputs.convergence_calibration import (  # noqa: E402
     CONVERGENCE_CALIBRATION_PATH,
     ConvergenceCalibration,
 )
+from planner.inputs.errors import InputError  # noqa: E402
 from planner.inputs.resultfile import percentile  # noqa: E402
 
 DATA = ROOT / "calibration" / "convergence_data"
@@ -409,11 +411,16 @@ def metrics_text(r: Run) -> str:
     return json.dumps(metrics(r), indent=1) + "\n"
 
 
-def fresh_run() -> Run:
+def fresh_run(target: Path | None = None) -> Run:
+    """The fit on every benchmark of SOURCES.yaml; none (or one without points) is NothingToWrite naming `target`."""
     sources = load_sources()
     source = (f"calibration/convergence_report.py on MLPerf Training RCPs, mlcommons/logging@{sources['commit']} "
               "(calibration/convergence_data/SOURCES.yaml)")
-    return run(load_benchmarks(), source)
+    benches = load_benchmarks()
+    refuse_empty(len(benches), what="benchmarks (SOURCES.yaml lists none)", source=SOURCES, target=target)
+    for b in benches:
+        refuse_empty(len(b.points), what=f"RCP points of {b.name}", source=DATA / b.file, target=target)
+    return run(benches, source)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -424,7 +431,11 @@ def main(argv: list[str] | None = None) -> int:
                                                          "gives")
     ap.add_argument("--rows", action="store_true", help="every held-out point")
     args = ap.parse_args(argv)
-    r = fresh_run()
+    try:
+        r = fresh_run(CONVERGENCE_CALIBRATION_PATH if args.write else None)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         same = (CONVERGENCE_CALIBRATION_PATH.is_file()
                 and CONVERGENCE_CALIBRATION_PATH.read_text(encoding="utf-8") == calibration_text(r))
@@ -433,8 +444,8 @@ def main(argv: list[str] | None = None) -> int:
               "planner/inputs/convergence_calibration.json")
         return 0 if same else 1
     if args.write:
-        CONVERGENCE_CALIBRATION_PATH.write_text(calibration_text(r), encoding="utf-8")
-        METRICS_PATH.write_text(metrics_text(r), encoding="utf-8")
+        atomic_write(CONVERGENCE_CALIBRATION_PATH, calibration_text(r))
+        atomic_write(METRICS_PATH, metrics_text(r))
     if args.json:
         print(metrics_text(r), end="")
     elif args.rows:

@@ -6,7 +6,8 @@ Layout (outside results/, so no results scan ever reads it):
                                                         header (source, sha256, lines, retrieved, what)
   calibration/published/sources/<source-slug>.yaml      the transcription: one row per published number, each citing
                                                         the upstream line it stands on (schema
-                                                        trainplan.published-source/1)
+                                                        trainplan.published-source/1); each excerpt entry records
+                                                        its file's own sha256 (excerpt_sha256)
 
 `check` refuses (exit 2, one line per problem naming file and field) a transcription whose citation, header or
 enums are wrong, whose number does not stand verbatim on the upstream line it cites, or whose result files under
@@ -34,7 +35,9 @@ no plan's verdict rests on it: only calibration/memory_report.py reads it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
 import sys
 from collections import Counter, defaultdict
@@ -45,7 +48,7 @@ from types import MappingProxyType as MappingProxy
 from typing import Any
 
 from planner.inputs import loader
-from planner.inputs.atomic import atomic_write
+from planner.inputs.atomic import atomic_write, refuse_empty
 from planner.inputs.check import Reader
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import DEFAULT_PROFILES_DIR, load_profiles
@@ -199,6 +202,9 @@ def main(args: argparse.Namespace) -> int:
         if not problems:
             try:
                 files, skipped = build_files(rows)
+                # No row to build makes no file: `build` would then remove every file it owns under out.
+                refuse_empty(len(files), what=f"rows that build into a result file ({len(rows)} rows, none "
+                             f"buildable: {_counts(skipped)})", source=root / "sources", target=out)
             except InputError as exc:
                 problems = [str(exc)]
         models = models_text(rows) if not problems else ""
@@ -225,6 +231,8 @@ def main(args: argparse.Namespace) -> int:
         return 0
     for line in summary_lines(rows) if args.summary else (_row_line(r) for r in rows):
         print(line)
+    for problem in problems:  # exit 2 says something was wrong; these lines say what
+        print(f"bench published: {problem}", file=sys.stderr)
     return 2 if problems else 0
 
 
@@ -262,7 +270,7 @@ def check_source(path: Path, root: Path, known_gpus: Iterable[str]) -> list[Row]
 
 
 def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row]:
-    e.reject_unknown(("raw", "source", "sha256", "lines", "retrieved", "stack", "framework", "model", "model_zoo_id",
+    e.reject_unknown(("raw", "excerpt_sha256", "source", "sha256", "lines", "retrieved", "stack", "framework", "model", "model_zoo_id",
                       "model_id", "model_family", "model_shape", "model_params", "memory_meaning", "notes", "rows"))
     source = e.string("source")
     cited = REPO_SOURCE.match(source)
@@ -284,9 +292,10 @@ def _excerpt(e: Reader, root: Path, slug: str, known_gpus: set[str]) -> list[Row
         raise e.fail("model_zoo_id", zoo, "a zoo model id or null")
     params = e.integer("model_params", None, minimum=1, maximum=10**13)
     model_id, family, shape = _model_identity(e, params)
-    body = _raw_excerpt(e, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
+    body, own = _raw_excerpt(e, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
     if len(body) != end - start + 1:
         raise e.fail("raw", e.raw("raw"), f"the {end - start + 1} upstream lines {start}-{end} (it has {len(body)})")
+    _same_excerpt(e, own)
     meaning = e.choice("memory_meaning", MEMORY_MEANINGS, None)
     excerpt = Excerpt(str(e.raw("raw")), source, sha, total, str(retrieved), stack, framework, model, model_id, family,
                       params, shape, e.string("notes", None), meaning)
@@ -334,14 +343,13 @@ def _model_identity(e: Reader, params: int | None) -> tuple[str, str, Mapping[st
     return model_id, family, out
 
 
-def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]:
-    """The excerpt's verbatim lines; its header must agree with the transcription's citation."""
+def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> tuple[list[str], str]:
+    """The excerpt's verbatim lines and the file's own sha256 (for _same_excerpt); its header must agree with the
+    transcription's citation."""
     rel = e.string("raw")
-    raw_root = (root / "raw" / slug).resolve()
-    path = (root / rel).resolve()
-    if raw_root not in path.parents:
-        raise e.fail("raw", rel, f"a file under raw/{slug}/")
-    text = loader.decode(loader.read_file(path, EXCERPT_FILE), str(path), EXCERPT_FILE).split("\n")
+    path = _excerpt_path(e, root, rel, slug)
+    data = loader.read_file(path, EXCERPT_FILE)
+    text = loader.decode(data, str(path), EXCERPT_FILE).split("\n")
     if text and text[-1] == "":
         text.pop()
     header: dict[str, str] = {}
@@ -359,7 +367,37 @@ def _raw_excerpt(e: Reader, root: Path, slug: str, **expected: Any) -> list[str]
     for key, value in expected.items():
         if header[key] != str(value):
             raise InputError(str(path), f"header.{key}", header[key], f"the transcription's {key} ({value})")
-    return text
+    return text, hashlib.sha256(data).hexdigest()
+
+
+def _same_excerpt(e: Reader, own_sha256: str) -> None:
+    """The excerpt file is the one transcribed: its own sha256 is `excerpt_sha256` (the upstream file's is `sha256`),
+    so an excerpt edited after its rows were checked, even together with them, is refused (issue 34)."""
+    recorded = e.string("excerpt_sha256", None)
+    if recorded != own_sha256:
+        raise e.fail("excerpt_sha256", recorded, f"the sha256 of {e.raw('raw')} as transcribed; the file now hashes "
+                     f"to {own_sha256} (an excerpt is upstream text verbatim: if it was edited, restore it from "
+                     "upstream; if it was re-read, check every row against it and record the new hash)")
+
+
+def _excerpt_path(e: Reader, root: Path, rel: str, slug: str) -> Path:
+    """root/rel, a regular file under raw/<slug>/ reached without a symbolic link (a link could point anywhere, or
+    at itself): refused by name, with the link, never a traceback."""
+    raw_root = root / "raw" / slug
+    path = Path(os.path.normpath(root / rel))
+    if raw_root not in path.parents:
+        raise e.fail("raw", rel, f"a file under raw/{slug}/")
+    top = root / "raw"
+    names = path.relative_to(top).parts
+    for here in (top, *(top.joinpath(*names[:n + 1]) for n in range(len(names)))):
+        if os.path.islink(here):
+            try:
+                target = os.readlink(here)
+            except OSError as exc:
+                target = exc.strerror or type(exc).__name__
+            raise e.fail("raw", rel, f"a regular file, not a symbolic link ({here} -> {target}): copy the upstream "
+                         "lines into the corpus")
+    return path
 
 
 def _row(w: Reader, body: list[str], start: int, end: int, slug: str, excerpt: Excerpt, known_gpus: set[str], *,
@@ -484,7 +522,7 @@ def _inferred_oom(w: Reader, value: Any, line_text: str, line: int, *, csv: bool
 
 def _code_excerpt(c: Reader, root: Path | None, slug: str) -> set[str]:
     """A cited excerpt of upstream code (raw/<slug>/...): its stripped lines, header checked against the citation."""
-    c.reject_unknown(("raw", "source", "sha256", "lines", "retrieved"))
+    c.reject_unknown(("raw", "excerpt_sha256", "source", "sha256", "lines", "retrieved"))
     source = c.string("source")
     cited = REPO_SOURCE.match(source)
     if not cited or not cited.group("end"):
@@ -499,9 +537,10 @@ def _code_excerpt(c: Reader, root: Path | None, slug: str) -> set[str]:
     retrieved = c.date("retrieved")
     if root is None:
         raise c.fail("raw", c.raw("raw"), "a corpus root to read the excerpt from")
-    body = _raw_excerpt(c, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
+    body, own = _raw_excerpt(c, root, slug, source=source, sha256=sha, lines=total, retrieved=str(retrieved))
     if len(body) != end - start + 1:
         raise c.fail("raw", c.raw("raw"), f"the {end - start + 1} upstream lines {start}-{end} (it has {len(body)})")
+    _same_excerpt(c, own)
     return {line.strip() for line in body}
 
 

@@ -3,7 +3,10 @@ the largest (wall seconds, peak RSS MiB from the child's own rusage), plus every
 
 Cases: tests/fixtures/bad/ (every file kind x category) placed where the CLI reads them (scenario path, standard
 input, --profiles, --results, $TRAINPLAN_HOME), the size cases, and the originals of issue 13's findings
-(100,000-level nesting, a FIFO and /dev/zero as the scenario).
+(100,000-level nesting, a FIFO and /dev/zero as the scenario); and the writer cases of issue 34
+(tests/fixtures/bad/writer_cases.py: empty imports and catalogs, symlinked or edited excerpts, result files with no
+measurements, plans with nothing to plan), each with the file it would replace already there: a writer run that
+changed anything in its folder is counted as a lost file.
 
     .venv/bin/python perf/bad_input_worst.py [--limit-gib 3] [--timeout 30] [--jobs 2] [--root DIR]
 
@@ -30,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.bad.make_bad import HERE as BAD_DIR  # noqa: E402
 from tests.fixtures.bad.make_bad import all_cases, profile_text, scenario_text, size_case  # noqa: E402
+from tests.fixtures.bad.writer_cases import tree, writer_cases  # noqa: E402
 
 
 @dataclass
@@ -42,13 +46,13 @@ class Outcome:
 
 
 def run_one(label: str, args: list[str], root: Path, home: Path, limit_bytes: int, timeout_s: float,
-            stdin: bytes | None = None) -> Outcome:
+            stdin: bytes | None = None, module: str = "planner") -> Outcome:
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
     env = {**os.environ, "PYTHONPATH": str(root), "TRAINPLAN_HOME": str(home)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "planner", *args], cwd=root, env=env, preexec_fn=limits,
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=root, env=env, preexec_fn=limits,
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     killed = threading.Event()
 
@@ -147,6 +151,30 @@ def build_jobs(tmp: Path, new_cli: bool) -> list[tuple[str, list[str], Path, byt
     return jobs
 
 
+@dataclass
+class WriterJob:
+    label: str
+    module: str
+    args: list[str]
+    home: Path
+    folder: Path
+    before: dict
+
+
+def build_writer_jobs(tmp: Path, root: Path) -> list[WriterJob]:
+    """Issue 34's writer cases, each in its own folder with the file it would replace; the folder's state before."""
+    jobs = []
+    for case in writer_cases():
+        if case.surface == "result-import" and not (root / "tests" / "fixtures" / "bad" / "import_as_app.py").exists():
+            continue  # an older checkout has no process for the app's import
+        folder = tmp / "writers" / case.id.replace("/", "-")
+        folder.mkdir(parents=True)
+        made = case.make(folder)
+        module, *args = made.args
+        jobs.append(WriterJob(f"writer {case.id}", module, args, made.home, folder, tree(folder)))
+    return jobs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit-gib", type=float, default=3.0, help="address-space limit per run (default 3 GiB)")
@@ -157,14 +185,23 @@ def main() -> None:
     new_cli = (args.root / "planner" / "inputs" / "loader.py").exists()
     with tempfile.TemporaryDirectory(prefix="bad-inputs-") as tmp:
         jobs = build_jobs(Path(tmp), new_cli)
+        writers = build_writer_jobs(Path(tmp), args.root)
         limit = int(args.limit_gib * 2**30)
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             outcomes = list(pool.map(lambda j: run_one(j[0], j[1], args.root, j[2], limit, args.timeout, j[3]),
                                      jobs))
+            written = list(pool.map(lambda w: run_one(w.label, w.args, args.root, w.home, limit, args.timeout,
+                                                      module=w.module), writers))
         total = time.perf_counter() - t0
+        lost = [o for o, w in zip(written, writers, strict=True) if tree(w.folder) != w.before]
+    outcomes += written
     print(f"{len(outcomes)} bad-input runs of {args.root} in {total:.1f} s ({args.jobs} at a time; "
           f"limit {args.limit_gib:g} GiB address space, {args.timeout:g} s)")
+    print(f"writer runs (issue 34): {len(written)}; exit 2: {sum(o.returncode == 2 for o in written)}; "
+          f"changed or removed a file in their folder: {len(lost)}")
+    for o in lost:
+        print(f"  wrote over something: {o.label}: exit {o.returncode}: {o.tail}")
     slow = max(outcomes, key=lambda o: o.seconds)
     big = max(outcomes, key=lambda o: o.peak_mib)
     print(f"worst wall time: {slow.seconds:.2f} s  ({slow.label}; exit {slow.returncode})")

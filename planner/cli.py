@@ -18,6 +18,7 @@ from planner.inputs.errors import InputError
 
 if TYPE_CHECKING:
     from planner.engine.estimates import Plan
+    from planner.inputs.price_catalog import ImportResult
     from planner.inputs.scenario import Scenario
 
 FORMATS = ("table", "json", "markdown", "html", "pdf")
@@ -85,7 +86,10 @@ def _run(args: argparse.Namespace) -> int:
         for error in errors:
             print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    parts = [_render(args, scenario, build_plan(scenario, inputs, source=source)) for source, scenario in scenarios]
+    plans = [(source, scenario, build_plan(scenario, inputs, source=source)) for source, scenario in scenarios]
+    if args.out:
+        _refuse_empty_plans(plans, args)
+    parts = [_render(args, scenario, plan) for _, scenario, plan in plans]
     data = parts[0] if len(parts) == 1 else _join(parts)
     if args.out:
         _write_out(args.out, data)
@@ -94,6 +98,16 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(data)
     return EXIT_OK
+
+
+def _refuse_empty_plans(plans: list[tuple[str, Scenario, Plan]], args: argparse.Namespace) -> None:
+    """A plan with no option (no GPU profile read, or none the scenario names) is not written over --out."""
+    from planner.inputs.atomic import refuse_empty
+
+    where = ", ".join(args.profiles) if args.profiles else "the GPU profile folders"
+    for source, _, plan in plans:
+        refuse_empty(len(plan.options), what=f"plan options (no GPU profile read from {where} matched "
+                     "hardware.gpus)", source=source, target=args.out)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -238,9 +252,10 @@ def _prices_import(args: argparse.Namespace) -> int:
     profiles, _ = load_profiles(DEFAULT_PROFILES_DIR)
     aliases = pc.load_aliases(args.aliases or pc.ALIASES_PATH, known_profiles=profiles)
     result = pc.import_catalogs(args.catalog, aliases, source=args.source)
-    text = pc.render_snapshot(result, root=DEFAULT_PROFILES_DIR.parent)
     for line in pc.summary_lines(result):
         print(line, file=sys.stderr)
+    _refuse_empty_import(result, args)  # after the summary: it says which rows were read and why none mapped
+    text = pc.render_snapshot(result, root=DEFAULT_PROFILES_DIR.parent)
     if args.check:
         if not args.out:
             raise InputError("prices import", "--out", None, "the snapshot file --check compares with")
@@ -260,6 +275,19 @@ def _prices_import(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _refuse_empty_import(result: ImportResult, args: argparse.Namespace) -> None:
+    """No vms.csv rows, or rows that gave no quote: exit 2 and write nothing (a mistyped folder must not replace a
+    snapshot with an empty one)."""
+    from planner.inputs.atomic import refuse_empty
+
+    source = ", ".join(args.catalog)
+    target = args.out if args.out and args.out != STDIN else None
+    refuse_empty(len(result.files), what="vms.csv files (*.csv)", source=source, target=target)
+    refuse_empty(result.rows_read, what="catalog rows", source=source, target=target)
+    refuse_empty(result.quote_count, what=f"GPU quotes ({result.rows_read} rows read, {result.gpu_rows} GPU rows, "
+                 "none gave a quote: see the reasons above)", source=source, target=target)
 
 
 # ---------------------------------------------------------------- python -m planner actuals list

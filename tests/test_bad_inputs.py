@@ -445,3 +445,47 @@ def test_the_fixture_generator_runs(tmp_path):
 
     assert write_all(tmp_path) == len(CASES)
     shutil.rmtree(tmp_path)
+
+
+# ---------------------------------------------------------------- the writers (issue 34): nothing over something
+
+def _writer_cases():
+    from tests.fixtures.bad.writer_cases import writer_cases
+
+    return writer_cases()
+
+
+@pytest.fixture(scope="module")
+def writer_runs(tmp_path_factory) -> dict[str, tuple[Run, dict, dict]]:
+    """Every writer case in its own folder, run once (3 at a time): the run, and the folder before and after."""
+    from tests.fixtures.bad.writer_cases import tree
+
+    def one(case) -> tuple[str, tuple[Run, dict, dict]]:
+        folder = tmp_path_factory.mktemp(case.id.replace("/", "-"))
+        made = case.make(folder)
+        before = tree(folder)
+        module, *args = made.args
+        run = cli(*args, home=made.home, module=module)
+        return case.id, (run, before, tree(folder))
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        return dict(pool.map(one, _writer_cases()))
+
+
+def test_the_writer_cases_cover_every_writing_surface():
+    from tests.fixtures.bad.writer_cases import SURFACES
+
+    cases = _writer_cases()
+    assert len(cases) >= 40 and len({c.id for c in cases}) == len(cases)
+    assert {c.surface for c in cases} == set(SURFACES)
+
+
+@pytest.mark.parametrize("case", _writer_cases(), ids=lambda c: c.id)
+def test_a_writer_given_nothing_exits_2_naming_it_and_writes_nothing(writer_runs, case):
+    run, before, after = writer_runs[case.id]
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr, run.stderr
+    assert run.returncode == 2, (run.returncode, run.stderr)
+    for word in case.words:
+        assert word in run.stderr, (word, run.stderr)
+    assert after == before, sorted(set(after) ^ set(before)) or "a file's content changed"
+    assert run.seconds < 15, run.seconds

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from calibration.corpus import DEFAULT_ROOT, OOM_NOT_BUILT, check_corpus, why_not_built
+from tests.corpus_support import rehash_excerpt
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "fixtures" / "published_example"
@@ -47,6 +48,7 @@ def _corpus(tmp_path: Path, line: str, *, value: str = '"OOM"', unit: str = "oom
     for rel in (SOURCE, RAW):
         _edit(corpus / rel, "docs/RESULTS.md#L3-L6", "docs/RESULTS.md#L3-L7")
     (corpus / RAW).write_text((corpus / RAW).read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    rehash_excerpt(corpus, SOURCE, RAW)  # the excerpt grew on purpose: its recorded hash follows
     row = ROW.format(value=value, unit=unit, per_gpu=per_gpu)
     if row_edit:
         assert row_edit[0] in row
@@ -344,5 +346,6 @@ def test_an_inferred_row_needs_the_rule_lines_in_its_cited_code(tmp_path):
     corpus = _timm_corpus(tmp_path)
     raw = corpus / "raw" / "timm-benchmark-train" / "code-5e7d47ca-decay_batch-L8-L43.txt"
     _edit(raw, "step_size = max(base_batch_size // num_intra_steps, 1)", "step_size = max(base_batch_size // 4, 1)")
+    rehash_excerpt(corpus, TIMM_SOURCE, raw.relative_to(corpus).as_posix())  # past the hash check, to the rule's
     done = _cli(corpus, "check")
     assert done.returncode == 2 and "inferred.code" in done.stderr and "step_size" in done.stderr, done.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from calibration.corpus import DEFAULT_ROOT, check_corpus
+from tests.corpus_support import rehash_excerpt
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "fixtures" / "published_example"
@@ -167,6 +168,7 @@ def test_an_excerpt_that_starts_with_a_markdown_heading_keeps_it(corpus):
     _edit(corpus / RAW, "| GPUs | Precision", "# what: not a second header, a heading\n| GPUs | Precision")
     _edit(corpus / SOURCE, "docs/RESULTS.md#L3-L6", "docs/RESULTS.md#L2-L6")
     _edit(corpus / RAW, "docs/RESULTS.md#L3-L6", "docs/RESULTS.md#L2-L6")
+    rehash_excerpt(corpus, SOURCE, RAW)
     done = _cli(corpus, "check")
     assert done.returncode == 0, done.stderr
 
@@ -194,3 +196,105 @@ def test_build_refuses_a_row_the_planner_could_not_read(corpus):
     done = _cli(corpus, "build")
     assert done.returncode == 2 and "micro_batch" in done.stderr and "example-bench line 5" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- the excerpts themselves (issue 34)
+
+def test_an_excerpt_edited_together_with_its_row_and_rebuilt_is_caught_by_check(corpus):
+    """The finding: the excerpt's header records the upstream file's sha256 and line count, which an edit of the
+    excerpt's body and of its row keeps; its own recorded hash does not."""
+    _edit(corpus / RAW, "| 1 | TF32 | 256 | 1,234.5 |", "| 1 | TF32 | 256 | 1,334.5 |")
+    _edit(corpus / SOURCE, 'value: "1,234.5"', 'value: "1,334.5"')
+    build = _cli(corpus, "build")
+    assert build.returncode == 2, build.stdout
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert "example-bench.yaml: excerpts[0].excerpt_sha256: got '324c7867" in line, line
+    assert "the file now hashes to" in line and "restore it from upstream" in line
+    assert (corpus / BUILT).read_bytes() == (EXAMPLE / BUILT).read_bytes()  # build wrote nothing
+
+
+def test_an_excerpt_without_its_own_hash_is_refused_with_the_hash_to_record(corpus):
+    import hashlib
+
+    _edit(corpus / SOURCE, "    excerpt_sha256: 324c78674de1e77e4d726b54e9506504ae14a067a984c1c8ce2ef1655aab946b\n", "")
+    done = _cli(corpus, "check")
+    own = hashlib.sha256((corpus / RAW).read_bytes()).hexdigest()
+    assert done.returncode == 2 and "excerpts[0].excerpt_sha256: got None" in done.stderr and own in done.stderr
+
+
+def test_every_shipped_excerpt_records_its_own_hash():
+    """Backfilled for the whole corpus: each excerpt entry (block or the inferred rows' code excerpts) names the
+    sha256 of its file as committed, and `check` (test_the_shipped_corpus_checks) compares them."""
+    import hashlib
+
+    import yaml
+
+    n = 0
+    for path in sorted((DEFAULT_ROOT / "sources").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        entries = list(doc["excerpts"])
+        entries += [c for e in doc["excerpts"] for r in e["rows"] for c in (r.get("inferred") or {}).get("code", [])]
+        for entry in entries:
+            assert entry["excerpt_sha256"] == hashlib.sha256((DEFAULT_ROOT / entry["raw"]).read_bytes()).hexdigest()
+            n += 1
+    assert n >= 150
+
+
+@pytest.mark.parametrize("what", ["a link to another excerpt", "a link to itself", "a loop of two links",
+                                  "a linked folder", "a dangling link"])
+def test_a_symlinked_excerpt_is_a_clear_error_not_a_traceback(corpus, what):
+    raw = corpus / RAW
+    if what == "a link to another excerpt":
+        shutil.copy(raw, raw.with_name("copy.txt"))
+        raw.unlink()
+        raw.symlink_to("copy.txt")
+    elif what == "a link to itself":
+        raw.unlink()
+        raw.symlink_to(raw.name)
+    elif what == "a loop of two links":
+        raw.unlink()
+        raw.symlink_to("other.txt")
+        raw.with_name("other.txt").symlink_to(raw.name)
+    elif what == "a linked folder":
+        folder = raw.parent
+        shutil.move(folder, corpus / "elsewhere")
+        folder.symlink_to(corpus / "elsewhere")
+    else:
+        raw.unlink()
+        raw.symlink_to("/nonexistent/table.txt")
+    for action in ("check", "build", "list"):
+        done = _cli(corpus, action)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (action, done.stderr)
+        assert "excerpts[0].raw" in done.stderr and "not a symbolic link" in done.stderr, done.stderr
+    assert (corpus / BUILT).read_bytes() == (EXAMPLE / BUILT).read_bytes()
+
+
+@pytest.mark.parametrize("what", ["a folder", "a FIFO", "not UTF-8", "no permission"])
+def test_an_unreadable_excerpt_is_a_clear_error_not_a_traceback(corpus, what):
+    import os
+
+    raw = corpus / RAW
+    if what == "a folder":
+        raw.unlink()
+        raw.mkdir()
+    elif what == "a FIFO":
+        raw.unlink()
+        os.mkfifo(raw)
+    elif what == "not UTF-8":
+        raw.write_bytes(raw.read_bytes().replace(b"SYNTHETIC", b"SYNTH\xe9TIC"))
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root reads a file without read permission")
+        raw.chmod(0)
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.splitlines()
+    assert str(raw) in line, line
+
+
+def test_a_symlinked_transcription_loop_is_a_clear_error(corpus):
+    (corpus / "sources" / "loop.yaml").symlink_to("loop.yaml")
+    done = _cli(corpus, "check")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "loop.yaml" in done.stderr, done.stderr

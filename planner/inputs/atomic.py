@@ -1,4 +1,7 @@
-"""The one atomic file writer: a unique temp file in the target's folder, fsync, rename; a failed write changes nothing."""
+"""The one atomic file writer: a unique temp file in the target's folder, fsync, rename; a failed write changes nothing.
+
+Also the one rule every writer follows before it writes: reading nothing writes nothing (refuse_empty).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,31 @@ import os
 import secrets
 from pathlib import Path
 
+from planner.inputs.errors import InputError
+
 IF_EXISTS = ("replace", "fail", "suffix")
+
+
+class NothingToWrite(InputError):
+    """A writer read no rows (no quotes, no measurements, no points): bad input, exit 2, and nothing written."""
+
+    def __init__(self, source: str, what: str, target: str | Path | None):
+        self.what = what
+        self.target = None if target is None else str(target)
+        super().__init__(source, None, 0, f"at least one of {what}")
+
+    def _message(self) -> str:
+        kept = f"{self.target} is unchanged" if self.target else "no file was made"
+        return f"{self.source}: read no {self.what}; nothing was written ({kept})"
+
+
+def refuse_empty(count: int, *, what: str, source: str | Path, target: str | Path | None = None) -> None:
+    """Refuse to write from nothing: when `count` (rows, quotes, measurements, points read from `source`) is 0,
+    raise NothingToWrite naming what was empty, where it was read and the file left as it was. Every command that
+    writes a file from what it read calls this first, so a typo in a path never replaces a good file with an empty
+    one (issue 34)."""
+    if count <= 0:
+        raise NothingToWrite(str(source), what, target)
 
 
 def atomic_write(path: str | Path, data: bytes | str, *, mode: int = 0o644, if_exists: str = "replace") -> Path:

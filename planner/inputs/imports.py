@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.inputs import loader
+from planner.inputs.atomic import refuse_empty
 from planner.inputs.errors import InputError
 from planner.inputs.filenames import slug
 from planner.inputs.resultfile import ResultFile, parse_result, result_path, write_result_atomic
@@ -41,11 +42,13 @@ def check_upload(name: str, data: bytes) -> tuple[ResultFile, dict]:
 def import_result(name: str, data: bytes, root: str | Path | None = None) -> Imported:
     """Validate, then write a copy under root/<device dir>/<model>-<timestamp>.json (atomic, never overwriting).
 
-    A bad file raises InputError before anything is written. Importing the same file twice writes nothing the
+    A bad file, or one with no measurement, raises InputError before anything is written. Importing the same file twice writes nothing the
     second time (already_there=True).
     """
     result, raw = check_upload(name, data)
     root = Path(root) if root is not None else user_results_dir()
+    # A file with no measurement adds nothing to any plan; importing it would only look like it did.
+    refuse_empty(len(result.measurements), what="measurements (its 'measurements' list is empty)", source=name)
     target = result_path(root, device_dir(result), result.model_name, result.created_utc)
     same = _same_file(target, raw)
     if same is not None:

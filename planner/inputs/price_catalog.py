@@ -576,7 +576,9 @@ def summary_lines(result: ImportResult) -> list[str]:
     for quotes in result.quotes.values():
         for q in quotes:
             by.setdefault((q.provider, q.tier), []).append(q.region or "")
-    lines.append(f"quotes written: {result.quote_count} for {len(result.quotes)} GPU profiles")
+    # No quote: nothing is written (planner.inputs.atomic.refuse_empty), and the line must not say otherwise.
+    lines.append(f"quotes written: {result.quote_count} for {len(result.quotes)} GPU profiles" if result.quote_count
+                 else "quotes: none (nothing written)")
     for (provider, tier), regions in sorted(by.items()):
         lines.append(f"  {provider:<11} {tier:<10} {len(regions):>4} quotes in {len(set(regions))} region(s): "
                      + ", ".join(sorted(set(regions))))

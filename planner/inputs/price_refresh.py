@@ -405,7 +405,12 @@ def refresh(*, providers: Sequence[str] = PROVIDERS, timeout_s: float = DEFAULT_
         if not items:
             failed[provider] = "no offers (its catalog is empty or was not downloaded)"
             continue
-        imports.append(import_offers(provider, items, fetched.version, day, aliases))
+        imp = import_offers(provider, items, fetched.version, day, aliases)
+        if not imp.result.quote_count:  # an empty snapshot would hide this provider's quotes of earlier days
+            failed[provider] = (f"{len(items)} offers, none gave a quote ({imp.result.gpu_rows} GPU rows, none mapped "
+                                "to a GPU profile)")
+            continue
+        imports.append(imp)
     folder = catalog_dir or user_profiles_dir() / pc.CATALOG_DIRNAME
     texts = {}
     for imp in list(imports):
