@@ -25,9 +25,10 @@ APP_FILE = CODE_ROOT / "ui" / "app_main.py"
 DEFAULT_PORT = 8501
 EXIT_BAD_INPUT = 2
 BENCH_EXTRA = 'pip install "trainplan[bench]"'
-# The bench subcommands that need torch (all but `published`, which reads files): without it, one message naming
-# the extra instead of bench's checkout advice (tests check this list against bench's subcommands).
-TORCH_COMMANDS = ("list", "detect", "run", "trace", "ddp")
+# The bench subcommands that need torch (all but `list` and `published`, which read committed files): without it,
+# one message naming the extra instead of bench's checkout advice (tests check this list against bench's subcommands).
+TORCH_COMMANDS = ("detect", "run", "trace", "ddp")
+TORCH_FREE_COMMANDS = ("list", "published")
 # The app's server options: what .streamlit/config.toml says for `streamlit run app.py` in a checkout, given as
 # flags because an installed app starts from any folder, where that file is not found (tests check they agree).
 STREAMLIT_OPTIONS = {
@@ -43,7 +44,8 @@ STREAMLIT_OPTIONS = {
 COMMANDS = {
     "app": "start the app on http://127.0.0.1:PORT and open it in the browser (--port N, --no-browser)",
     "plan": "plan scenarios: python -m planner (trainplan plan --help)",
-    "bench": f"measure on this machine: python -m bench (trainplan bench --help; needs torch: {BENCH_EXTRA})",
+    "bench": f"measure on this machine: python -m bench (trainplan bench --help; all but "
+             f"{' and '.join(TORCH_FREE_COMMANDS)} need torch: {BENCH_EXTRA})",
 }
 
 

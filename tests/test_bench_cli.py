@@ -312,3 +312,16 @@ def test_a_partial_file_says_what_is_missing_while_running_and_after_a_crash(tmp
 def _adopt(new: Sweep, prepared: Sweep) -> None:
     """Give the Sweep that cli_run.main builds the fake GPU and the file of one prepared by fake_gpu_sweep."""
     new.__dict__.update({k: v for k, v in prepared.__dict__.items() if k not in ("args", "cfg")})
+
+
+def test_list_does_not_import_torch():
+    """`bench list` reads the committed zoo catalog: torch (seconds to import, absent without the bench extra) stays
+    out of the process, and the listing is the zoo's own."""
+    code = ("import runpy, sys; sys.argv = ['bench', 'list']\n"
+            "try:\n    runpy.run_module('bench', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as done:\n    assert not done.code, done.code\n"
+            "assert 'torch' not in sys.modules, 'bench list imported torch'\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert "resnet50" in out.stdout and "25,557,032" in out.stdout
