@@ -325,3 +325,30 @@ def test_list_does_not_import_torch():
                          cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stderr
     assert "resnet50" in out.stdout and "25,557,032" in out.stdout
+
+
+def test_a_cpu_run_without_out_writes_under_trainplan_home_not_results(tmp_path):
+    """A CPU run is a smoke test of this machine: its file goes to $TRAINPLAN_HOME/results/cpu/, never into the
+    repository's results/ (REAL GPU data only, committed); an explicit --out still wins."""
+    before = {p for p in (ROOT / "results").rglob("*") if p.is_file()}
+    env = {**ENV, "TRAINPLAN_HOME": str(tmp_path / "home")}
+    r = subprocess.run([sys.executable, "-m", "bench", "run", "--model", "mlp", "--cpu-only", "--precision", "fp32",
+                        "--batch", "4", "--steps", "1", "--warmup", "1", "--phase-steps", "0", "--quiet"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    written = only_file(tmp_path / "home" / "results")
+    assert read_result_file(written).measurements[0].status == "ok"
+    assert {p for p in (ROOT / "results").rglob("*") if p.is_file()} == before
+    assert str(tmp_path / "home" / "results") in r.stderr  # the notice says where the file goes
+
+
+def test_the_default_out_of_a_cpu_run_is_the_user_home(tmp_path, monkeypatch):
+    from planner.inputs import shipped
+
+    monkeypatch.setenv("TRAINPLAN_HOME", str(tmp_path))
+    assert shipped.bench_out_dir(cpu=True) == tmp_path / "results"
+    assert shipped.bench_out_dir() == (shipped.RESULTS_DIR if shipped.IN_CHECKOUT else tmp_path / "results")
+    assert cli_run.default_root(cpu=True) == tmp_path / "results" and (tmp_path / "results").is_dir()
+    from bench import ddp  # a gloo (CPU) data-parallel run likewise
+
+    assert ddp.default_root("cpu") == tmp_path / "results"
