@@ -18,6 +18,7 @@ import time
 import webbrowser
 from pathlib import Path
 
+from planner.errors import TrainplanError
 from planner.vocab import VERSION
 
 CODE_ROOT = Path(__file__).resolve().parents[1]  # holds planner/, bench/ and ui/ (a checkout or site-packages)
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     return _run_module("planner" if command == "plan" else "bench", rest)
 
 
-class FlagError(ValueError):
+class FlagError(TrainplanError, ValueError):
     """A Streamlit flag `trainplan app` does not pass through, or a bad value for one it does."""
 
 
