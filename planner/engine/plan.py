@@ -25,6 +25,13 @@ from planner.inputs.scenario import Constraints, Pricing, Scenario
 from planner.vocab import GIB
 
 
+def _quote_providers(inputs: Inputs) -> set[str]:
+    """Every provider a loaded price quote names: the profiles' (catalog snapshots included) and the overrides'."""
+    quotes = [q for p in inputs.profiles.values() for q in p.prices]
+    quotes += [q for qs in inputs.price_overrides.values() for q in qs]
+    return {q.provider for q in quotes}
+
+
 def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None, source: str = "<scenario>") -> Plan:
     """Plan every option of the scenario. Bad input raises InputError; infeasible options carry their numbers."""
     today = today or dt.date.today()
@@ -41,6 +48,9 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                     raise InputError(source, exc.field, model_label(scenario), exc.missing) from None
     rec = recommend(options, scenario.constraints, today)
     warnings: list[Note | str] = [*inputs.problems, *advice.plan_warnings(scenario, options, today)]
+    provider = advice.unknown_provider_warning(scenario.pricing, _quote_providers(inputs))
+    if provider:
+        warnings.append(provider)
     rows = ctx.work.dataset_rows if ctx.work else scenario.workload.dataset_samples
     stack = planned_stack(scenario.training.stack, ctx.model.family)
     return Plan(
