@@ -133,3 +133,12 @@ def test_the_app_shows_the_same_message_for_a_link_and_a_file(tmp_path, monkeypa
     at.file_uploader(key="upload").set_value(("bad.yaml", text.encode(), "application/x-yaml")).run()
     shown = " ".join(e.value for e in at.error).replace("\\", "")
     assert "bad.yaml: workload.data_location: got 'gcpp'" in shown and "other" in shown
+
+
+def test_regions_no_loaded_quote_is_in_are_a_warning_naming_them(inputs):
+    plan = _plan(inputs, "pricing:\n  regions: [us-east-1, us-eats-1]")
+    [warning] = [w for w in plan.warnings if getattr(w, "key", None) == "regions_unknown"]
+    assert warning.params["regions"] == "us-eats-1" and "us-east-1" in warning.params["known"]
+    assert plan.options
+    known = _plan(inputs, "pricing:\n  regions: [US-EAST-1]")
+    assert not [w for w in known.warnings if getattr(w, "key", None) == "regions_unknown"]

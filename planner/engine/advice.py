@@ -83,3 +83,16 @@ def unknown_provider_warning(pricing: Pricing, known_providers: Iterable[str]) -
     if pricing.provider.lower() in known:
         return None
     return Note("provider_unknown", provider=pricing.provider, known=", ".join(known))
+
+
+def unknown_regions_warning(pricing: Pricing, known_regions: Iterable[str]) -> Note | None:
+    """A warning, never a refusal, naming the pricing.regions no loaded quote is in (a misspelling here, or a region
+    only another machine's profiles or overrides have); None when every one is known, or none is given."""
+    if not pricing.regions or pricing.tier == "on_prem":
+        return None
+    known = sorted({r.strip() for r in known_regions if r and r.strip()}, key=str.lower)
+    lowered = {r.lower() for r in known}
+    unknown = [r for r in pricing.regions if r.strip().lower() not in lowered]
+    if not unknown:
+        return None
+    return Note("regions_unknown", regions=", ".join(unknown), known=", ".join(known))
