@@ -114,9 +114,12 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise InputError("<stdin>", None, "'-' given twice", "standard input at most once")
     if args.lang is not None and args.lang not in LOCALES:
         raise InputError("--lang", None, args.lang, "one of " + ", ".join(LOCALES))
-    for d in (args.results or []) + (args.profiles or []):
-        if not Path(d).is_dir():
-            raise InputError(d, None, d, "an existing folder")
+    for flag, dirs in (("--results", args.results or []), ("--profiles", args.profiles or [])):
+        for d in dirs:
+            if not d.strip():  # Path("") is the current folder: every JSON/YAML below it would be read
+                raise InputError(flag, None, d, "a folder name (an empty one would read the whole current folder)")
+            if not Path(d).is_dir():
+                raise InputError(d, None, d, "an existing folder")
     for flag, given, what in (("--no-shipped-results", args.results, "--results DIR"),
                               ("--no-shipped-profiles", args.profiles, "--profiles DIR")):
         if getattr(args, flag[2:].replace("-", "_")) and not given:
