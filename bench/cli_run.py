@@ -30,7 +30,8 @@ def add_arguments(p) -> None:
     p.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     p.add_argument("--optimizer-impl", default="foreach", choices=("foreach", "fused"))
     p.add_argument("--lr", type=float, default=None, help="learning rate (default 1e-4 Adam-family, 1e-3 SGD)")
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="results root; the file goes to OUT/<gpu-id|cpu>/")
+    p.add_argument("--out", default=None, help="results root; the file goes to OUT/<gpu-id|cpu>/ (default: a GPU's "
+                   f"to {DEFAULT_OUT}, a CPU run's to $TRAINPLAN_HOME/results)")
     p.add_argument("--max-batch", action="store_true", help="find the largest batch per precision")
     p.add_argument("--max-batch-trials", type=int, default=12)
     p.add_argument("--dataloader", action="store_true", help="also measure the input pipeline")
@@ -136,8 +137,14 @@ def validate(args) -> dict:
         "batches": parse_batches(args.batch),
         "options": parse_model_options(args.model_option),
         "workers": _int_list(args.dataloader_workers, "--dataloader-workers", minimum=0),
-        "root": check_writable(args.out),
+        # None: chosen once the device is known (default_root), so a CPU run never writes into results/.
+        "root": check_writable(args.out) if args.out is not None else None,
     }
+
+
+def default_root(*, cpu: bool) -> Path:
+    """The results root of a run without --out: a GPU's the checkout's results/, a CPU's $TRAINPLAN_HOME/results."""
+    return check_writable(str(bench_out_dir(cpu=cpu)))
 
 
 # ------------------------------------------------------------------ entry point

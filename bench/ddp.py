@@ -67,7 +67,8 @@ def add_arguments(p) -> None:
     p.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT",
                    help="torchrun c10d rendezvous; required with --nnodes > 1; one node: a free local port")
     p.add_argument("--rdzv-id", default="trainplan-ddp", help="rendezvous id, the same on every node")
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="results root; the file goes to OUT/<gpu-id|cpu>/")
+    p.add_argument("--out", default=None, help="results root; the file goes to OUT/<gpu-id|cpu>/ (default: a GPU's "
+                   f"to {DEFAULT_OUT}, a CPU run's to $TRAINPLAN_HOME/results)")
     p.add_argument("--timeout-s", type=float, default=600.0,
                    help="wall-clock limit of the whole torchrun run (rendezvous included); then it is stopped")
     p.add_argument("--pg-timeout-s", type=float, default=None,
@@ -139,16 +140,27 @@ def validate(args) -> dict:
     pg_timeout = args.pg_timeout_s if args.pg_timeout_s is not None else min(300.0, max(10.0, args.timeout_s / 2))
     if not pg_timeout > 0:
         raise InputError("--pg-timeout-s", None, pg_timeout, "a positive number of seconds")
-    root = Path(args.out)
+    # No --out: chosen once the device is known (default_root), so a CPU (gloo) run never writes into results/.
+    root = writable_root(args.out) if args.out is not None else None
+    return {"options": parse_model_options(args.model_option), "sizes": parse_sizes(args.busbw_sizes),
+            "pg_timeout_s": pg_timeout, "root": root,
+            "endpoint": parse_endpoint(args.rdzv_endpoint) if args.rdzv_endpoint else None}
+
+
+def writable_root(out: str) -> Path:
+    root = Path(out)
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=root):
             pass
     except OSError as exc:
-        raise InputError("--out", None, args.out, f"a writable folder ({exc.strerror or exc})") from None
-    return {"options": parse_model_options(args.model_option), "sizes": parse_sizes(args.busbw_sizes),
-            "pg_timeout_s": pg_timeout, "root": root,
-            "endpoint": parse_endpoint(args.rdzv_endpoint) if args.rdzv_endpoint else None}
+        raise InputError("--out", None, out, f"a writable folder ({exc.strerror or exc})") from None
+    return root
+
+
+def default_root(device_dir: str) -> Path:
+    """The results root without --out: a GPU's the checkout's results/, a CPU's $TRAINPLAN_HOME/results."""
+    return writable_root(str(bench_out_dir(cpu=device_dir == "cpu")))
 
 
 # ------------------------------------------------------------------ the rendezvous port
@@ -494,8 +506,9 @@ def main(args) -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         return 0
     report = json.loads(report_path.read_text(encoding="utf-8"))
+    root = cfg["root"] or default_root(report["device_dir"])
     try:
-        path = write_result(report, cfg["root"], created, command_line(args))
+        path = write_result(report, root, created, command_line(args))
     except InputError as exc:
         _say(f"the workers' report does not make a valid result file ({exc}); nothing written; logs: {run_dir}")
         return 1

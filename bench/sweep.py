@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from bench import detect, harness, maxbatch, zoo
+from bench import cli_run, detect, harness, maxbatch, zoo
 from bench.cli_progress import Progress, summary_table
 from bench.precision import plan_for, set_fp32_mode
 from bench.runinfo import command_line, requested
@@ -118,8 +118,12 @@ class Sweep:
             self.device = harness.CpuDevice()
             device_dir = "cpu"
             why = "--cpu-only" if args.cpu_only else detect.cpu_reason(facts)
+            if self.cfg["root"] is None:
+                self.cfg["root"] = cli_run.default_root(cpu=True)
             self.progress.notice(f"No GPU used ({why}): measuring on the CPU; results go to {self.cfg['root']}/cpu/. "
                                  "Memory, power and MFU fields will be null with a reason.")
+        if self.cfg["root"] is None:
+            self.cfg["root"] = cli_run.default_root(cpu=False)
         torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
         self.workload, model_block = self._load_model()
         self.make_optimizer, lr = optimizer_factory(args.optimizer, args.optimizer_impl, args.lr,

@@ -2,11 +2,12 @@
 the largest (wall seconds, peak RSS MiB from the child's own rusage), plus every run that crashed or hung.
 
 Cases: tests/fixtures/bad/ (every file kind x category) placed where the CLI reads them (scenario path, standard
-input, --profiles, --results, $TRAINPLAN_HOME), the size cases, and the originals of issue 13's findings
-(100,000-level nesting, a FIFO and /dev/zero as the scenario); and the writer cases of issue 34
-(tests/fixtures/bad/writer_cases.py: empty imports and catalogs, symlinked or edited excerpts, result files with no
-measurements, plans with nothing to plan), each with the file it would replace already there: a writer run that
-changed anything in its folder is counted as a lost file.
+input, --profiles, --results, $TRAINPLAN_HOME), the size cases, the originals of issue 13's findings
+(100,000-level nesting, a FIFO and /dev/zero as the scenario), the bad command-line flags of make_bad.flag_cases
+(the planner's, `trainplan app`'s, bench's), and the writer cases of issue 34 (tests/fixtures/bad/writer_cases.py:
+empty imports and catalogs, symlinked or edited excerpts, result files with no measurements, plans with nothing to
+plan), each with the file it would replace already there: a writer run that changed anything in its folder is
+counted as a lost file.
 
     .venv/bin/python perf/bad_input_worst.py [--limit-gib 3] [--timeout 30] [--jobs 2] [--root DIR]
 
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.bad.make_bad import HERE as BAD_DIR  # noqa: E402
-from tests.fixtures.bad.make_bad import all_cases, profile_text, scenario_text, size_case  # noqa: E402
+from tests.fixtures.bad.make_bad import all_cases, flag_cases, profile_text, scenario_text, size_case  # noqa: E402
 from tests.fixtures.bad.writer_cases import tree, writer_cases  # noqa: E402
 
 
@@ -52,7 +53,9 @@ def run_one(label: str, args: list[str], root: Path, home: Path, limit_bytes: in
 
     env = {**os.environ, "PYTHONPATH": str(root), "TRAINPLAN_HOME": str(home)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=root, env=env, preexec_fn=limits,
+    # A flag case names its module (["-m", "bench", ...]); every other job is `python -m <module> ARGS`.
+    command = args if args[:1] == ["-m"] else ["-m", module, *args]
+    proc = subprocess.Popen([sys.executable, *command], cwd=root, env=env, preexec_fn=limits,
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     killed = threading.Event()
 
@@ -148,6 +151,13 @@ def build_jobs(tmp: Path, new_cli: bool) -> list[tuple[str, list[str], Path, byt
     os.mkfifo(fifo)
     jobs.append(("finding: FIFO scenario", [str(fifo), "--no-user-data"], home(), None))
     jobs.append(("finding: /dev/zero scenario", ["/dev/zero", "--no-user-data"], home(), None))
+    if new_cli:  # command-line flags (issue 34): the planner's, `trainplan app`'s and bench's
+        (tmp / "a-file.txt").write_text("not a folder\n")
+        for case in flag_cases():
+            fill = {"{base}": str(base), "{dir}": str(tmp), "{file}": str(tmp / "a-file.txt"),
+                    "{out}": str(tmp / f"never-{case.name}.out")}
+            jobs.append((f"flag {case.name}", ["-m", case.module, *(fill.get(a, a) for a in case.args)], home(),
+                         None))
     return jobs
 
 

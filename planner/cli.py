@@ -37,9 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="write to this file instead of standard output (atomic: an "
                    "existing file is replaced only by a complete new one)")
     p.add_argument("--results", action="append", default=None, metavar="DIR",
-                   help="result-file folder (repeatable; default: the project's results/)")
+                   help="result-file folder read besides the project's results/ (repeatable)")
     p.add_argument("--profiles", action="append", default=None, metavar="DIR",
-                   help="GPU profile folder (repeatable; default: the project's gpu_profiles/)")
+                   help="GPU profile folder read besides the project's gpu_profiles/ (repeatable)")
+    p.add_argument("--no-shipped-results", action="store_true",
+                   help="leave the project's results/ out: only the --results folders (and $TRAINPLAN_HOME's)")
+    p.add_argument("--no-shipped-profiles", action="store_true",
+                   help="leave the project's gpu_profiles/ out: only the --profiles folders (and $TRAINPLAN_HOME's)")
     p.add_argument("--no-user-data", action="store_true", help="leave $TRAINPLAN_HOME out")
     p.add_argument("--all-options", action="store_true", help="reports: list every option, not the top ones")
     p.add_argument("--paper", choices=("A4", "Letter"), default="A4", help="PDF paper size")
@@ -68,10 +72,13 @@ def _guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namesp
 
 def _run(args: argparse.Namespace) -> int:
     from planner.engine.plan import build_plan
-    from planner.inputs.folders import load_inputs
+    from planner.inputs.folders import load_inputs, with_shipped
+    from planner.inputs.shipped import PROFILES_DIR, RESULTS_DIR
 
     _check_arguments(args)
-    inputs = load_inputs(args.results, args.profiles, include_user_data=not args.no_user_data)
+    inputs = load_inputs(with_shipped(RESULTS_DIR, args.results, keep_shipped=not args.no_shipped_results),
+                         with_shipped(PROFILES_DIR, args.profiles, keep_shipped=not args.no_shipped_profiles),
+                         include_user_data=not args.no_user_data)
     gctune.tune_gc_once()  # the inputs live as long as the process: out of the collector's sight
     for problem in inputs.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -122,9 +129,17 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise InputError("<stdin>", None, "'-' given twice", "standard input at most once")
     if args.lang is not None and args.lang not in LOCALES:
         raise InputError("--lang", None, args.lang, "one of " + ", ".join(LOCALES))
-    for d in (args.results or []) + (args.profiles or []):
-        if not Path(d).is_dir():
-            raise InputError(d, None, d, "an existing folder")
+    for flag, dirs in (("--results", args.results or []), ("--profiles", args.profiles or [])):
+        for d in dirs:
+            if not d.strip():  # Path("") is the current folder: every JSON/YAML below it would be read
+                raise InputError(flag, None, d, "a folder name (an empty one would read the whole current folder)")
+            if not Path(d).is_dir():
+                raise InputError(d, None, d, "an existing folder")
+    for flag, given, what in (("--no-shipped-results", args.results, "--results DIR"),
+                              ("--no-shipped-profiles", args.profiles, "--profiles DIR")):
+        if getattr(args, flag[2:].replace("-", "_")) and not given:
+            raise InputError(flag, None, "no folder given", f"at least one {what}: {flag} replaces the project's "
+                             f"folder with those (without it, {what} adds to the project's)")
 
 
 def _source(name: str) -> str:

@@ -18,6 +18,7 @@ import time
 import webbrowser
 from pathlib import Path
 
+from planner.errors import TrainplanError
 from planner.vocab import UPLOAD_SERVER_MAX_MB, VERSION
 
 CODE_ROOT = Path(__file__).resolve().parents[1]  # holds planner/, bench/ and ui/ (a checkout or site-packages)
@@ -25,9 +26,10 @@ APP_FILE = CODE_ROOT / "ui" / "app_main.py"
 DEFAULT_PORT = 8501
 EXIT_BAD_INPUT = 2
 BENCH_EXTRA = 'pip install "trainplan[bench]"'
-# The bench subcommands that need torch (all but `published`, which reads files): without it, one message naming
-# the extra instead of bench's checkout advice (tests check this list against bench's subcommands).
-TORCH_COMMANDS = ("list", "detect", "run", "trace", "ddp")
+# The bench subcommands that need torch (all but `list` and `published`, which read committed files): without it,
+# one message naming the extra instead of bench's checkout advice (tests check this list against bench's subcommands).
+TORCH_COMMANDS = ("detect", "run", "trace", "ddp")
+TORCH_FREE_COMMANDS = ("list", "published")
 # The app's server options: what .streamlit/config.toml says for `streamlit run app.py` in a checkout, given as
 # flags because an installed app starts from any folder, where that file is not found (tests check they agree).
 STREAMLIT_OPTIONS = {
@@ -40,10 +42,23 @@ STREAMLIT_OPTIONS = {
     "browser.gatherUsageStats": "false",
     "client.toolbarMode": "minimal",
 }
+LOCAL_ADDRESSES = ("127.0.0.1", "localhost", "::1")
+# The Streamlit flags `trainplan app` passes through (each checked here first); any other is refused with this list.
+# The rest of STREAMLIT_OPTIONS is how the app must run (upload size, no file watching...), not a user's choice.
+PASSED_FLAGS = {
+    "server.port": "N (1-65535; the same as --port)",
+    "server.address": "HOST (default 127.0.0.1; any other address serves the app, which has no login, to that "
+                      "network: a warning says so)",
+    "server.baseUrlPath": "PATH (the app behind a reverse proxy at /PATH)",
+    "theme.base": "light|dark",
+}
+THEMES = ("light", "dark")
 COMMANDS = {
-    "app": "start the app on http://127.0.0.1:PORT and open it in the browser (--port N, --no-browser)",
+    "app": "start the app on http://127.0.0.1:PORT and open it in the browser (--port N, --no-browser; Streamlit's "
+           + ", ".join(f"--{flag}" for flag in PASSED_FLAGS) + ")",
     "plan": "plan scenarios: python -m planner (trainplan plan --help)",
-    "bench": f"measure on this machine: python -m bench (trainplan bench --help; needs torch: {BENCH_EXTRA})",
+    "bench": f"measure on this machine: python -m bench (trainplan bench --help; all but "
+             f"{' and '.join(TORCH_FREE_COMMANDS)} need torch: {BENCH_EXTRA})",
 }
 
 
@@ -68,31 +83,100 @@ def main(argv: list[str] | None = None) -> int:
     return _run_module("planner" if command == "plan" else "bench", rest)
 
 
+class FlagError(TrainplanError, ValueError):
+    """A Streamlit flag `trainplan app` does not pass through, or a bad value for one it does."""
+
+
 def app(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="trainplan app", description=COMMANDS["app"])
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    allowed = "\n".join(f"  --{flag} {what}" for flag, what in PASSED_FLAGS.items())
+    parser = argparse.ArgumentParser(prog="trainplan app", description=COMMANDS["app"],
+                                     epilog="Streamlit flags passed through:\n" + allowed,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=None, help=f"default {DEFAULT_PORT}")
     parser.add_argument("--no-browser", action="store_true", help="only serve; do not open a browser")
-    args = parser.parse_args(argv)
-    if not 0 < args.port < 65536:
-        parser.error(f"--port {args.port}: expected 1-65535")
-    url = f"http://{STREAMLIT_OPTIONS['server.address']}:{args.port}/"
+    args, rest = parser.parse_known_args(argv)
+    try:
+        flags = streamlit_flags(rest)
+        port = _port(args.port, flags.pop("server.port", None))
+    except FlagError as exc:
+        parser.error(str(exc))  # exit 2, after the usage line
+    address = flags.get("server.address", STREAMLIT_OPTIONS["server.address"])
+    if address not in LOCAL_ADDRESSES:
+        print(f"trainplan app: warning: --server.address {address} serves the app to every machine that can reach "
+              "that address; it has no login, and uploads and bench runs act on this machine. Use 127.0.0.1 to keep "
+              "it to yourself.", file=sys.stderr)
+    local = "127.0.0.1" if address in ("0.0.0.0", "::", "") else address  # a host to connect to
+    url = f"http://{local}:{port}{_base_path(flags)}/"
     if not args.no_browser:
-        threading.Thread(target=_open_when_serving, args=(url, args.port), daemon=True).start()
-    return _run_module("streamlit", streamlit_argv(args.port))
+        threading.Thread(target=_open_when_serving, args=(url, local, port), daemon=True).start()
+    return _run_module("streamlit", streamlit_argv(port, flags))
 
 
-def streamlit_argv(port: int = DEFAULT_PORT) -> list[str]:
-    """What `trainplan app --port PORT` runs, as a `python -m streamlit` command line (for tests and scripts)."""
-    flags = [f"--{key}={value}" for key, value in {**STREAMLIT_OPTIONS, "server.port": str(port)}.items()]
-    return ["run", str(APP_FILE), *flags]
+def streamlit_flags(argv: list[str]) -> dict[str, str]:
+    """The Streamlit flags among `trainplan app`'s arguments ("--server.port 8600" or "--server.port=8600"), each
+    checked; FlagError names one that is not passed through (and lists those that are) or a bad value."""
+    out: dict[str, str] = {}
+    items = list(argv)
+    while items:
+        item = items.pop(0)
+        name, sep, value = item.partition("=")
+        flag = name[2:] if name.startswith("--") else None
+        if flag not in PASSED_FLAGS:
+            raise FlagError(f"{name}: not passed to Streamlit; allowed: "
+                            + ", ".join(f"--{f}" for f in PASSED_FLAGS) + ", --port, --no-browser")
+        if not sep:
+            if not items or items[0].startswith("--"):
+                raise FlagError(f"{name}: needs a value ({PASSED_FLAGS[flag]})")
+            value = items.pop(0)
+        if flag in out:
+            raise FlagError(f"{name}: given twice")
+        out[flag] = _checked(flag, value.strip())
+    return out
 
 
-def _open_when_serving(url: str, port: int, timeout_s: float = 60.0) -> None:
+def _checked(flag: str, value: str) -> str:
+    if flag == "server.port":
+        if not value.isdigit() or not 0 < int(value) < 65536:
+            raise FlagError(f"--server.port {value}: expected 1-65535")
+        return str(int(value))
+    if flag == "server.address" and (not value or any(c.isspace() for c in value)):
+        raise FlagError(f"--server.address {value!r}: expected a host name or IP address")
+    if flag == "server.baseUrlPath" and (not value.strip("/") or any(c.isspace() or c in "?#" for c in value)):
+        raise FlagError(f"--server.baseUrlPath {value!r}: expected a URL path such as trainplan")
+    if flag == "theme.base" and value not in THEMES:
+        raise FlagError(f"--theme.base {value}: expected one of " + ", ".join(THEMES))
+    return value
+
+
+def _port(port: int | None, server_port: str | None) -> int:
+    """--port and --server.port are one setting: either, or both when they agree."""
+    if port is not None and not 0 < port < 65536:
+        raise FlagError(f"--port {port}: expected 1-65535")
+    if port is not None and server_port is not None and int(server_port) != port:
+        raise FlagError(f"--port {port} and --server.port {server_port}: one port, given once")
+    if port is not None:
+        return port
+    return int(server_port) if server_port is not None else DEFAULT_PORT
+
+
+def _base_path(flags: dict[str, str]) -> str:
+    path = flags.get("server.baseUrlPath", "").strip("/")
+    return f"/{path}" if path else ""
+
+
+def streamlit_argv(port: int = DEFAULT_PORT, flags: dict[str, str] | None = None) -> list[str]:
+    """What `trainplan app --port PORT [Streamlit flags]` runs, as a `python -m streamlit` command line (for tests
+    and scripts); `flags` (from streamlit_flags) replace the defaults they name."""
+    options = {**STREAMLIT_OPTIONS, **(flags or {}), "server.port": str(port)}
+    return ["run", str(APP_FILE), *(f"--{key}={value}" for key, value in options.items())]
+
+
+def _open_when_serving(url: str, host: str, port: int, timeout_s: float = 60.0) -> None:
     """Open the browser once the server accepts connections (opening earlier shows an error page)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection((STREAMLIT_OPTIONS["server.address"], port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 break
         except OSError:
             time.sleep(0.2)

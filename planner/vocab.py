@@ -114,6 +114,18 @@ PRICE_CHANGE_REPORT_FRACTION = 0.10
 RegionGroup = Literal["any", "latam", "us", "eu"]
 REGION_GROUPS: tuple[RegionGroup, ...] = ("any", "latam", "us", "eu")
 
+# Where a scenario's dataset lives today (workload.data_location; planner/engine/datacost.py): your own machines, a
+# provider the shipped data knows (the price quotes' providers and gpu_profiles/catalog/storage.yaml's; a test keeps
+# this list a superset of both), or "other" for anywhere else (no egress counted, and the plan says so). A misspelled
+# provider is refused with this list: it used to drop the egress cost with only a note (issue 34).
+DATA_LOCAL: tuple[str, ...] = ("local", "on_prem")
+DATA_OTHER = "other"
+DATA_PROVIDERS: tuple[str, ...] = ("aws", "azure", "coreweave", "gcp", "hyperstack", "lambda", "nebius", "oracle",
+                                   "runpod", "tensorwave", "vast", "verda", "vultr")
+DATA_LOCATIONS: tuple[str, ...] = (*DATA_LOCAL, *DATA_PROVIDERS, DATA_OTHER)
+# Spellings the reader accepted before the list, read as the listed value.
+DATA_LOCATION_ALIASES: dict[str, str] = {"on-prem": "on_prem"}
+
 # How a multi-GPU option's GPUs are rented, so its time and its price assume the same hardware (issue 18):
 # one_node = every GPU in one instance (NVLink/PCIe between them); multi_node = whole multi-GPU nodes over the
 # scenario's inter-node network; separate_nodes = several small instances over the provider's network between them.

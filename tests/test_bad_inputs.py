@@ -29,6 +29,7 @@ from tests.fixtures.bad.make_bad import (
     CATEGORIES,
     Case,
     all_cases,
+    flag_cases,
     laughs,
     overrides_text,
     profile_text,
@@ -489,3 +490,35 @@ def test_a_writer_given_nothing_exits_2_naming_it_and_writes_nothing(writer_runs
         assert word in run.stderr, (word, run.stderr)
     assert after == before, sorted(set(after) ^ set(before)) or "a file's content changed"
     assert run.seconds < 15, run.seconds
+
+
+# ---------------------------------------------------------------- command-line flags (issue 34)
+
+def flag_args(case, tmp_path: Path) -> tuple[list[str], Path]:
+    """The case's command line with its placeholders filled in, and the --out path that must stay absent."""
+    base = tmp_path / "base.yaml"
+    base.write_text(scenario_text(), encoding="utf-8")
+    (tmp_path / "a-file.txt").write_text("not a folder\n", encoding="utf-8")
+    out = tmp_path / "never-written.out"
+    fill = {"{base}": str(base), "{dir}": str(tmp_path), "{file}": str(tmp_path / "a-file.txt"), "{out}": str(out)}
+    return [fill.get(a, a) for a in case.args], out
+
+
+@pytest.mark.parametrize("case", flag_cases(),
+                         ids=lambda c: c.name)
+def test_a_bad_flag_exits_2_naming_it_and_writes_nothing(case, tmp_path):
+    args, out = flag_args(case, tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    run = cli(*args, home=home, module=case.module, stdin=b"")
+    assert run.returncode == 2, (run.returncode, run.stderr)
+    assert "Traceback" not in run.stderr and run.seconds < 10, run.stderr
+    for word in case.words:
+        assert word in run.stderr, (word, run.stderr)
+    assert not out.exists() and not any(home.iterdir())  # nothing written, not even into $TRAINPLAN_HOME
+
+
+def test_there_are_30_or_more_cases_for_the_enumerated_fields_and_flags():
+    from tests.fixtures.bad.make_bad import vocabulary_cases
+
+    assert len(vocabulary_cases()) >= 30 and len(flag_cases()) >= 25

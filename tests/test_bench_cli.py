@@ -312,3 +312,43 @@ def test_a_partial_file_says_what_is_missing_while_running_and_after_a_crash(tmp
 def _adopt(new: Sweep, prepared: Sweep) -> None:
     """Give the Sweep that cli_run.main builds the fake GPU and the file of one prepared by fake_gpu_sweep."""
     new.__dict__.update({k: v for k, v in prepared.__dict__.items() if k not in ("args", "cfg")})
+
+
+def test_list_does_not_import_torch():
+    """`bench list` reads the committed zoo catalog: torch (seconds to import, absent without the bench extra) stays
+    out of the process, and the listing is the zoo's own."""
+    code = ("import runpy, sys; sys.argv = ['bench', 'list']\n"
+            "try:\n    runpy.run_module('bench', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as done:\n    assert not done.code, done.code\n"
+            "assert 'torch' not in sys.modules, 'bench list imported torch'\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert "resnet50" in out.stdout and "25,557,032" in out.stdout
+
+
+def test_a_cpu_run_without_out_writes_under_trainplan_home_not_results(tmp_path):
+    """A CPU run is a smoke test of this machine: its file goes to $TRAINPLAN_HOME/results/cpu/, never into the
+    repository's results/ (REAL GPU data only, committed); an explicit --out still wins."""
+    before = {p for p in (ROOT / "results").rglob("*") if p.is_file()}
+    env = {**ENV, "TRAINPLAN_HOME": str(tmp_path / "home")}
+    r = subprocess.run([sys.executable, "-m", "bench", "run", "--model", "mlp", "--cpu-only", "--precision", "fp32",
+                        "--batch", "4", "--steps", "1", "--warmup", "1", "--phase-steps", "0", "--quiet"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    written = only_file(tmp_path / "home" / "results")
+    assert read_result_file(written).measurements[0].status == "ok"
+    assert {p for p in (ROOT / "results").rglob("*") if p.is_file()} == before
+    assert str(tmp_path / "home" / "results") in r.stderr  # the notice says where the file goes
+
+
+def test_the_default_out_of_a_cpu_run_is_the_user_home(tmp_path, monkeypatch):
+    from planner.inputs import shipped
+
+    monkeypatch.setenv("TRAINPLAN_HOME", str(tmp_path))
+    assert shipped.bench_out_dir(cpu=True) == tmp_path / "results"
+    assert shipped.bench_out_dir() == (shipped.RESULTS_DIR if shipped.IN_CHECKOUT else tmp_path / "results")
+    assert cli_run.default_root(cpu=True) == tmp_path / "results" and (tmp_path / "results").is_dir()
+    from bench import ddp  # a gloo (CPU) data-parallel run likewise
+
+    assert ddp.default_root("cpu") == tmp_path / "results"

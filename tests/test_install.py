@@ -76,10 +76,18 @@ def test_the_app_server_options_are_the_checkout_config():
     assert "--server.address=127.0.0.1" in argv and "--server.port=8600" in argv
 
 
-def test_the_bench_commands_that_need_torch_are_all_but_published():
+def test_the_bench_commands_that_need_torch_are_all_but_list_and_published():
     from bench.__main__ import SUBCOMMANDS
 
-    assert set(launcher.TORCH_COMMANDS) | {"published"} == set(SUBCOMMANDS)
+    assert set(launcher.TORCH_COMMANDS) | set(launcher.TORCH_FREE_COMMANDS) == set(SUBCOMMANDS)
+    assert not set(launcher.TORCH_COMMANDS) & set(launcher.TORCH_FREE_COMMANDS)
+
+
+def test_trainplan_bench_list_runs_without_torch(monkeypatch, capsys):
+    monkeypatch.setattr(launcher, "_has", lambda module: False)  # as on a machine without the bench extra
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    assert launcher.main(["bench", "list"]) == 0
+    assert "resnet50" in capsys.readouterr().out
 
 
 def test_bench_without_torch_names_the_extra_to_install(monkeypatch, capsys):

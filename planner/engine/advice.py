@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from planner.engine import convergence, cost
 from planner.engine.estimates import BORDERLINE_FRACTION, ConvergenceEstimate, PlanOption, ResolvedModel
 from planner.engine.measurements import MeasurementIndex
 from planner.engine.notes import Note
-from planner.inputs.scenario import Scenario
+from planner.inputs.scenario import Pricing, Scenario
 from planner.inputs.zoo_catalog import canonical_id
 
 
@@ -71,3 +71,28 @@ def plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.d
     if options and not any(o.fits for o in options):
         out.append(Note("no_option_fits_known") if any(o.fits is None for o in options) else Note("no_option_fits"))
     return out
+
+
+def unknown_provider_warning(pricing: Pricing, known_providers: Iterable[str]) -> Note | None:
+    """A warning, never a refusal, when pricing.provider is none of the loaded quotes' providers (profiles, catalog
+    snapshots, price overrides): likely a misspelling here, yet the same scenario must stay valid on a machine whose
+    profiles or overrides have that provider. None for "cheapest", on-prem (no provider bills it) or a known one."""
+    if pricing.provider == "cheapest" or pricing.tier == "on_prem":
+        return None
+    known = sorted({p.lower() for p in known_providers})
+    if pricing.provider.lower() in known:
+        return None
+    return Note("provider_unknown", provider=pricing.provider, known=", ".join(known))
+
+
+def unknown_regions_warning(pricing: Pricing, known_regions: Iterable[str]) -> Note | None:
+    """A warning, never a refusal, naming the pricing.regions no loaded quote is in (a misspelling here, or a region
+    only another machine's profiles or overrides have); None when every one is known, or none is given."""
+    if not pricing.regions or pricing.tier == "on_prem":
+        return None
+    known = sorted({r.strip() for r in known_regions if r and r.strip()}, key=str.lower)
+    lowered = {r.lower() for r in known}
+    unknown = [r for r in pricing.regions if r.strip().lower() not in lowered]
+    if not unknown:
+        return None
+    return Note("regions_unknown", regions=", ".join(unknown), known=", ".join(known))

@@ -5,6 +5,8 @@ the provider where it lives today.
   provider's network or object storage; providers bill a GB-month as 730 hours, 365 × 24 / 12);
 - egress = dataset GB × instances × runs × the data's provider's internet egress price per GB, when the data lives
   at another provider (each instance downloads its copy once per run; ingress is free at the providers we list).
+  Data at "other" (a place planner.vocab.DATA_LOCATIONS does not list) has no price to cite: no egress is counted,
+  and the option's note says so.
   The providers' monthly free allowance is not subtracted: it is shared with everything else on the account.
 
 Prices come from gpu_profiles/catalog/storage.yaml (planner.inputs.storage), each cited. A price the table does not
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from planner.engine.notes import Note
 from planner.inputs.storage import StorageTable
+from planner.vocab import DATA_OTHER
 
 HOURS_PER_BILLING_MONTH = 730.0
 # Where the data already is when it needs no transfer out of a cloud: your own machines, or the GPU's own provider.
@@ -77,7 +80,10 @@ def data_cost(dataset_gb: float | None, *, gpu_provider: str, data_location: str
                               as_of=_dated(price.as_of), source=price.source, hours=float(hours),
                               usd=float(stored)))
     moved: float | None = 0.0
-    if data_location and needs_transfer(data_location, gpu_provider):
+    if data_location == DATA_OTHER:  # a place the list does not have: no price to cite, so none counted, said so
+        moved = None
+        notes.append(Note("data_location_other", gb=float(dataset_gb)))
+    elif data_location and needs_transfer(data_location, gpu_provider):
         out = table.egress(data_location)
         copies = max(1, instances) * max(1, runs)
         if out is None or out.usd_per_gb is None:

@@ -21,8 +21,15 @@ from planner.engine.throughput import SEQUENCE_FAMILIES, option_throughput
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.inputs.folders import Inputs
 from planner.inputs.profiles import GpuProfile
+from planner.inputs.quotes import PriceQuote
 from planner.inputs.scenario import Constraints, Pricing, Scenario, TrainingSetup
 from planner.vocab import GIB
+
+
+def _loaded_quotes(inputs: Inputs) -> list[PriceQuote]:
+    """Every loaded price quote: the profiles' (catalog snapshots included) and the user's overrides."""
+    return [*(q for p in inputs.profiles.values() for q in p.prices),
+            *(q for qs in inputs.price_overrides.values() for q in qs)]
 
 
 def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None, source: str = "<scenario>") -> Plan:
@@ -41,6 +48,11 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
                     raise InputError(source, exc.field, model_label(scenario), exc.missing) from None
     rec = recommend(options, scenario.constraints, today)
     warnings: list[Note | str] = [*inputs.problems, *advice.plan_warnings(scenario, options, today)]
+    quotes = _loaded_quotes(inputs)
+    for unknown in (advice.unknown_provider_warning(scenario.pricing, {q.provider for q in quotes}),
+                    advice.unknown_regions_warning(scenario.pricing, {q.region for q in quotes if q.region})):
+        if unknown:
+            warnings.append(unknown)
     rows = ctx.work.dataset_rows if ctx.work else scenario.workload.dataset_samples
     stack = planned_stack(scenario.training.stack, ctx.model.family)
     return Plan(

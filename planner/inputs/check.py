@@ -68,12 +68,11 @@ class Reader:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, value, "a non-empty string")
-        if choices is not None:
-            options = list(choices)
-            if value not in options:
-                raise self.fail(key, value, "one of " + ", ".join(options))
+        options = list(choices) if choices is not None else None
+        if not isinstance(value, str) or not value.strip():  # a field with a list names the list whatever it got
+            raise self.fail(key, value, "one of " + ", ".join(options) if options is not None else "a non-empty string")
+        if options is not None and value not in options:
+            raise self.fail(key, value, "one of " + ", ".join(options))
         if len(value) > max_chars:
             raise self.fail(key, value, f"at most {max_chars:,} characters")
         return value

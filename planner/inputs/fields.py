@@ -30,6 +30,7 @@ from planner.vocab import (
     ADAPTER_KINDS,
     ADAPTER_TARGETS,
     BASE_DTYPES,
+    DATA_LOCATIONS,
     DEADLINE_CONFIDENCES,
     LOCALES,
     LOSS_KINDS,
@@ -215,6 +216,8 @@ FIELDS: tuple[Field, ...] = (
           help="app.sidebar.padded_tokens_help", optional=True, format="%g",
           shown=(*_MEAN_TOKENS, When("packing", (True,), negate=True)), drop_hidden=True),
     Field("workload.dataset_gb", float, "GB", 0.0, 1e9),
+    # Where the dataset lives today: a listed provider, your own machines, or "other" (no egress counted; a note).
+    Field("workload.data_location", str, choices=DATA_LOCATIONS),
     # ---------------------------------------------------------------- training
     Field("training.precisions", str, choices=PRECISIONS, many=True, key="precisions", widget="multiselect",
           section="training", help="app.sidebar.precisions_help"),

@@ -53,6 +53,24 @@ class Inputs:
         return self.profile_problems + self.result_problems + self.override_problems
 
 
+def with_shipped(shipped: Path, given: Sequence[str | Path] | None, *, keep_shipped: bool = True) -> list[Path]:
+    """The folders a command line names: the shipped one plus those given (--results DIR, --profiles DIR add to the
+    shipped data), or only those given (--no-shipped-results, --no-shipped-profiles)."""
+    return _distinct([*([shipped] if keep_shipped else []), *(Path(d) for d in given or ())])
+
+
+def _distinct(dirs: Sequence[Path]) -> list[Path]:
+    """Each folder once, first place kept: the shipped folder named again (or $TRAINPLAN_HOME's) is read once."""
+    seen: set[Path] = set()
+    out = []
+    for d in dirs:
+        key = d.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: Sequence[str | Path] | None = None,
                 include_user_data: bool = True) -> Inputs:
     """Shipped folders (or the given ones) + $TRAINPLAN_HOME; bad files become problems, never hide the rest."""
@@ -69,6 +87,7 @@ def load_inputs(result_dirs: Sequence[str | Path] | None = None, profile_dirs: S
             override_problems.append(str(exc))
         except Exception as exc:  # noqa: BLE001 - a broken user file must never stop a plan
             override_problems.append(skipped(price_overrides_path(), exc))
+    rdirs, pdirs = _distinct(rdirs), _distinct(pdirs)
     profiles, profile_problems = load_profiles(*pdirs)
     results, result_problems = scan_results(*rdirs)
     calibration = None

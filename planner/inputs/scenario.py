@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,8 @@ from planner.inputs.errors import InputError
 from planner.inputs.fields import AT_PATH, Field
 from planner.vocab import (
     ADAPTER_DEFAULT_BASE,
+    DATA_LOCATION_ALIASES,
+    DATA_OTHER,
     PRECISIONS,
     QUANTIZED_BASE_DTYPES,
 )
@@ -467,13 +468,17 @@ def _workload(r: Reader, model: ModelSpec) -> Workload:
 
 
 def _data_location(r: Reader) -> str | None:
-    """Where the dataset lives today: a provider id (lower case, as in price quotes) or "local"."""
-    value = r.string("data_location", None, max_chars=64)
+    """Where the dataset lives today: one of its row's choices (planner.vocab.DATA_LOCATIONS), any letter case."""
+    value = r.raw("data_location", None)
     if value is None:
         return None
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
-        raise r.fail("data_location", value, "a provider id (aws, gcp, runpod, ...) or 'local' for your own machines")
-    return value.lower()
+    choices = AT_PATH["workload.data_location"].choices or ()
+    name = value.strip().lower() if isinstance(value, str) else None
+    name = DATA_LOCATION_ALIASES.get(name, name) if name else None
+    if name not in choices:
+        raise r.fail("data_location", value, "one of " + ", ".join(choices) + f" ('{DATA_OTHER}': a place not "
+                     "listed; its egress is then not in the cost)")
+    return name
 
 
 def _section(r: Reader, key: str) -> Reader:

@@ -34,7 +34,9 @@ RESULTS_DIR = ROOT / "results"
 SCENARIOS_DIR = ROOT / "scenarios"
 
 
-def bench_out_dir() -> Path:
-    """Where bench writes result files unless told (--out): the checkout's results/ (files there are committed),
-    else $TRAINPLAN_HOME/results, which the app and the CLI read too (never into an installed package)."""
-    return RESULTS_DIR if IN_CHECKOUT else user_results_dir()
+def bench_out_dir(*, cpu: bool = False) -> Path:
+    """Where bench writes result files unless told (--out): a GPU's in the checkout's results/ (files there are
+    committed: REAL GPU data only), else $TRAINPLAN_HOME/results, which the app and the CLI read too (never into an
+    installed package). A CPU run's always go to $TRAINPLAN_HOME/results: it is a smoke test of this machine, not data
+    to commit (issue 34: CPU runs wrote into the repository's results/)."""
+    return RESULTS_DIR if IN_CHECKOUT and not cpu else user_results_dir()
