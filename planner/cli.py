@@ -18,6 +18,8 @@ from planner.inputs.errors import InputError
 
 if TYPE_CHECKING:
     from planner.engine.estimates import Plan
+    from planner.engine.what_fits import WhatFits
+    from planner.inputs.folders import Inputs
     from planner.inputs.price_catalog import ImportResult
     from planner.inputs.scenario import Scenario
 
@@ -46,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave the project's gpu_profiles/ out: only the --profiles folders (and $TRAINPLAN_HOME's)")
     p.add_argument("--no-user-data", action="store_true", help="leave $TRAINPLAN_HOME out")
     p.add_argument("--all-options", action="store_true", help="reports: list every option, not the top ones")
+    p.add_argument("--what-fits", action="store_true",
+                   help="table: add what fits on each GPU (largest micro-batch, longest sequence, fewest GPUs for a "
+                        "full fine-tune, what would make micro-batch 1 fit); reports always show it")
     p.add_argument("--paper", choices=("A4", "Letter"), default="A4", help="PDF paper size")
     return p
 
@@ -96,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     plans = [(source, scenario, build_plan(scenario, inputs, source=source)) for source, scenario in scenarios]
     if args.out:
         _refuse_empty_plans(plans, args)
-    parts = [_render(args, scenario, plan) for _, scenario, plan in plans]
+    parts = [_render(args, scenario, plan, inputs) for _, scenario, plan in plans]
     data = parts[0] if len(parts) == 1 else _join(parts)
     if args.out:
         _write_out(args.out, data)
@@ -172,10 +177,19 @@ def _write_out(path: str, data: str | bytes) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
-def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | bytes:
+def _what_fits(scenario: Scenario, plan: Plan, inputs: Inputs) -> tuple[WhatFits, ...]:
+    from planner.engine.what_fits import what_fits_all
+    return what_fits_all(inputs, scenario.model, scenario.training, plan.profiles_used,
+                         counts=scenario.hardware.gpu_counts)
+
+
+def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan, inputs: Inputs) -> str | bytes:
     if args.format == "table":
-        from planner.present.textout import render_table
-        return render_table(plan)
+        from planner.present.textout import render_table, what_fits_lines
+        text = render_table(plan)
+        if args.what_fits:
+            text += "\n" + "\n".join(what_fits_lines(_what_fits(scenario, plan, inputs))) + "\n"
+        return text
     if args.format == "json":
         from planner.present.planjson import plan_to_json
         return plan_to_json(plan) + "\n"
@@ -187,7 +201,8 @@ def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan) -> str | b
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MissingGlyphs)  # every report's, not only the first
         report = render_report(plan, scenario, args.format, locale=args.lang or scenario.locale,
-                               all_options=args.all_options, paper=args.paper, runs=runs)
+                               all_options=args.all_options, paper=args.paper, runs=runs,
+                               what_fits=_what_fits(scenario, plan, inputs))
     for w in caught:  # a PDF without some characters: say which and what to install (the PDF says so too)
         if issubclass(w.category, MissingGlyphs):
             print(f"warning: {scenario.name}: {w.message}", file=sys.stderr)

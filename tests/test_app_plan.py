@@ -25,7 +25,7 @@ from planner.inputs.scenario import (
 )
 from planner.inputs.userdata import DEFAULT_SCENARIO
 from planner.vocab import GIB
-from ui import panels, plan_notes, plan_why, scenario_files, sidebar, state, url_codec
+from ui import panels, plan_memory, plan_notes, plan_why, scenario_files, sidebar, state, url_codec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -678,3 +678,18 @@ def test_the_lora_qlora_switch_moves_the_base_and_the_plan():
     assert smaller, "a 4-bit base must need at least 1 GiB less than a bf16 one on some option"
     at.selectbox(key="adapter_kind").set_value("lora").run()
     assert at.session_state["adapter_base_dtype"] == "bf16"
+
+
+def test_the_what_fits_panel_answers_per_gpu():
+    """Issue 33: the Plan page says, per GPU, the largest micro-batch, the longest sequence, the fewest GPUs for a
+    full fine-tune and what would make micro-batch 1 fit (built only while its panel is open)."""
+    at = fresh()
+    before = len(at.dataframe)
+    panels.open_panels(at.session_state, plan_memory.WHAT_FITS_PANEL)
+    text = (ROOT / "scenarios" / "presets" / "llama2-7b-lora-24gb.yaml").read_bytes()
+    at.file_uploader(key="upload").set_value(("lora.yaml", text, "application/x-yaml")).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(d.value for d in at.dataframe if "Largest micro-batch" in d.value.columns)
+    assert len(at.dataframe) == before + 1
+    row = table[table["GPU · precision · count"].str.contains("RTX 4090")].iloc[0]
+    assert int(row["Largest micro-batch"]) >= 1 and row["Would make micro-batch 1 fit"] == "fits as given"

@@ -5,8 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engine.estimates import Plan, PlanOption, memory_of
+from planner.engine.what_fits import what_fits_all
+from planner.inputs.scenario import Scenario
 from planner.present.charts import memory_spec
-from ui.i18n_ui import locale, tr
+from planner.present.fit_answers import what_fits_headers, what_fits_rows
+from ui import page_data
+from ui.i18n_ui import dataframe, locale, tr
+from ui.panels import lazy_expander
 
 
 def chart_settings(plan: Plan) -> list[tuple[str, int]]:
@@ -43,3 +48,22 @@ def render_memory(plan: Plan, primary: PlanOption | None) -> None:
     if options:  # the reports' chart, for the options of this setting, labelled with their micro-batch
         st.vega_lite_chart(memory_spec(None, locale(), options, label=_gpu_and_batch, titled=False),
                            width="stretch")
+
+
+WHAT_FITS_PANEL = "what_fits"
+
+
+def render_what_fits(plan: Plan, scenario: Scenario) -> None:
+    """What fits on each GPU (issue 33: the largest micro-batch, the longest sequence, the fewest GPUs for a full
+    fine-tune, what would make micro-batch 1 fit), built only while its panel is open."""
+    box = lazy_expander(tr("what_fits.title"), WHAT_FITS_PANEL)
+    if not box.open:
+        return
+    with box:
+        loc = locale()
+        answers = what_fits_all(page_data.inputs(), scenario.model, scenario.training, plan.profiles_used,
+                                counts=scenario.hardware.gpu_counts)
+        st.caption(tr("what_fits.intro"))
+        headers = what_fits_headers(loc)
+        dataframe([dict(zip(headers, row, strict=True)) for row in what_fits_rows(answers, loc)], hide_index=True,
+                  width="stretch")

@@ -149,6 +149,7 @@ def plan_and_render(ss, known: list[str]) -> Scenario | None:
     focus, attention = plan_headline.headline(plan, scenario)
     plan_headline.let_the_browser_paint(ss)
     plan_memory.render_memory(plan, focus)
+    plan_memory.render_what_fits(plan, scenario)
     plan_table.render_table(plan, scenario)
     plan_notes.render_notes(plan, focus, attention)
     plan_why.render_why(plan, focus, scenario)

@@ -28,16 +28,20 @@ def _render(kind: str, scenario_yaml: str, fingerprint: str, today_iso: str, loc
 
     plan = page_data.plan_for(_scenario)
     today = dt.date.fromisoformat(today_iso)
+    from planner.engine.what_fits import what_fits_all
+
+    fits = what_fits_all(page_data.inputs(), _scenario.model, _scenario.training, plan.profiles_used,
+                         counts=_scenario.hardware.gpu_counts) if kind != "csv" else ()
     if kind == "preview":
         from planner.present.report.html import render_fragment
         from planner.present.report.model import build_report_model
 
         return render_fragment(build_report_model(plan, _scenario, loc, all_options=all_options, today=today,
-                                                  runs=_runs))
+                                                  runs=_runs, what_fits=fits))
     if kind == "csv":
         return options_csv(plan)
     return render_report(plan, _scenario, kind, locale=loc, all_options=all_options, paper=paper, today=today,
-                         runs=_runs)
+                         runs=_runs, what_fits=fits)
 
 
 def _recorded_runs() -> tuple[tuple, str]:

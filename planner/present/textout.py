@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
+from planner.engine.what_fits import WhatFits
+from planner.present.fit_answers import what_fits_headers, what_fits_rows
 from planner.present.fmt import MISSING, SCIENTIFIC_FROM
 from planner.present.notes import english, parts_text
 from planner.present.viewmodel import degraded_sentence, planned_for_sentence, throughput_sentence, trade_off
@@ -94,3 +97,15 @@ def recommendation_lines(plan: Plan) -> list[str]:
     out.append(f"Cheapest within the deadline: {r.cheapest_within_deadline or 'none meets the deadline'}")
     out.append(f"Fastest within the budget: {r.fastest_within_budget or 'none within the budget'}")
     return out
+
+
+def what_fits_lines(answers: Sequence[WhatFits]) -> list[str]:
+    """What fits on each GPU (planner.engine.what_fits), as the CLI table prints it (English)."""
+    headers = what_fits_headers("en")
+    rows = what_fits_rows(answers, "en")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return ("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip()
+
+    return ["What fits on each GPU:", line(headers), *(line(r) for r in rows)]

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from planner.engine.estimates import Plan
+    from planner.engine.what_fits import WhatFits
     from planner.inputs.actuals import RecordedRun
     from planner.inputs.scenario import Scenario
 
@@ -17,9 +18,11 @@ PAPERS = ("A4", "Letter")
 
 
 def render_report(plan: Plan, scenario: Scenario, fmt: str, locale: str | None = None, all_options: bool = False,
-                  paper: str = "A4", today: dt.date | None = None, runs: Sequence[RecordedRun] = ()) -> str | bytes:
+                  paper: str = "A4", today: dt.date | None = None, runs: Sequence[RecordedRun] = (),
+                  what_fits: Sequence[WhatFits] = ()) -> str | bytes:
     """The report in one format: HTML and Markdown as str, PDF as bytes. One builder (model.py) serves all three.
-    `runs`: recorded runs (planner.inputs.actuals.scan_actuals); the report shows those of the plan's model."""
+    `runs`: recorded runs (planner.inputs.actuals.scan_actuals); the report shows those of the plan's model.
+    `what_fits`: planner.engine.what_fits.what_fits_all's answers, shown under the options when given."""
     from planner.present.report.model import build_report_model
 
     if fmt not in FORMATS:
@@ -27,7 +30,7 @@ def render_report(plan: Plan, scenario: Scenario, fmt: str, locale: str | None =
     if paper not in PAPERS:
         raise ValueError(f"unknown paper size {paper!r}; expected one of {', '.join(PAPERS)}")
     model = build_report_model(plan, scenario, locale, all_options=all_options, today=today,
-                               with_charts=fmt != "markdown", runs=runs)
+                               with_charts=fmt != "markdown", runs=runs, what_fits=what_fits)
     if fmt == "html":
         from planner.present.report.html import render_html
         return render_html(model)

@@ -28,6 +28,9 @@ def render_markdown(model: ReportModel) -> str:
         out += [md(sentence), ""]
     out += [f"## {md(h['options'])}", "", md(model.options_intro), "", table(model.options), "",
             f"_{md(model.options_legend)}_", ""]
+    if model.what_fits is not None:
+        out += [f"### {md(t('what_fits.title', model.locale))}", "", md(model.what_fits_intro), "",
+                table(model.what_fits), ""]
     out += [f"## {md(h['charts'])}", ""]
     if not model.charts:
         out += [md(model.charts_intro), ""]

@@ -11,10 +11,12 @@ from planner import __version__
 from planner.engine.actuals import run_errors
 from planner.engine.estimates import Plan, PlanOption, cost_of, memory_of
 from planner.engine.recommend import costed, pareto_frontier
+from planner.engine.what_fits import WhatFits
 from planner.inputs.actuals import RecordedRun
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
+from planner.present.fit_answers import what_fits_headers, what_fits_rows
 from planner.present.i18n import language_of, t
 from planner.present.notes import detail_text, price_source_text, render_note, render_part
 from planner.present.report.risks import Risk, find_risks
@@ -69,6 +71,9 @@ class ReportModel:
     # Plan against actual: runs of this model recorded on the Runs page (newest first), one row per figure.
     recorded_intro: str = ""
     recorded: Table | None = None
+    # What fits on each GPU (issue 33; planner.engine.what_fits), when the caller computed it: under the options.
+    what_fits_intro: str = ""
+    what_fits: Table | None = None
 
 
 SECTIONS = ("summary", "options", "charts", "sources", "risks", "reproducibility")
@@ -76,7 +81,8 @@ SECTIONS = ("summary", "options", "charts", "sources", "risks", "reproducibility
 
 def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None, all_options: bool = False,
                        top_n: int = DEFAULT_TOP_N, today: dt.date | None = None,
-                       with_charts: bool = True, runs: Sequence[RecordedRun] = ()) -> ReportModel:
+                       with_charts: bool = True, runs: Sequence[RecordedRun] = (),
+                       what_fits: Sequence[WhatFits] = ()) -> ReportModel:
     """Everything a report shows, formatted for `locale` (default: the scenario's); renderers only lay it out.
     `runs`: recorded runs (planner.inputs.actuals.scan_actuals); those of this plan's model are shown."""
     locale = locale or scenario.locale or "en"
@@ -111,6 +117,9 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         scenario_yaml=dump_scenario_yaml(scenario),
         footer=t("report.footer", locale, version=__version__),
         **_recorded(plan, runs, locale),
+        what_fits_intro=t("what_fits.intro", locale) if what_fits else "",
+        what_fits=Table(what_fits_headers(locale), what_fits_rows(what_fits, locale),
+                        (False, True, True, True, True, False)) if what_fits else None,
     )
 
 

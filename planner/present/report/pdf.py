@@ -37,6 +37,7 @@ PX_TO_MM = 25.4 / 96  # a chart's CSS pixel at 96 dpi
 OPTION_WIDTHS = {10: (19, 9, 8, 10, 7, 12, 16, 9, 11, 15), 11: (14, 9, 8, 10, 7, 12, 14, 9, 10, 11, 13)}
 PRICE_WIDTHS = (15, 9, 13, 9, 9, 11, 11, 28)
 RECORDED_WIDTHS = (13, 30, 10, 13, 13, 9, 12)
+WHAT_FITS_WIDTHS = (30, 12, 15, 15, 12, 16)
 
 
 MAX_LISTED_GLYPHS = 8  # missing characters named in the message, then "..."
@@ -101,6 +102,10 @@ def render_pdf(model: ReportModel, paper: str = "A4", chart_pngs: dict[str, byte
     w.para(model.options_intro, size=8.5)
     w.table(model.options, OPTION_WIDTHS.get(len(model.options.headers)), size=6.5)
     w.small(model.options_legend)
+    if model.what_fits is not None:
+        w.subheading(t("what_fits.title", model.locale))
+        w.para(model.what_fits_intro, size=8.5)
+        w.table(model.what_fits, WHAT_FITS_WIDTHS, size=6.5)
 
     if model.charts:
         pngs = chart_pngs or {}
