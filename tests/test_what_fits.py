@@ -14,11 +14,11 @@ import pytest
 from planner.engine import memory
 from planner.engine.context import model_facts
 from planner.engine.option import OptionPlan
+from planner.engine.plan import build_plan
 from planner.engine.what_fits import GPU_COUNTS, SEQ_STEP, what_fits, what_fits_all
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import Adapter, load_scenario_file
 from planner.present.report import render_report
-from planner.engine.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 LORA = ROOT / "scenarios" / "presets" / "llama2-7b-lora-24gb.yaml"
