@@ -16,10 +16,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from planner.engine.estimates import Source, detail
-from planner.engine.micro import Micro
-from planner.engine.step_formula import transfer_peak
+from planner.engine.estimates import Micro, Source, detail
 from planner.inputs.profiles import GpuProfile
+
+# Ampere GA10x (8.6) and Ada (8.9) print an fp32 peak that counts both FP32 datapaths; one of them also
+# executes the INT32 work (addressing) real kernels need, so they reach about half of it (NVIDIA GA102
+# whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
+DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
+DUAL_ISSUE_FP32_FACTOR = 0.5
+
+
+def transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
+    """The dense peak the step time divides by and a transfer scales by: the datasheet's, × the share a
+    power-limited card sustains (the profile's `sustained`, cited), and for the dual-issue fp32 peak of Ampere
+    GA10x/Ada × DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
+    peak = gpu.peak_tflops_for(precision)
+    if peak and gpu.sustained is not None:
+        peak *= gpu.sustained.fraction
+    if peak and precision == "fp32" and gpu.compute_capability in DUAL_ISSUE_FP32_CC:
+        return peak * DUAL_ISSUE_FP32_FACTOR
+    return peak
 
 
 def dominates(a: GpuProfile, b: GpuProfile, precision: str) -> bool:

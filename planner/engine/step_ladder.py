@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 from planner.engine import calibration, memo, memory, physics_bounds, scaling, steptime
 from planner.engine.context import micro_flops, model_facts
-from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint, detail
+from planner.engine.estimates import Micro, ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
-from planner.engine.micro import Micro, MicroContext
+from planner.engine.micro import MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import (
@@ -20,7 +20,6 @@ from planner.engine.step_formula import (
     calibrated,
     default_mfu_micro,
     kernel_count,
-    transfer_peak,
     with_dequant,
 )
 from planner.engine.step_transfer import same_speed_precisions, sibling_reason, transferred
@@ -174,7 +173,7 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
     option = OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch,
                         grad_accum=max(1, t.global_batch // micro_batch))
     return RooflineTerms(
-        flops=micro_flops(ctx.model, t, micro_batch), peak_tflops=transfer_peak(gpu, precision) or 0.0,
+        flops=micro_flops(ctx.model, t, micro_batch), peak_tflops=physics_bounds.transfer_peak(gpu, precision) or 0.0,
         activation_bytes=activation_bytes(ctx, option) or 0.0,
         bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
         optimizer_s=steptime.optimizer_step_s(ctx.trainable, t.optimizer, t.optimizer_impl,
