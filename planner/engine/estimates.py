@@ -332,6 +332,7 @@ class TimePoint:
     stack: str | None = None  # the software stack that ran it (vocab.SOFTWARE_STACKS); None: not said
     source: str | None = None  # a published figure's corpus source (its slug); None for a bench run
     flops_per_sample: float | None = None  # the work its file says it timed (model.flops_per_sample), when it says
+    partial: bool = False  # from a partial file (a sweep that stopped early): the plan says so (issue 34)
 
 
 @dataclass(frozen=True)
