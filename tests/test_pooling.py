@@ -273,3 +273,34 @@ def test_v2_spread_widens_agreement(tmp_path):
     source = detail_en(plan.option(H100).step.source)
     assert "2026-11-21" in source and "2026-11-26" in source
     assert alone[0] < plan.option(H100).step.micro_step_time_s < alone[1]
+
+
+def test_benchmarks_page_shows_set_aside_points_and_a_session_can_use_one(tmp_path, monkeypatch, baseline):
+    """The app lists the set-aside point with why (both files), and a file chosen there reaches every plan of the
+    session as data (Inputs.trusted_results)."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui import page_data
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("TRAINPLAN_HOME", str(home))
+    _write(home / "results", resnet50_h100())
+    newer = _write(home / "results", _scaled(resnet50_h100(), 1000.0, "2026-11-25T10:00:00Z"))
+    at = AppTest.from_file(str(ROOT / "ui" / "benchmarks_page.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    bf16 = [w for w in warnings if "bf16 at batch 256" in w]
+    assert len(bf16) == 1 and "resnet50-20261125T100000Z.json" in bf16[0] and ORIGINAL in bf16[0]
+    file_id = next(i for i in at.multiselect(key="bench_trust").options if "20261125" in i)
+    at.multiselect(key="bench_trust").set_value([file_id.rsplit("[", 1)[1].rstrip("]")])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    chosen = list(at.session_state[page_data.TRUSTED_KEY])
+    assert chosen == [next(r.content_id for r in load_inputs([home / "results"], include_user_data=False).results
+                           if r.path.endswith(newer.name))]
+    scenario = _scenario()
+    plan = page_data._plan(repr(scenario), page_data.inputs_fingerprint(), TODAY.isoformat(), "test",
+                           tuple(chosen), scenario)
+    assert plan.option(H100).step.micro_step_time_s == pytest.approx(
+        1000 * baseline.option(H100).step.micro_step_time_s)
