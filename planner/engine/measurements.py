@@ -358,7 +358,6 @@ def _pool_measured(idx: MeasurementIndex,
     idx.power_w.update({key: watts for key, (_, watts) in power.items()})
 
 
-
 def _dedupe_latest(points: list[TimePoint]) -> list[TimePoint]:
     """One point per batch size of one published file: its later row wins (a bench run's points are pooled)."""
     by_batch: dict[int, TimePoint] = {}
