@@ -279,6 +279,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel, trai
         file_eager = rf.settings.get("attention") == "eager"
         peaks_apply = not file_ckpt and (model.transformer is None or file_eager == (model.attention == "eager"))
         optimizer = str(rf.settings.get("optimizer") or "adamw")
+        gpu_profile, factor = (profiles or {}).get(gpu or ""), pooling.work_factor(rf)  # once per file
         trainable = rf.model.get("trainable_params")
         if rf.ddp:
             idx.ddp.append((label, dict(rf.ddp)))
@@ -306,7 +307,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel, trai
                 file_flops = rf.model.get("flops_per_sample")
                 point = TimePoint(m.batch_size, m.step_time_s.median, label, opt_s, stack=stack,
                                   flops_per_sample=float(file_flops) if file_flops else None, partial=rf.partial)
-                judged = pooling.candidate(rf, m, gpu=(profiles or {}).get(gpu), family=model.family,
+                judged = pooling.candidate(rf, m, gpu=gpu_profile, family=model.family, label=label, factor=factor,
                                            flops_per_sample=point.flops_per_sample or model.flops_per_sample)
                 measured[(gpu, m.precision, stack, m.batch_size)].append((judged, point, m, rf.path))
             key = (gpu, m.precision) if m.source == "measured" and gpu else (

@@ -16,6 +16,7 @@ step and both ends of its range to it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -72,7 +73,7 @@ def plausible_micro_s(flops: float, gpu: GpuProfile, precision: str) -> tuple[fl
     (0, inf) when the FLOPs or the peak are unknown: nothing to check against."""
     peak = transfer_peak(gpu, precision)
     if not peak or not flops > 0:
-        return 0.0, float("inf")
+        return 0.0, math.inf
     return peak_floor_s(flops, gpu, precision), flops / (peak * 1e12 * SLOWEST_MFU) + SLOWEST_FIXED_S
 
 

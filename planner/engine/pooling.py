@@ -70,6 +70,9 @@ def pool(cands: Sequence[Candidate], *, trusted: frozenset[str] = frozenset(), w
     """The pooled candidates and the set-aside ones with their notes; `where` (gpu, precision, batch) goes into
     every note. A candidate whose file id is in `trusted` is used whatever it says (a user's choice, shown where
     it was set aside); the others that disagree with it are set aside."""
+    if all(plausible(c) for c in cands) and all(agree(cands[0], c) for c in cands[1:]) \
+            and all(agree(a, b) for i, a in enumerate(cands[1:], 1) for b in cands[i + 1:]):
+        return Verdict(tuple(range(len(cands))))  # the common case (one file, or files that agree), at once
     sure = [i for i, c in enumerate(cands) if c.file_id in trusted]
     voters = [i for i, c in enumerate(cands) if i in sure or plausible(c)]
     notes: dict[int, Note] = {}
@@ -152,25 +155,30 @@ def measured_stack(m: Measurement) -> str:
     return (m.provenance.stack if m.provenance is not None else None) or "pytorch_eager"
 
 
+def work_factor(rf: ResultFile) -> float:
+    """A file's forward + backward work over 3 forward units, recompute and frozen weights counted as it ran them
+    (steptime.compute_factor): its micro-step's FLOPs are flops_per_sample × batch × this."""
+    params = float(rf.model.get("params") or 0.0)
+    trainable = float(rf.model.get("trainable_params") or params)
+    return steptime.compute_factor(bool(rf.settings.get("activation_checkpointing", False)),
+                                   min(1.0, trainable / params) if params else 1.0)
+
+
 def candidate(rf: ResultFile, m: Measurement, *, gpu: GpuProfile | None, flops_per_sample: float | None,
-              family: str) -> Candidate:
+              family: str, label: str | None = None, factor: float | None = None) -> Candidate:
     """A bench-run row as pooling judges it: its median and spread, and the physics bounds and estimate of its work
-    (`flops_per_sample`: the file's, else the model's; forward + backward with recompute and frozen weights
-    counted as the file ran them, steptime.compute_factor)."""
+    (`flops_per_sample`: the file's, else the model's; × the file's work_factor). `label` and `factor`: the file's,
+    when the caller has them (worked out once per file, not per row)."""
     assert m.step_time_s is not None
     st = m.step_time_s
-    spread = st.iqr_over_median or 0.0
     bounds: tuple[float, float] = (0.0, math.inf)
     estimate = None
     if gpu is not None and flops_per_sample:
-        params = float(rf.model.get("params") or 0.0)
-        trainable = float(rf.model.get("trainable_params") or params)
-        factor = steptime.compute_factor(bool(rf.settings.get("activation_checkpointing", False)),
-                                         min(1.0, trainable / params) if params else 1.0)
-        flops = steptime.flops_per_step(flops_per_sample, m.batch_size) * factor
+        flops = steptime.flops_per_step(flops_per_sample, m.batch_size) * (factor or work_factor(rf))
         bounds = physics_bounds.plausible_micro_s(flops, gpu, m.precision)
         estimate = physics_bounds.typical_micro_s(flops, gpu, m.precision, family=family)
-    return Candidate(rf.content_id, rf.label, rf.created_utc, st.median, spread, bounds, estimate, rf.partial)
+    return Candidate(rf.content_id, label or rf.label, rf.created_utc, st.median, st.iqr_over_median or 0.0, bounds,
+                     estimate, rf.partial)
 
 
 def timed_rows(rf: ResultFile) -> Iterable[Measurement]:
@@ -215,19 +223,21 @@ def folder_verdicts(results: Sequence[ResultFile], profiles: Mapping[str, GpuPro
                     trusted: frozenset[str] = frozenset()) -> FolderVerdict:
     """The pooling verdict of every configuration the files time (the plan's, for any scenario of that model)."""
     files, repeats = unique_files(results)
-    groups: dict[tuple[str, ...], list[tuple[ResultFile, Measurement]]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[Candidate]] = defaultdict(list)
     for rf in sorted(files, key=lambda r: (r.created_utc, r.path)):
+        config, label, gpu = (*_config_key(rf), str(rf.gpu_profile_id)), rf.label, profiles.get(str(rf.gpu_profile_id))
+        family, flops = str(rf.model.get("family") or "custom"), _float(rf.model.get("flops_per_sample"))
+        factor = work_factor(rf)
         for m in timed_rows(rf):
-            key = (*_config_key(rf), str(rf.gpu_profile_id), m.precision, measured_stack(m), str(m.batch_size))
-            groups[key].append((rf, m))
+            key = (*config, m.precision, measured_stack(m), str(m.batch_size))
+            groups[key].append(candidate(rf, m, gpu=gpu, family=family, flops_per_sample=flops, label=label,
+                                         factor=factor))
     out = []
-    for key, rows in sorted(groups.items(), key=lambda kv: (kv[0][7], kv[0][0], kv[0][8], kv[0][9],
-                                                             int(kv[0][10]))):
+    for key, cands in sorted(groups.items(), key=lambda kv: (kv[0][7], kv[0][0], kv[0][8], kv[0][9],
+                                                              int(kv[0][10]))):
         gpu_id, precision, stack, batch = key[7], key[8], key[9], int(key[10])
-        cands = tuple(candidate(rf, m, gpu=profiles.get(gpu_id), family=str(rf.model.get("family") or "custom"),
-                                flops_per_sample=_float(rf.model.get("flops_per_sample"))) for rf, m in rows)
         verdict = pool(cands, trusted=trusted, where={"gpu": gpu_id, "precision": precision, "batch": batch})
-        out.append(GroupVerdict(gpu_id, key[0], precision, stack, batch, cands, verdict))
+        out.append(GroupVerdict(gpu_id, key[0], precision, stack, batch, tuple(cands), verdict))
     return FolderVerdict(tuple(out), tuple((a.path, b.path) for a, b in repeats))
 
 
