@@ -100,6 +100,9 @@ def test_newer_x1000_file_is_set_aside_with_both_names(tmp_path, baseline):
     assert plan.option(A100).step.step_time_s == pytest.approx(baseline.option(A100).step.step_time_s)
     aside = [n for n in _notes(plan) if "resnet50-20261125T100000Z.json" in n and "bf16 at batch 256" in n]
     assert len(aside) == 1 and ORIGINAL in aside[0] and "1e+03×" in aside[0], aside
+    spanish = [render_note(n, "es-AR") for n in plan.assumptions]
+    assert any("límites físicos" in n and ORIGINAL in n and "resnet50-20261125T100000Z.json" in n
+               and "bf16 con lote 256" in n for n in spanish)
 
 
 @pytest.mark.parametrize("slow_is_newer", [True, False])
