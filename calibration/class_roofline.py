@@ -63,7 +63,7 @@ from planner.engine.context import model_facts, trainable_fraction  # noqa: E402
 from planner.engine.estimates import ResolvedModel  # noqa: E402
 from planner.engine.measurements import OpClassLine, shape_twin_op_classes  # noqa: E402
 from planner.engine.micro import MicroContext  # noqa: E402
-from planner.engine.step_formula import transfer_peak  # noqa: E402
+from planner.engine.physics_bounds import transfer_peak  # noqa: E402
 from planner.inputs.folders import Inputs  # noqa: E402
 from planner.inputs.profiles import GpuProfile  # noqa: E402
 from planner.inputs.resultfile import percentile  # noqa: E402

@@ -61,6 +61,8 @@ def run(argv: list[str] | None = None) -> int:
         return _run_prices(argv[1:])
     if argv[:1] == ["actuals"]:
         return _run_actuals(argv[1:])
+    if argv[:1] == ["results"]:
+        return _run_results(argv[1:])
     return _guarded(_run, build_parser().parse_args(argv))
 
 
@@ -350,3 +352,46 @@ def _actuals_list(args: argparse.Namespace) -> int:
     if not runs:
         print("(no recorded runs)")
     return EXIT_OK
+
+
+# ---------------------------------------------------------------- python -m planner results check
+
+def _run_results(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m planner results",
+                                description="Result files as plans read them: bench-run step times pooled, "
+                                            "set aside (disagreeing, outside the physics bounds) or repeated "
+                                            "(docs/methods.md#pooling).")
+    sub = p.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="print the pooling verdict of every configuration the folders time; exit "
+                                         "1 when a point is set aside or a file cannot be read")
+    check.add_argument("folders", nargs="+", metavar="DIR", help="result-file folder(s), read together")
+    check.add_argument("--profiles", action="append", default=None, metavar="DIR",
+                       help="GPU profile folder (repeatable; default: the project's gpu_profiles/)")
+    check.add_argument("--trust", action="append", default=[], metavar="FILE_ID",
+                       help="use this file's set-aside points anyway (its 12-digit id, as printed)")
+    check.add_argument("--lang", default=None, help="locale of the lines: en, es, es-MX, ...")
+    return _guarded(_results_check, p.parse_args(argv))
+
+
+def _results_check(args: argparse.Namespace) -> int:
+    from planner.engine.pooling import folder_verdicts
+    from planner.inputs.profiles import load_profiles
+    from planner.inputs.resultfile import scan_results
+    from planner.inputs.userdata import SHIPPED_PROFILES_DIR
+    from planner.present.pool_report import verdict_lines
+    from planner.vocab import LOCALES
+
+    if args.lang is not None and args.lang not in LOCALES:
+        raise InputError("--lang", None, args.lang, "one of " + ", ".join(LOCALES))
+    for folder in args.folders + (args.profiles or []):
+        if not Path(folder).is_dir():
+            raise InputError(folder, None, folder, "an existing folder")
+    profiles, _ = load_profiles(*(args.profiles or [SHIPPED_PROFILES_DIR]))
+    files, problems = scan_results(*args.folders)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    verdict = folder_verdicts(files, profiles, trusted=frozenset(args.trust))
+    for line in verdict_lines(verdict, args.lang):
+        print(line)
+    set_aside = sum(len(g.verdict.set_aside) for g in verdict.groups)
+    return 1 if set_aside or problems else EXIT_OK

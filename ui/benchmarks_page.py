@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from planner.engine.pooling import folder_verdicts
 from planner.inputs.bench_events import PROTOCOL as EVENTS_PROTOCOL
 from planner.inputs.bench_events import StreamProblem
 from planner.inputs.errors import InputError
@@ -14,7 +15,7 @@ from planner.inputs.imports import import_result
 from planner.inputs.resultfile import ResultFile
 from planner.inputs.userdata import user_results_dir
 from planner.inputs.zoo_catalog import load_catalog
-from planner.present import fmt, result_views
+from planner.present import fmt, pool_report, result_views
 from ui import bench_runner, page_data
 from ui.i18n_ui import begin_run, choice_label, dataframe, file_uploader, locale, localized, tr
 from ui.markup import md, trm
@@ -128,6 +129,30 @@ def _browse(results: list[ResultFile], problems: list[str]) -> None:
                  format_func=lambda p: labels.get(p, p))
     result = next(r for r in results if r.path == ss["bench_file"])
     _show_file(result, next(e for e in shown if e.path == result.path), loc)
+
+
+def _set_aside() -> None:
+    """The measured points plans set aside (planner/engine/pooling.py), why, and a session choice to use a file
+    anyway: the ids go to every plan of the session as data (page_data.TRUSTED_KEY)."""
+    ss = st.session_state
+    inputs = page_data.inputs()
+    rows = pool_report.set_aside_rows(folder_verdicts(inputs.results, inputs.profiles), locale())
+    if not rows:
+        return
+    files = {r.file_id: r.file for r in rows}
+    if "bench_trust" not in ss:  # the widget forgets its value on another page; the session keeps it
+        ss["bench_trust"] = [i for i in page_data.trusted() if i in files]
+    with st.expander(tr("pages.bench.set_aside.title", n=len(rows)), expanded=True):
+        st.caption(tr("pages.bench.set_aside.intro"))
+        for row in rows:
+            st.warning(md(f"{row.why} [{row.file_id}]"))
+        st.multiselect(tr("pages.bench.set_aside.use"), list(files), key="bench_trust",
+                       format_func=lambda i: f"{files.get(i, i)} [{i}]", help=tr("pages.bench.set_aside.help"),
+                       on_change=_on_trust)
+
+
+def _on_trust() -> None:
+    st.session_state[page_data.TRUSTED_KEY] = list(st.session_state.get("bench_trust", ()))
 
 
 def _entry_label(e: result_views.FileEntry) -> str:
@@ -527,6 +552,7 @@ def main() -> None:
         tr("pages.bench.tab_browse"), tr("pages.bench.tab_published"), tr("pages.bench.tab_run"),
         tr("pages.bench.tab_trace"), tr("pages.bench.tab_import")])
     with browse:  # first: it must not wait for `bench detect` (seconds) in the Run tab
+        _set_aside()
         _browse(*_results())
     with published:
         _published()

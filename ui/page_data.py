@@ -3,6 +3,7 @@ scenario, and GPU detection."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import streamlit as st
@@ -44,19 +45,37 @@ def inputs():
     return _inputs(inputs_fingerprint())
 
 
+# Result files (ResultFile.content_id) whose set-aside points this session uses anyway (the Benchmarks page): data
+# every plan of the session reads (Inputs.trusted_results), never a setting of the engine.
+TRUSTED_KEY = "_trusted_results"
+
+
+def trusted() -> tuple[str, ...]:
+    return tuple(sorted(st.session_state.get(TRUSTED_KEY, ())))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _inputs_trusting(fingerprint: str, trusted_ids: tuple[str, ...]):
+    inputs = _inputs(fingerprint)
+    return dataclasses.replace(inputs, trusted_results=frozenset(trusted_ids)) if trusted_ids else inputs
+
+
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _plan(scenario_key: str, fingerprint: str, today_iso: str, source: str, _scenario: Scenario) -> Plan:
-    """One plan per (scenario, input folders, day); Plan is immutable, so sessions and pages share it."""
+def _plan(scenario_key: str, fingerprint: str, today_iso: str, source: str, trusted_ids: tuple[str, ...],
+          _scenario: Scenario) -> Plan:
+    """One plan per (scenario, input folders, files trusted, day); Plan is immutable, so sessions and pages share
+    it."""
     from planner.engine.plan import build_plan
 
-    return build_plan(_scenario, _inputs(fingerprint), today=dt.date.fromisoformat(today_iso), source=source)
+    return build_plan(_scenario, _inputs_trusting(fingerprint, trusted_ids), today=dt.date.fromisoformat(today_iso),
+                      source=source)
 
 
 def plan_for(scenario: Scenario, source: str = "sidebar") -> Plan:
     """The plan of a scenario with the current inputs; InputError (naming `source`) for one they cannot plan."""
     # The key is the scenario's repr (every field of its frozen dataclasses): the same as its YAML for telling
     # scenarios apart, in a twentieth of the time.
-    return _plan(repr(scenario), inputs_fingerprint(), dt.date.today().isoformat(), source, scenario)
+    return _plan(repr(scenario), inputs_fingerprint(), dt.date.today().isoformat(), source, trusted(), scenario)
 
 
 def current_scenario(known_gpu_ids) -> tuple[Scenario, str]:

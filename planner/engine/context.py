@@ -39,7 +39,7 @@ class ModelFacts:
 def model_facts(inputs: Inputs, spec: ModelSpec, training: TrainingSetup, source: str) -> ModelFacts:
     """The model's facts (ModelFacts); bad input raises InputError naming `source`."""
     model = resolve_model(spec, inputs.results, source)
-    idx = index_measurements(inputs.results, model, training)
+    idx = index_measurements(inputs.results, model, training, profiles=inputs.profiles, trusted=inputs.trusted_results)
     # every precision, not only the scenario's: a precision's time may be a slower format's (no slower than it)
     lines: dict[str, Mapping[str, ActivationLine | None]] = {p: _activation_lines(idx, model, p) for p in PRECISIONS}
     return ModelFacts(model, memory.trainable_params(model, training), idx, lines,

@@ -396,6 +396,7 @@ class TimePoint:
     stack: str | None = None  # the software stack that ran it (vocab.SOFTWARE_STACKS); None: not said
     source: str | None = None  # a published figure's corpus source (its slug); None for a bench run
     flops_per_sample: float | None = None  # the work its file says it timed (model.flops_per_sample), when it says
+    partial: bool = False  # from a partial file (a sweep that stopped early): the plan says so (issue 34)
 
 
 @dataclass(frozen=True)
@@ -426,3 +427,26 @@ def memory_of(option: PlanOption) -> MemoryEstimate:
         raise ValueError(f"option {option.id} has no memory estimate")
     return option.memory
 
+
+@dataclass(frozen=True)
+class Micro:
+    """One micro-step time and whether it already contains an optimizer step (measured and transferred do)."""
+
+    seconds: float
+    source: Source
+    band: tuple[float, float]
+    optimizer_s: float | None
+    includes_optimizer: bool
+    used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
+    band_meaning: str = "assumed"  # "p10-p90" when the band is held-out errors of the path (StepEstimate)
+    precision_used: str | None = None  # the points' precision when it is the option's same-speed sibling
+    fixed_s: float = 0.0  # the part that does not depend on the tokens in a row (QLoRA's dequantisation)
+    # No published or measured run shares the option's model family, stack and architecture group: the range is
+    # widened and the plan says so (Note "unlike_corpus"); None when one does.
+    unlike: Note | None = None
+
+    def outside_s(self, optimizer_s: float | None = None) -> float:
+        """The part that is neither forward nor backward: the optimizer step inside a measured micro-step (never
+        more than half of it; `optimizer_s`, else the micro-step's own) and QLoRA's dequantisation."""
+        opt = self.optimizer_s if optimizer_s is None else optimizer_s
+        return (min(opt or 0.0, 0.5 * self.seconds) if self.includes_optimizer else 0.0) + self.fixed_s

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.engine import pooling
 from planner.engine.estimates import ResolvedModel, TimePoint
 from planner.engine.notes import Note
 from planner.engine.steptime import TimeSeries, measured_micro_step, time_series
+from planner.inputs.profiles import GpuProfile
 from planner.inputs.resultfile import OP_CLASS_FIELDS, OP_CLASSES, REPO_SOURCE, Measurement, ResultFile
 from planner.inputs.scenario import TrainingSetup
 from planner.inputs.zoo_catalog import canonical_id
@@ -239,10 +241,21 @@ def _read_aten_ops(idx: MeasurementIndex, rf: ResultFile, m: Measurement) -> Non
                                      float(ops.get("optimizer") or 0.0), rf.label)
 
 
-def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
-                       training: TrainingSetup) -> MeasurementIndex:
+def index_measurements(results: Sequence[ResultFile], model: ResolvedModel, training: TrainingSetup, *,
+                       profiles: Mapping[str, GpuProfile] | None = None,
+                       trusted: frozenset[str] = frozenset()) -> MeasurementIndex:
+    """The measurements of `results` that apply to the model and training set-up. Bench-run step times are pooled
+    (planner/engine/pooling.py: a file read twice counts once; points that disagree with their siblings or lie
+    outside the physics bounds of `profiles` are set aside with a note, unless their file id is in `trusted`)."""
     idx = MeasurementIndex()
+    results, repeats = pooling.unique_files(results)
+    for copy, original in repeats:
+        if canonical_id(copy.model_name)[0] == model.name:
+            idx.skipped.append(Note("file_not_used", file=copy.path, why=Note("file_repeat", original=original.path)))
     newest_trace = _newest_traces(results)
+    # Bench-run points by (gpu, precision, stack, batch): every file's, pooled once all are read
+    measured: dict[tuple[str, str, str, int], list[tuple[pooling.Candidate, TimePoint, Measurement, str]]] = \
+        defaultdict(list)
     # Published points by (gpu, precision), then by file (a series never mixes two sources).
     published: dict[tuple[str, str], dict[str, list[TimePoint]]] = defaultdict(lambda: defaultdict(list))
     class_rows: dict[str, list[tuple[int, Mapping[str, Any], str]]] = defaultdict(list)
@@ -266,6 +279,7 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
         file_eager = rf.settings.get("attention") == "eager"
         peaks_apply = not file_ckpt and (model.transformer is None or file_eager == (model.attention == "eager"))
         optimizer = str(rf.settings.get("optimizer") or "adamw")
+        gpu_profile, factor = (profiles or {}).get(gpu or ""), pooling.work_factor(rf)  # once per file
         trainable = rf.model.get("trainable_params")
         if rf.ddp:
             idx.ddp.append((label, dict(rf.ddp)))
@@ -289,16 +303,13 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
             if m.source == "measured" and gpu and m.step_time_s is not None and times_apply:
                 opt_s = m.phases_s.get("optimizer") if m.phases_s else None
                 # bench run's harness is an eager loop: a file that names no stack ran pytorch_eager
-                stack = (m.provenance.stack if m.provenance is not None else None) or "pytorch_eager"
+                stack = pooling.measured_stack(m)
                 file_flops = rf.model.get("flops_per_sample")
-                idx.times[(gpu, m.precision)].append(
-                    TimePoint(m.batch_size, m.step_time_s.median, label, opt_s, stack=stack,
-                              flops_per_sample=float(file_flops) if file_flops else None))
-                if m.noisy and m.iqr_pct is not None:
-                    idx.noisy_pct[(label, m.precision, m.batch_size)] = m.iqr_pct
-                if m.power_w:
-                    idx.power_w[(gpu, m.precision)] = m.power_w
-                idx.files_used.add(rf.path)
+                point = TimePoint(m.batch_size, m.step_time_s.median, label, opt_s, stack=stack,
+                                  flops_per_sample=float(file_flops) if file_flops else None, partial=rf.partial)
+                judged = pooling.candidate(rf, m, gpu=gpu_profile, family=model.family, label=label, factor=factor,
+                                           flops_per_sample=point.flops_per_sample or model.flops_per_sample)
+                measured[(gpu, m.precision, stack, m.batch_size)].append((judged, point, m, rf.path))
             key = (gpu, m.precision) if m.source == "measured" and gpu else (
                 ("traced", m.precision) if m.source == "traced" else None)
             if key and m.peak_allocated_bytes and peaks_apply:
@@ -312,14 +323,44 @@ def index_measurements(results: Sequence[ResultFile], model: ResolvedModel,
             idx.op_classes[precision] = line
     for key, by_file in published.items():
         idx.published[key] = tuple(time_series(_dedupe_latest(pts)) for _, pts in sorted(by_file.items()))
+    _pool_measured(idx, measured, trusted)
     for key in list(idx.times):
-        idx.times[key] = _dedupe_latest(idx.times[key])
+        idx.times[key] = sorted(idx.times[key], key=lambda p: p.batch_size)  # stable: files oldest first
         idx.series[key] = time_series(idx.times[key])
     return idx
 
 
+def _pool_measured(idx: MeasurementIndex,
+                   measured: Mapping[tuple[str, str, str, int], Sequence[tuple[pooling.Candidate, TimePoint,
+                                                                                Measurement, str]]],
+                   trusted: frozenset[str]) -> None:
+    """Every file's point at one (GPU, precision, stack, batch) pooled (pooling.pool), the set-aside ones noted; at
+    a batch timed on two stacks, the stack of the newest file (a figure never mixes two stacks' times)."""
+    newest_stack: dict[tuple[str, str, int], tuple[str, str]] = {}
+    power: dict[tuple[str, str], tuple[str, float]] = {}
+    for (gpu, precision, stack, batch), rows in measured.items():
+        newest = max(c.created_utc for c, _, _, _ in rows)
+        key = (gpu, precision, batch)
+        newest_stack[key] = max(newest_stack.get(key, ("", "")), (newest, stack))
+    for (gpu, precision, stack, batch), rows in sorted(measured.items()):
+        if newest_stack[(gpu, precision, batch)][1] != stack:
+            continue
+        verdict = pooling.pool([c for c, _, _, _ in rows], trusted=trusted,
+                               where={"gpu": gpu, "precision": precision, "batch": batch})
+        idx.skipped.extend(note for _, note in verdict.set_aside)
+        for i in verdict.used:
+            judged, point, m, path = rows[i]
+            idx.times[(gpu, precision)].append(point)
+            if m.noisy and m.iqr_pct is not None:
+                idx.noisy_pct[(point.label, precision, batch)] = m.iqr_pct
+            if m.power_w:  # the newest file's power reading stands
+                power[(gpu, precision)] = max(power.get((gpu, precision), ("", 0.0)), (judged.created_utc, m.power_w))
+            idx.files_used.add(path)
+    idx.power_w.update({key: watts for key, (_, watts) in power.items()})
+
+
 def _dedupe_latest(points: list[TimePoint]) -> list[TimePoint]:
-    """One point per batch size: the newest file wins (files were visited oldest first)."""
+    """One point per batch size of one published file: its later row wins (a bench run's points are pooled)."""
     by_batch: dict[int, TimePoint] = {}
     for p in points:
         by_batch[p.batch_size] = p

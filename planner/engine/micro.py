@@ -1,4 +1,4 @@
-"""What one micro-step's time reads (MicroContext) and that time with where it came from (Micro)."""
+"""What one micro-step's time reads (MicroContext); the time itself with where it came from is estimates.Micro."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 from planner.engine import steptime
 from planner.engine.context import ModelFacts
-from planner.engine.estimates import ResolvedModel, Source, TimePoint
+from planner.engine.estimates import ResolvedModel
 from planner.engine.measurements import MeasurementIndex
-from planner.engine.notes import Note
 from planner.engine.stack import planned_stack
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import TrainingSetup
@@ -45,27 +44,3 @@ class MicroContext:
         """The optimizer step of the trainable parameters at this bandwidth (steptime.optimizer_step_s)."""
         t = self.training
         return steptime.optimizer_step_s(self.trainable, t.optimizer, t.optimizer_impl, bandwidth_gb_per_s)
-
-
-@dataclass(frozen=True)
-class Micro:
-    """One micro-step time and whether it already contains an optimizer step (measured and transferred do)."""
-
-    seconds: float
-    source: Source
-    band: tuple[float, float]
-    optimizer_s: float | None
-    includes_optimizer: bool
-    used: tuple[TimePoint, ...] = ()  # the measured points the figure rests on (own GPU's or transferred)
-    band_meaning: str = "assumed"  # "p10-p90" when the band is held-out errors of the path (StepEstimate)
-    precision_used: str | None = None  # the points' precision when it is the option's same-speed sibling
-    fixed_s: float = 0.0  # the part that does not depend on the tokens in a row (QLoRA's dequantisation)
-    # No published or measured run shares the option's model family, stack and architecture group: the range is
-    # widened and the plan says so (Note "unlike_corpus"); None when one does.
-    unlike: Note | None = None
-
-    def outside_s(self, optimizer_s: float | None = None) -> float:
-        """The part that is neither forward nor backward: the optimizer step inside a measured micro-step (never
-        more than half of it; `optimizer_s`, else the micro-step's own) and QLoRA's dequantisation."""
-        opt = self.optimizer_s if optimizer_s is None else optimizer_s
-        return (min(opt or 0.0, 0.5 * self.seconds) if self.includes_optimizer else 0.0) + self.fixed_s

@@ -7,19 +7,40 @@ may claim, whatever path it took (issue 32 e; the data-trust and runs issues reu
    beats it in one) is never planned slower than it for the same micro-step: neither its time nor its range's high
    end exceeds the other's. The order is strict, so the comparison never loops.
 
+3. **A measured figure** (issue 34) is read but not used when it lies outside [F / P, F / (P × SLOWEST_MFU) +
+   SLOWEST_FIXED_S] (plausible_micro_s): faster than the peak allows, or slower than any GPU run of that work.
+
 The input floor (no step faster than its data loading) acts on the whole step: steptime.assemble_step clamps the
 step and both ends of its range to it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from planner.engine.estimates import Source, detail
-from planner.engine.micro import Micro
-from planner.engine.step_formula import transfer_peak
+from planner.engine import steptime
+from planner.engine.estimates import Micro, Source, detail
 from planner.inputs.profiles import GpuProfile
+
+# Ampere GA10x (8.6) and Ada (8.9) print an fp32 peak that counts both FP32 datapaths; one of them also
+# executes the INT32 work (addressing) real kernels need, so they reach about half of it (NVIDIA GA102
+# whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
+DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
+DUAL_ISSUE_FP32_FACTOR = 0.5
+
+
+def transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
+    """The dense peak the step time divides by and a transfer scales by: the datasheet's, × the share a
+    power-limited card sustains (the profile's `sustained`, cited), and for the dual-issue fp32 peak of Ampere
+    GA10x/Ada × DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
+    peak = gpu.peak_tflops_for(precision)
+    if peak and gpu.sustained is not None:
+        peak *= gpu.sustained.fraction
+    if peak and precision == "fp32" and gpu.compute_capability in DUAL_ISSUE_FP32_CC:
+        return peak * DUAL_ISSUE_FP32_FACTOR
+    return peak
 
 
 def dominates(a: GpuProfile, b: GpuProfile, precision: str) -> bool:
@@ -36,6 +57,34 @@ def peak_floor_s(flops: float, gpu: GpuProfile, precision: str) -> float:
     """Seconds of forward + backward at 100 % of the dense peak: no time is shorter (0 when the peak is unknown)."""
     peak = gpu.peak_tflops_for(precision)
     return flops / (peak * 1e12) if peak and flops > 0 else 0.0
+
+
+# The slowest a measured one-GPU micro-step may be and still be read as a GPU's time (an assumption, on purpose
+# generous): its forward + backward at 0.1 % of the dense peak, plus one second of host time (10^5 kernel launches
+# at 10 us). The slowest runs the planner knows, launch-bound small models, stay above 1 % of peak or under a
+# second; a figure past it is a unit error (milliseconds written as seconds) or a broken clock.
+SLOWEST_MFU = 1e-3
+SLOWEST_FIXED_S = 1.0
+
+
+def plausible_micro_s(flops: float, gpu: GpuProfile, precision: str) -> tuple[float, float]:
+    """(fastest, slowest) seconds a measured micro-step of `flops` model FLOPs on `gpu` may take: the peak floor
+    (peak_floor_s) and the slowest plausible run (SLOWEST_MFU of the peak the time divides by, + SLOWEST_FIXED_S).
+    (0, inf) when the FLOPs or the peak are unknown: nothing to check against."""
+    peak = transfer_peak(gpu, precision)
+    if not peak or not flops > 0:
+        return 0.0, math.inf
+    return peak_floor_s(flops, gpu, precision), flops / (peak * 1e12 * SLOWEST_MFU) + SLOWEST_FIXED_S
+
+
+def typical_micro_s(flops: float, gpu: GpuProfile, precision: str, *, family: str) -> float | None:
+    """The physics estimate of a micro-step, from nothing measured: F / (P × the family's default MFU)
+    (docs/methods.md#step-time, path 4; steptime.default_mfu), P the peak the time divides by. None when the FLOPs
+    or the peak are unknown. Two measurements that disagree are judged by how near each lies to it."""
+    peak = transfer_peak(gpu, precision)
+    if not peak or not flops > 0:
+        return None
+    return steptime.analytic_micro_step(flops, peak, steptime.default_mfu(family, precision))
 
 
 def dominated(profiles: Mapping[str, GpuProfile], gpu_id: str, precision: str) -> tuple[str, ...]:

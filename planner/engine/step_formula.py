@@ -8,10 +8,11 @@ from dataclasses import replace
 
 from planner.engine import calibration, memory, steptime
 from planner.engine.context import trainable_fraction
-from planner.engine.estimates import ResolvedModel, Source, detail
-from planner.engine.micro import Micro, MicroContext
+from planner.engine.estimates import Micro, ResolvedModel, Source, detail
+from planner.engine.micro import MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
+from planner.engine.physics_bounds import DUAL_ISSUE_FP32_CC, DUAL_ISSUE_FP32_FACTOR, transfer_peak
 from planner.inputs.errors import InputError
 from planner.inputs.profiles import GpuProfile
 from planner.vocab import GIB
@@ -38,7 +39,7 @@ def default_mfu_micro(ctx: MicroContext, option: OptionPlan, flops: float) -> Mi
     t, mfu, used = _analytic_seconds(model, gpu, precision, flops)
     if model.mfu:
         origin = detail("mfu_yours")
-    elif used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+    elif used == "fp32" and gpu.compute_capability in DUAL_ISSUE_FP32_CC:
         origin = detail("mfu_default_dual", family=model.family, precision=used, factor=DUAL_ISSUE_FP32_FACTOR)
     else:
         origin = detail("mfu_default", family=model.family, precision=used)
@@ -115,7 +116,7 @@ def calibrated(ctx: MicroContext, option: OptionPlan, flops: float, activation_b
                     origin=origin, f=cal.precision_factor.get(used, 1.0), a=activation_bytes / GIB,
                     bw=gpu.memory_bandwidth_gb_per_s),
              detail("calibration", date=cal.fitted_on, n=cal.n_points)]
-    if used == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+    if used == "fp32" and gpu.compute_capability in DUAL_ISSUE_FP32_CC:
         parts.append(detail("dual_issue", factor=DUAL_ISSUE_FP32_FACTOR))
     if gpu.sustained is not None:
         parts.append(sustained_part(gpu))
@@ -135,34 +136,15 @@ NO_SLOWER_THAN = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16", 
                    "bf16": ("bf16", "tf32", "fp32")}
 
 
-# Ampere GA10x (8.6) and Ada (8.9) print an fp32 peak that counts both FP32 datapaths; one of them also
-# executes the INT32 work (addressing) real kernels need, so they reach about half of it (NVIDIA GA102
-# whitepaper, "2x FP32"). Planning assumption; a measurement on the card replaces it.
-_DUAL_ISSUE_FP32_CC = ("8.6", "8.9")
-DUAL_ISSUE_FP32_FACTOR = 0.5
-
-
 def sustained_part(gpu: GpuProfile) -> Note:
     """The source part that says P is the share of the datasheet peak a power-limited card sustains."""
     assert gpu.sustained is not None
     return detail("sustained", fraction=gpu.sustained.fraction, tdp=gpu.tdp_w, source=gpu.sustained.source)
 
 
-def transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
-    """The dense peak the step time divides by and a transfer scales by: the datasheet's, × the share a
-    power-limited card sustains (the profile's `sustained`, cited), and for the dual-issue fp32 peak of Ampere
-    GA10x/Ada × DUAL_ISSUE_FP32_FACTOR as in the analytic time, so fp32 transfers to and from them agree with it."""
-    peak = gpu.peak_tflops_for(precision)
-    if peak and gpu.sustained is not None:
-        peak *= gpu.sustained.fraction
-    if peak and precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
-        return peak * DUAL_ISSUE_FP32_FACTOR
-    return peak
-
-
 def _default_mfu_on(gpu: GpuProfile, family: str, precision: str) -> float:
     mfu = steptime.default_mfu(family, precision)
-    if precision == "fp32" and gpu.compute_capability in _DUAL_ISSUE_FP32_CC:
+    if precision == "fp32" and gpu.compute_capability in DUAL_ISSUE_FP32_CC:
         mfu *= DUAL_ISSUE_FP32_FACTOR
     return mfu
 

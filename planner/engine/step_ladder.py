@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 from planner.engine import calibration, memo, memory, physics_bounds, scaling, steptime
 from planner.engine.context import micro_flops, model_facts
-from planner.engine.estimates import ScalingEstimate, Source, StepEstimate, TimePoint, detail
+from planner.engine.estimates import Micro, ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
-from planner.engine.micro import Micro, MicroContext
+from planner.engine.micro import MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import (
@@ -20,7 +20,6 @@ from planner.engine.step_formula import (
     calibrated,
     default_mfu_micro,
     kernel_count,
-    transfer_peak,
     with_dequant,
 )
 from planner.engine.step_transfer import same_speed_precisions, sibling_reason, transferred
@@ -60,7 +59,7 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
     count and rental of an option shares it: the option it is given runs on one GPU without accumulation."""
     ctx = MicroContext(inputs, model_facts(inputs, model, training, source), training)
     gpu = inputs.profiles[gpu_id]
-    m = _micro_step(ctx, OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch))
+    m = _from_partial(_micro_step(ctx, OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch)))
     if m.includes_optimizer and m.optimizer_s is None:  # a figure without its phases: the optimizer by formula
         m = replace(m, optimizer_s=ctx.optimizer_s(gpu.memory_bandwidth_gb_per_s))
     if m.source.kind in _OWN_KINDS or m.source.kind == "user":
@@ -91,6 +90,13 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
     return physics_bounds.bounded_micro(_unlike_corpus(ctx, m, gpu=gpu), gpu=gpu, precision=precision,
                                         profiles=inputs.profiles, below=_dominated(inputs, gpu_id, precision),
                                         flops=micro_flops(ctx.model, training, micro_batch), time_on=time_on)
+
+
+def _from_partial(m: Micro) -> Micro:
+    """A time that rests on a partial file's points (a sweep that stopped early) says so in its source, whatever the
+    path (own GPU, transferred): the plan's source sentence, its JSON (`partial_files`) and the report (issue 34)."""
+    files = tuple(dict.fromkeys(p.label for p in m.used if p.partial))
+    return replace(m, source=m.source.plus(detail("partial_files", files=files))) if files else m
 
 
 def _unlike_corpus(ctx: MicroContext, m: Micro, *, gpu: GpuProfile) -> Micro:
@@ -174,7 +180,7 @@ def roofline_terms(scenario: Scenario, inputs: Inputs, *, gpu_id: str, precision
     option = OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch,
                         grad_accum=max(1, t.global_batch // micro_batch))
     return RooflineTerms(
-        flops=micro_flops(ctx.model, t, micro_batch), peak_tflops=transfer_peak(gpu, precision) or 0.0,
+        flops=micro_flops(ctx.model, t, micro_batch), peak_tflops=physics_bounds.transfer_peak(gpu, precision) or 0.0,
         activation_bytes=activation_bytes(ctx, option) or 0.0,
         bandwidth_gb_per_s=gpu.memory_bandwidth_gb_per_s,
         optimizer_s=steptime.optimizer_step_s(ctx.trainable, t.optimizer, t.optimizer_impl,

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.engine import calibration, steptime
-from planner.engine.estimates import Source, TimePoint, detail
-from planner.engine.micro import Micro, MicroContext
+from planner.engine.estimates import Micro, Source, TimePoint, detail
+from planner.engine.micro import MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
-from planner.engine.step_formula import launch_floor, sustained_part, transfer_peak
+from planner.engine.physics_bounds import transfer_peak
+from planner.engine.step_formula import launch_floor, sustained_part
 from planner.inputs.profiles import GpuProfile
 
 

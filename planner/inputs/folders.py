@@ -46,6 +46,9 @@ class Inputs:
     # Storage and egress prices per provider (gpu_profiles/catalog/storage.yaml): the data line of a cost. Empty:
     # a plan with workload.dataset_gb says which prices it lacks.
     storage: StorageTable = EMPTY_STORAGE
+    # Result files (ResultFile.content_id) whose set-aside step times the user chose to use anyway (the app's
+    # Benchmarks page; docs/methods.md#pooling): data the engine reads, never a setting of its own.
+    trusted_results: frozenset[str] = frozenset()
 
     @property
     def problems(self) -> tuple[str, ...]:

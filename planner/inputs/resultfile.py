@@ -8,11 +8,12 @@ file is read.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -291,6 +292,14 @@ class ResultFile:
     # What is wrong with a file that still loads (an unknown reason key, a parameter missing or extra): one line each
     # naming the file and the field; scan_results lists them with the bad files.
     problems: tuple[str, ...] = ()
+    # SHA-256 of the file's bytes as read ("" for one built in memory): the same file in two folders counts once,
+    # and a user names a file to use anyway by its first 12 digits (content_id).
+    sha256: str = ""
+
+    @property
+    def content_id(self) -> str:
+        """The file's short content id (12 hex digits of its SHA-256), or its path when it was not read from bytes."""
+        return self.sha256[:12] if self.sha256 else self.path
 
     @property
     def model_name(self) -> str:
@@ -324,11 +333,14 @@ class ResultFile:
 
 def read_result_file(path: str | Path) -> ResultFile:
     """Read one result file; raises InputError naming the file and the bad field."""
-    return parse_result(loader.load_file(path, loader.RESULT), str(path))
+    data = loader.read_file(path, loader.RESULT)
+    rf = parse_result(loader.load_bytes(data, str(path), loader.RESULT), str(path))
+    return replace(rf, sha256=hashlib.sha256(data).hexdigest())
 
 
 def parse_result_text(text: str, source: str) -> ResultFile:
-    return parse_result(loader.load_text(text, source, loader.RESULT), source)
+    rf = parse_result(loader.load_text(text, source, loader.RESULT), source)
+    return replace(rf, sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
 
 
 def parse_result(data: object, source: str) -> ResultFile:

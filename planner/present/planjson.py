@@ -7,7 +7,7 @@ import json
 import math
 
 from planner import __version__
-from planner.engine.estimates import Plan, PlannedWith, PlanOption
+from planner.engine.estimates import Plan, PlannedWith, PlanOption, Source
 from planner.present.notes import english, parts_text, price_source_text, source_text
 from planner.vocab import GIB
 
@@ -51,7 +51,7 @@ def option_to_dict(o: PlanOption) -> dict:
                  "usd_per_gpu_hour": _r(p.usd_per_gpu_hour), "as_of": p.as_of, "source": price_source_text(p, "en"),
                  "origin": p.origin, "gpus_per_instance": p.gpus_per_instance, "region": p.region,
                  "retrieved": p.retrieved}
-    return {
+    out = {
         "id": o.id, "gpu_id": o.gpu_id, "gpu_name": o.gpu_name, "n_gpus": o.n_gpus, "topology": o.topology,
         "precision": o.precision,
         "fits": o.fits, "verdict": m.verdict if m else None,
@@ -101,6 +101,21 @@ def option_to_dict(o: PlanOption) -> dict:
         "checkpoint_gib": _r(o.checkpoint_gib),
         "notes": [english(n) for n in o.notes],
     }
+    # Only where the step time rests on a partial result file (a sweep that stopped early): the files (issue 34)
+    partial = _partial_files(s.source) if s else []
+    if partial:
+        out["partial_files"] = partial
+    return out
+
+
+def _partial_files(source: Source) -> list[str]:
+    """The files the step_ladder's partial_files part names (a time resting on a partial file's points)."""
+    out: list[str] = []
+    for part in source.parts:
+        files = part.params.get("files") if part.key == "source_detail.partial_files" else None
+        if isinstance(files, tuple):
+            out.extend(str(f) for f in files)
+    return out
 
 
 def display_path(path: str) -> str:
