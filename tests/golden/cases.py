@@ -110,6 +110,7 @@ def render_case(case: Case) -> dict[str, str]:
     import yaml
 
     from planner.engine.plan import build_plan
+    from planner.engine.what_fits import what_fits_all
     from planner.inputs.scenario import parse_scenario, scenario_to_dict
     from planner.present.planjson import plan_to_json
     from planner.present.report import render_report
@@ -125,8 +126,12 @@ def render_case(case: Case) -> dict[str, str]:
     plan = build_plan(scenario, inputs, today=TODAY, source=f"scenarios/{case.scenario}.yaml")
     out = {"plan.json": plan_to_json(plan) + "\n"}
     langs = ("en", "es") if case.full else ("en",)
+    # The reports as the CLI writes them: with what fits on each GPU (issue 33) in the Markdown.
+    fits = what_fits_all(inputs, scenario.model, scenario.training, plan.profiles_used,
+                         counts=scenario.hardware.gpu_counts)
     for lang in langs:
-        out[f"report-{lang}.md"] = str(render_report(plan, scenario, "markdown", locale=lang, today=TODAY))
+        out[f"report-{lang}.md"] = str(render_report(plan, scenario, "markdown", locale=lang, today=TODAY,
+                                                     what_fits=fits))
         if case.full:
             html = str(render_report(plan, scenario, "html", locale=lang, today=TODAY))
             out[f"report-{lang}.html"] = html_text(html)

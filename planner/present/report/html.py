@@ -102,10 +102,10 @@ def body(model: ReportModel, chart_svgs: dict[str, str] | None = None) -> str:
         "</section>",
         f'<section id="options"><h2>{e(h["options"])}</h2><p>{e(model.options_intro)}</p>',
         table(model.options),
-        f'<p class="legend">{e(model.options_legend)}</p>',
-        (f'<h3>{e(t("what_fits.title", model.locale))}</h3><p>{e(model.what_fits_intro)}</p>'
-         f'<div class="what-fits">{table(model.what_fits)}</div>') if model.what_fits is not None else "",
-        "</section>",
+        f'<p class="legend">{e(model.options_legend)}</p>'
+        + (f'<h3>{e(t("what_fits.title", model.locale))}</h3><p>{e(model.what_fits_intro)}</p>'
+           f'<div class="what-fits">{table(model.what_fits)}</div>' if model.what_fits is not None else "")
+        + "</section>",
     ]
     svgs = chart_svgs or {}
     parts.append(f'<section id="charts"><h2>{e(h["charts"])}</h2><p class="note">{e(model.charts_intro)}</p>')
