@@ -245,7 +245,7 @@ def test_planner_out_with_no_option_to_plan_keeps_the_report(tmp_path):
     out = tmp_path / "plan.md"
     before = _existing(out)
     done = _cli("planner", str(ROOT / "scenarios" / "resnet50-imagenet.yaml"), "--no-user-data", "--format",
-                "markdown", "--profiles", str(tmp_path / "no-profiles"), "--out", str(out))
+                "markdown", "--no-shipped-profiles", "--profiles", str(tmp_path / "no-profiles"), "--out", str(out))
     _refused(done, "resnet50-imagenet.yaml", "read no plan options", str(tmp_path / "no-profiles"),
              f"{out} is unchanged")
     assert out.read_bytes() == before
