@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.engine import steptime
 from planner.engine.context import ModelFacts
 from planner.engine.estimates import ResolvedModel
 from planner.engine.measurements import MeasurementIndex
+from planner.engine.notes import Note
 from planner.engine.stack import planned_stack
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import TrainingSetup
@@ -22,6 +23,9 @@ class MicroContext:
     inputs: Inputs
     facts: ModelFacts
     training: TrainingSetup
+    # step_formula.launch_floor per precision: it reads only what this context holds, and a plan asks for it in
+    # every transfer and formula time (issue 38); not part of the context's identity
+    launch_floors: dict[str, tuple[float, Note]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def model(self) -> ResolvedModel:
