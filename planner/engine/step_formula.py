@@ -72,10 +72,11 @@ def kernel_count(ctx: MicroContext, precision: str) -> tuple[float, Note] | None
 
 def launch_floor(ctx: MicroContext, precision: str) -> tuple[float, Note]:
     """(seconds, the part that says so) of the launch floor kernels × launch cost (0 when the kernel count is
-    unknown). Worked out once per context and precision (MicroContext.launch_floors)."""
-    got = ctx.launch_floors.get(precision)
+    unknown). Worked out once per context and precision (micro.Kept)."""
+    kept = ctx.kept.launch_floors
+    got = kept.get(precision)
     if got is None:
-        got = ctx.launch_floors[precision] = _launch_floor(ctx, precision)
+        got = kept[precision] = _launch_floor(ctx, precision)
     return got
 
 

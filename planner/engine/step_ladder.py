@@ -12,7 +12,7 @@ from planner.engine import calibration, memo, memory, physics_bounds, scaling, s
 from planner.engine.context import ModelFacts, micro_flops, model_facts
 from planner.engine.estimates import Micro, ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
-from planner.engine.micro import MicroContext
+from planner.engine.micro import Kept, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import (
@@ -64,11 +64,11 @@ class _Ladder:
     facts: ModelFacts
     training: TrainingSetup
     micros: dict[tuple[str, str, int], Micro] = field(default_factory=dict)
-    launch_floors: dict[str, tuple[float, Note]] = field(default_factory=dict)
+    kept: Kept = field(default_factory=Kept)
 
     def context(self, inputs: Inputs) -> MicroContext:
-        """The MicroContext of these inputs (those the ladder was made from), sharing the ladder's launch floors."""
-        return MicroContext(inputs, self.facts, self.training, launch_floors=self.launch_floors)
+        """The MicroContext of these inputs (those the ladder was made from), sharing what the ladder keeps."""
+        return MicroContext(inputs, self.facts, self.training, kept=self.kept)
 
     def micro(self, ctx: MicroContext, gpu_id: str, precision: str, micro_batch: int) -> Micro:
         key = (gpu_id, precision, micro_batch)
