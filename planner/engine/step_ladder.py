@@ -5,7 +5,7 @@ accumulation, the optimizer, exposed communication and the input pipeline. One e
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from planner.engine import calibration, memo, memory, physics_bounds, scaling, steptime
@@ -168,9 +168,13 @@ def _timed_kinds(inputs: Inputs) -> frozenset[tuple[str, str, str]]:
 
 
 @memo.cached
+def _dominance(inputs: Inputs, precision: str) -> Mapping[str, tuple[str, ...]]:
+    """physics_bounds.dominated over the loaded profiles, for every GPU once per precision."""
+    return physics_bounds.dominated_by_gpu(inputs.profiles, precision)
+
+
 def _dominated(inputs: Inputs, gpu_id: str, precision: str) -> tuple[str, ...]:
-    """physics_bounds.dominated over the loaded profiles, once per GPU and precision."""
-    return physics_bounds.dominated(inputs.profiles, gpu_id, precision)
+    return _dominance(inputs, precision)[gpu_id]
 
 
 # Kinds that are this GPU's own figure at the very micro-batch (a fit over its points, or a scaling of one, is a model)
