@@ -81,8 +81,12 @@ def _transfer_source(ctx: MicroContext, other: GpuProfile, precision: str, micro
     GPU does faster)."""
     kept = ctx.kept.transfer_sources
     key = (other.id, precision, micro_batch)
-    if key in kept:
-        return kept[key]
+    if key not in kept:
+        kept[key] = _work_out_source(ctx, other, precision, micro_batch)
+    return kept[key]
+
+
+def _work_out_source(ctx: MicroContext, other: GpuProfile, precision: str, micro_batch: int) -> TransferSource | None:
     idx = ctx.idx
     peak_a = transfer_peak(other, precision)
     pts = idx.series_at(other.id, precision, micro_batch)
@@ -107,7 +111,6 @@ def _transfer_source(ctx: MicroContext, other: GpuProfile, precision: str, micro
             t0 = min(intercept, launch_floor(ctx, precision)[0], fwd_bwd_a)
             got = TransferSource(peak_a, fwd_bwd_a, opt_a, t0, src_source, steptime.points_used(pts, micro_batch),
                                  aligned)
-    kept[key] = got
     return got
 
 
