@@ -397,3 +397,14 @@ def test_the_sustained_block_is_checked(tmp_path):
     ok = parse_profile({**base, "sustained": {"fraction": 0.6, "source": "a citation"}}, str(tmp_path / "l4-24gb.yaml"))
     assert ok.sustained is not None and ok.sustained.fraction == 0.6
     assert parse_profile(profile_to_dict(ok), str(tmp_path / "l4-24gb.yaml")) == ok
+
+
+def test_the_dominance_table_is_dominated_for_every_gpu(corpus):
+    """The table the step ladder reads once per precision (issue 38) says what dominated says GPU by GPU, and it is
+    not empty (the comparison can fail)."""
+    from planner.engine.physics_bounds import dominated, dominated_by_gpu
+
+    for precision in ("fp32", "tf32", "fp16", "bf16"):
+        table = dominated_by_gpu(corpus.profiles, precision)
+        assert table == {g: dominated(corpus.profiles, g, precision) for g in corpus.profiles}
+        assert any(table.values())

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from planner.engine import steptime
 from planner.engine.context import ModelFacts
 from planner.engine.estimates import ResolvedModel
 from planner.engine.measurements import MeasurementIndex
+from planner.engine.notes import Note
 from planner.engine.stack import planned_stack
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import TrainingSetup
+
+if TYPE_CHECKING:
+    from planner.engine.step_transfer import TransferSource
+
+
+@dataclass(frozen=True, eq=False)
+class Kept:
+    """Answers that read only what a MicroContext holds, worked out once per model and training set-up (the step
+    ladder shares one between the contexts of a plan) rather than once per option and per GPU a time is moved from
+    (issue 38): step_formula.launch_floor per precision; step_transfer's source side of a transfer per (source GPU,
+    precision, micro-batch), and the GPUs with times per precision."""
+
+    launch_floors: dict[str, tuple[float, Note]] = field(default_factory=dict)
+    transfer_sources: dict[tuple[str, str, int], TransferSource | None] = field(default_factory=dict)
+    transfer_gpus: dict[str, tuple[tuple[str, bool], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -22,6 +39,8 @@ class MicroContext:
     inputs: Inputs
     facts: ModelFacts
     training: TrainingSetup
+    # what is worked out once per context and read for every option (issue 38); not part of its identity
+    kept: Kept = field(default_factory=lambda: Kept(), compare=False, repr=False)
 
     @property
     def model(self) -> ResolvedModel:

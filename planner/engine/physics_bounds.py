@@ -46,10 +46,14 @@ def transfer_peak(gpu: GpuProfile, precision: str) -> float | None:
 def dominates(a: GpuProfile, b: GpuProfile, precision: str) -> bool:
     """True when `a` has at least `b`'s dense peak at `precision` (dual-issue fp32 counted as the transfer counts it)
     and at least its memory bandwidth, and more of one of them."""
-    pa, pb = transfer_peak(a, precision), transfer_peak(b, precision)
+    return _dominates_by(transfer_peak(a, precision), a.memory_bandwidth_gb_per_s,
+                         transfer_peak(b, precision), b.memory_bandwidth_gb_per_s)
+
+
+def _dominates_by(pa: float | None, ba: float, pb: float | None, bb: float) -> bool:
+    """dominates on the two GPUs' peaks (transfer_peak) and bandwidths."""
     if not pa or not pb:
         return False
-    ba, bb = a.memory_bandwidth_gb_per_s, b.memory_bandwidth_gb_per_s
     return pa >= pb and ba >= bb and (pa > pb or ba > bb)
 
 
@@ -91,6 +95,13 @@ def dominated(profiles: Mapping[str, GpuProfile], gpu_id: str, precision: str) -
     """The GPUs `gpu_id` dominates at `precision` (dominates), in id order."""
     gpu = profiles[gpu_id]
     return tuple(g for g in sorted(profiles) if g != gpu_id and dominates(gpu, profiles[g], precision))
+
+
+def dominated_by_gpu(profiles: Mapping[str, GpuProfile], precision: str) -> dict[str, tuple[str, ...]]:
+    """dominated for every GPU of `profiles` at once: each GPU's peak read once, not once per pair (issue 38)."""
+    ids = sorted(profiles)
+    sides = {g: (transfer_peak(profiles[g], precision), profiles[g].memory_bandwidth_gb_per_s) for g in ids}
+    return {g: tuple(o for o in ids if o != g and _dominates_by(*sides[g], *sides[o])) for g in ids}
 
 
 def bounded_micro(m: Micro, *, gpu: GpuProfile, precision: str, flops: float,

@@ -72,7 +72,15 @@ def kernel_count(ctx: MicroContext, precision: str) -> tuple[float, Note] | None
 
 def launch_floor(ctx: MicroContext, precision: str) -> tuple[float, Note]:
     """(seconds, the part that says so) of the launch floor kernels × launch cost (0 when the kernel count is
-    unknown)."""
+    unknown). Worked out once per context and precision (micro.Kept)."""
+    kept = ctx.kept.launch_floors
+    got = kept.get(precision)
+    if got is None:
+        got = kept[precision] = _launch_floor(ctx, precision)
+    return got
+
+
+def _launch_floor(ctx: MicroContext, precision: str) -> tuple[float, Note]:
     cal = ctx.inputs.calibration
     per_op = cal.launch_s_per_op if cal is not None and cal.launch_s_per_op is not None else steptime.LAUNCH_S_PER_OP
     kernels = kernel_count(ctx, precision)

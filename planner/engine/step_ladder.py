@@ -5,14 +5,14 @@ accumulation, the optimizer, exposed communication and the input pipeline. One e
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from planner.engine import calibration, memo, memory, physics_bounds, scaling, steptime
-from planner.engine.context import micro_flops, model_facts
+from planner.engine.context import ModelFacts, micro_flops, model_facts
 from planner.engine.estimates import Micro, ScalingEstimate, Source, StepEstimate, TimePoint, detail
 from planner.engine.measurements import MeasurementIndex
-from planner.engine.micro import MicroContext
+from planner.engine.micro import Kept, MicroContext
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.step_formula import (
@@ -44,20 +44,53 @@ def step_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, hardware
     """One optimizer step: k micro-steps + the optimizer once + exposed communication (input overlapping), on
     `hardware` (the scenario's, or the rental's layout when the rental decides which links are crossed).
     Cached per Inputs by these arguments, which are everything it reads."""
-    ctx = MicroContext(inputs, model_facts(inputs, model, training, source), training)
+    ladder = _ladder(inputs, model, training, source=source)
+    ctx = ladder.context(inputs)
     option = OptionPlan(gpu=inputs.profiles[gpu_id], n_gpus=n_gpus, precision=precision, micro_batch=micro_batch,
                         grad_accum=grad_accum)
-    micro = _micro_for(inputs, model, training, gpu_id=gpu_id, precision=precision, micro_batch=micro_batch,
-                       source=source)
-    return _step(ctx, option, micro, hardware=hardware, time_factor=time_factor)
+    return _step(ctx, option, ladder.micro(ctx, gpu_id, precision, micro_batch), hardware=hardware,
+                 time_factor=time_factor)
+
+
+@dataclass(frozen=True, eq=False)
+class _Ladder:
+    """The micro-steps of one model and training set-up, kept per (GPU id, precision, micro-batch) for as long as
+    the plan memo keeps the ladder (_ladder). One entry of the memo rather than one per micro-step: a micro-step
+    is bounded by the same micro-step on every GPU its GPU dominates (physics_bounds), so a plan looks micro-steps
+    up ~15 times for each it works out, and a memo key hashes the whole model and training set-up (issue 38).
+    What a computation raises is not kept, as in the memo. It holds no reference to the Inputs (the memo of an
+    Inputs goes with it): each call brings its MicroContext."""
+
+    facts: ModelFacts
+    training: TrainingSetup
+    micros: dict[tuple[str, str, int], Micro] = field(default_factory=dict)
+    kept: Kept = field(default_factory=Kept)
+
+    def context(self, inputs: Inputs) -> MicroContext:
+        """The MicroContext of these inputs (those the ladder was made from), sharing what the ladder keeps."""
+        return MicroContext(inputs, self.facts, self.training, kept=self.kept)
+
+    def micro(self, ctx: MicroContext, gpu_id: str, precision: str, micro_batch: int) -> Micro:
+        key = (gpu_id, precision, micro_batch)
+        got = self.micros.get(key)
+        if got is None:
+            got = self.micros[key] = _micro_for(self, ctx, gpu_id=gpu_id, precision=precision,
+                                                micro_batch=micro_batch)
+        return got
 
 
 @memo.cached
-def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu_id: str, precision: str,
-               micro_batch: int, source: str) -> Micro:
+def _ladder(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, source: str) -> _Ladder:
+    """The ladder of one model and training set-up over these inputs (everything a micro-step reads but the GPU,
+    the precision and the micro-batch)."""
+    return _Ladder(model_facts(inputs, model, training, source), training)
+
+
+def _micro_for(ladder: _Ladder, ctx: MicroContext, *, gpu_id: str, precision: str, micro_batch: int) -> Micro:
     """One micro-step by the ladder. It reads neither the GPU count nor the hardware (MicroContext), so every
-    count and rental of an option shares it: the option it is given runs on one GPU without accumulation."""
-    ctx = MicroContext(inputs, model_facts(inputs, model, training, source), training)
+    count and rental of an option shares it: the option it is given runs on one GPU without accumulation.
+    Looked up through ladder.micro (kept there)."""
+    inputs = ctx.inputs
     gpu = inputs.profiles[gpu_id]
     m = _from_partial(_micro_step(ctx, OptionPlan(gpu=gpu, n_gpus=1, precision=precision, micro_batch=micro_batch)))
     if m.includes_optimizer and m.optimizer_s is None:  # a figure without its phases: the optimizer by formula
@@ -72,8 +105,7 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
     for slower in NO_SLOWER_THAN[precision][1:]:
         if not gpu.peak_tflops_for(slower):
             continue
-        other = _micro_for(inputs, model, training, gpu_id=gpu_id, precision=slower, micro_batch=micro_batch,
-                           source=source)
+        other = ladder.micro(ctx, gpu_id, slower, micro_batch)
         if other.seconds < m.seconds:
             m = replace(other, source=Source(other.source.kind, parts=(
                 detail("no_slower", precision=precision, used=other.precision_used or slower),
@@ -81,15 +113,14 @@ def _micro_for(inputs: Inputs, model: ModelSpec, training: TrainingSetup, *, gpu
 
     def time_on(other_id: str) -> Micro | None:
         try:
-            return _micro_for(inputs, model, training, gpu_id=other_id, precision=precision,
-                              micro_batch=micro_batch, source=source)
+            return ladder.micro(ctx, other_id, precision, micro_batch)
         except InputError:  # no way to time it there (no FLOPs and nothing measured): no bound from it
             return None
 
     # a range widened for an unlike kind of run first, so the bounds hold whatever the widening
     return physics_bounds.bounded_micro(_unlike_corpus(ctx, m, gpu=gpu), gpu=gpu, precision=precision,
                                         profiles=inputs.profiles, below=_dominated(inputs, gpu_id, precision),
-                                        flops=micro_flops(ctx.model, training, micro_batch), time_on=time_on)
+                                        flops=micro_flops(ctx.model, ctx.training, micro_batch), time_on=time_on)
 
 
 def _from_partial(m: Micro) -> Micro:
@@ -137,9 +168,13 @@ def _timed_kinds(inputs: Inputs) -> frozenset[tuple[str, str, str]]:
 
 
 @memo.cached
+def _dominance(inputs: Inputs, precision: str) -> Mapping[str, tuple[str, ...]]:
+    """physics_bounds.dominated over the loaded profiles, for every GPU once per precision."""
+    return physics_bounds.dominated_by_gpu(inputs.profiles, precision)
+
+
 def _dominated(inputs: Inputs, gpu_id: str, precision: str) -> tuple[str, ...]:
-    """physics_bounds.dominated over the loaded profiles, once per GPU and precision."""
-    return physics_bounds.dominated(inputs.profiles, gpu_id, precision)
+    return _dominance(inputs, precision)[gpu_id]
 
 
 # Kinds that are this GPU's own figure at the very micro-batch (a fit over its points, or a scaling of one, is a model)

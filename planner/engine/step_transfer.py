@@ -58,44 +58,80 @@ class _Transfer:
     aligned: Note | None = None  # its source moved to the reference source's level (MeasurementIndex.alignment)
 
 
+@dataclass(frozen=True)
+class TransferSource:
+    """What a transfer reads of one source GPU's own figure at one precision and micro-batch, whatever the target
+    GPU: its forward + backward (at the reference source's level), the optimizer step inside it, the unscaled host
+    part and what the figure rests on. Kept per context (micro.Kept): a plan moves each source's figure to every
+    other GPU (issue 38)."""
+
+    peak_tflops: float
+    fwd_bwd_s: float
+    optimizer_s: float
+    t0_s: float
+    source: Source  # how its own time was obtained
+    used: tuple[TimePoint, ...]
+    aligned: Note | None
+
+
+def _transfer_source(ctx: MicroContext, other: GpuProfile, precision: str, micro_batch: int) -> TransferSource | None:
+    """GPU `other`'s own time at `micro_batch` as a transfer reads it (None: no points or no peak there). What stays
+    unscaled is the host's part only: the t(b) fit's intercept, without the optimizer, and never more than the
+    model's launch floor (an intercept fitted across runs of different software holds GPU work too, which a faster
+    GPU does faster)."""
+    kept = ctx.kept.transfer_sources
+    key = (other.id, precision, micro_batch)
+    if key not in kept:
+        kept[key] = _work_out_source(ctx, other, precision, micro_batch)
+    return kept[key]
+
+
+def _work_out_source(ctx: MicroContext, other: GpuProfile, precision: str, micro_batch: int) -> TransferSource | None:
+    idx = ctx.idx
+    peak_a = transfer_peak(other, precision)
+    pts = idx.series_at(other.id, precision, micro_batch)
+    got = None
+    if pts is not None and peak_a:
+        inside_a = pts.optimizer_s or ctx.optimizer_s(other.memory_bandwidth_gb_per_s)
+        src = steptime.measured_micro_step(pts, micro_batch, optimizer_s=inside_a)
+        if src:
+            t_a, src_source, _band = src
+            opt_a = min(inside_a, 0.5 * t_a)
+            fwd_bwd_a = t_a - opt_a
+            # another source's figure at the reference source's level (MeasurementIndex.alignment)
+            first = pts.points[0] if pts.points else None
+            k, reference, shared = idx.alignment(first.source, precision) if first and first.kind == "published" \
+                else (1.0, None, 0)
+            aligned = None
+            if reference is not None and abs(k - 1.0) > 0.01:
+                fwd_bwd_a *= k
+                aligned = detail("aligned", source=first.source if first else "", reference=reference, factor=k,
+                                 n=shared)
+            intercept = max((pts.line[0] if pts.line is not None else 0.0) - opt_a, 0.0)
+            t0 = min(intercept, launch_floor(ctx, precision)[0], fwd_bwd_a)
+            got = TransferSource(peak_a, fwd_bwd_a, opt_a, t0, src_source, steptime.points_used(pts, micro_batch),
+                                 aligned)
+    return got
+
+
 def _transfer_from(ctx: MicroContext, option: OptionPlan, *, other: GpuProfile, precision: str, flops: float,
                    peak_b: float) -> _Transfer | None:
-    """GPU `other`'s time at the option's micro-batch moved to the option's GPU (docs/methods.md#step-time): its
-    forward + backward by steptime.transfer_micro_step, the optimizer step inside it by the bandwidth ratio (it
-    streams the optimizer state). What stays unscaled is the host's part only: the t(b) fit's intercept, without
-    the optimizer, and never more than the model's launch floor (an intercept fitted across runs of different
-    software holds GPU work too, which a faster GPU does faster)."""
-    gpu, idx = option.gpu, ctx.idx
-    peak_a = transfer_peak(other, precision)
-    pts = idx.series_at(other.id, precision, option.micro_batch)
-    if pts is None or not peak_a:
+    """GPU `other`'s time at the option's micro-batch (_transfer_source) moved to the option's GPU
+    (docs/methods.md#step-time): its forward + backward by steptime.transfer_micro_step, the optimizer step inside
+    it by the bandwidth ratio (it streams the optimizer state)."""
+    gpu = option.gpu
+    got = _transfer_source(ctx, other, precision, option.micro_batch)
+    if got is None:
         return None
     bw_a, bw_b = other.memory_bandwidth_gb_per_s, gpu.memory_bandwidth_gb_per_s
-    inside_a = pts.optimizer_s or ctx.optimizer_s(bw_a)
-    src = steptime.measured_micro_step(pts, option.micro_batch, optimizer_s=inside_a)
-    if not src:
-        return None
-    t_a, src_source, _band = src
-    opt_a = min(inside_a, 0.5 * t_a)
-    fwd_bwd_a = t_a - opt_a
-    # another source's figure at the reference source's level (MeasurementIndex.alignment)
-    first = pts.points[0] if pts.points else None
-    k, reference, shared = idx.alignment(first.source, precision) if first and first.kind == "published" else (
-        1.0, None, 0)
-    aligned = None
-    if reference is not None and abs(k - 1.0) > 0.01:
-        fwd_bwd_a *= k
-        aligned = detail("aligned", source=first.source if first else "", reference=reference, factor=k, n=shared)
-    intercept = max((pts.line[0] if pts.line is not None else 0.0) - opt_a, 0.0)
-    t0 = min(intercept, launch_floor(ctx, precision)[0], fwd_bwd_a)
     fwd_bwd_b, (low, high) = steptime.transfer_micro_step(
-        fwd_bwd_a, t0_s=t0, flops_per_step=flops, peak_a_tflops=peak_a, peak_b_tflops=peak_b,
+        got.fwd_bwd_s, t0_s=got.t0_s, flops_per_step=flops, peak_a_tflops=got.peak_tflops, peak_b_tflops=peak_b,
         bw_a_gb_s=bw_a, bw_b_gb_s=bw_b)
-    opt_b = opt_a * bw_a / bw_b
-    weight = transfer_weight(peak_ratio=peak_a / peak_b, bandwidth_ratio=bw_a / bw_b,
+    opt_b = got.optimizer_s * bw_a / bw_b
+    weight = transfer_weight(peak_ratio=got.peak_tflops / peak_b, bandwidth_ratio=bw_a / bw_b,
                              same_group=calibration.arch_group(other) == calibration.arch_group(gpu))
-    return _Transfer(fwd_bwd_b + opt_b, (low + opt_b, high + opt_b), weight, other.name, src_source, opt_b,
-                     steptime.points_used(pts, option.micro_batch), aligned)
+    return _Transfer(fwd_bwd_b + opt_b, (low + opt_b, high + opt_b), weight, other.name, got.source, opt_b,
+                     got.used, got.aligned)
 
 
 def transfer_weight(*, peak_ratio: float, bandwidth_ratio: float, same_group: bool) -> float:
@@ -122,11 +158,15 @@ def transferred(ctx: MicroContext, option: OptionPlan, flops: float, precision: 
     peak_b = transfer_peak(gpu, precision)
     if not flops or not peak_b:
         return None
-    published_only = all(idx.is_published(g, precision) for g in idx.gpus_with_times(precision) if g != gpu.id)
+    with_times = ctx.kept.transfer_gpus.get(precision)
+    if with_times is None:  # the same for every option of the context: (GPU id, published figures only), by id
+        with_times = ctx.kept.transfer_gpus[precision] = tuple(
+            (g, idx.is_published(g, precision)) for g in sorted(idx.gpus_with_times(precision)))
+    published_only = all(published for g, published in with_times if g != gpu.id)
     sources: list[_Transfer] = []
-    for other_id in sorted(idx.gpus_with_times(precision)):
+    for other_id, published in with_times:
         other = ctx.inputs.profiles.get(other_id)
-        if other is None or other.id == gpu.id or (idx.is_published(other_id, precision) and not published_only):
+        if other is None or other.id == gpu.id or (published and not published_only):
             continue
         got = _transfer_from(ctx, option, other=other, precision=precision, flops=flops, peak_b=peak_b)
         if got is not None:
