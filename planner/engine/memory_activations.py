@@ -53,6 +53,29 @@ AMP_ACTIVATION_ELEMENT_BYTES = FP32_ACTIVATION_ELEMENT_BYTES * 38 / 66
 # Ampere, Ada or Hopper); asking for `flash` elsewhere is refused.
 FLASH_MIN_CAPABILITY = 8.0
 
+# What the stack keeps (docs/methods.md#memory, "What the stack keeps"): where a software stack's own kernels keep
+# other tensors than the formula's reading of eager PyTorch. Keyed by planner.vocab.SOFTWARE_STACKS; a stack not
+# named here keeps what the formula counts.
+# The attention kernel a stack runs when the scenario's model.attention does not say, per model family: the stacks
+# that call FlashAttention-2 (or cuDNN's flash kernel) directly keep K/V at kv_heads and no s x s scores. Every other
+# stack runs PyTorch's fused SDPA (resolve_attention's default). Why each:
+# - hf_trainer_fa2: transformers' attn_implementation="flash_attention_2" exists for decoders and encoders, not ViT
+#   (ViT gained SDPA, not FA2), so a ViT on that stack runs SDPA;
+# - fused_kernels (Unsloth, Liger Kernel, fms-acceleration): decoder LLM fine-tuning on FlashAttention-2 (Unsloth's
+#   README context-length table: "Unsloth ... FA2"; calibration/published/sources/unsloth-readme-context-length.yaml);
+# - hand_fused (llm.c): cuDNN flash attention, saving an fp32 statistic per head and token
+#   (karpathy/llm.c@f1e2ace6:train_gpt2.cu#L177-L181, "cuDNN saves only some statistics information");
+# - megatron: TransformerEngine's / FlashAttention's fused attention (Megatron-LM --use-flash-attn, TE default).
+FLASH_DEFAULT_STACKS: dict[str, tuple[str, ...]] = {
+    "hf_trainer_fa2": ("decoder", "encoder"), "fused_kernels": ("decoder", "encoder"),
+    "hand_fused": ("decoder", "encoder", "vit"), "megatron": ("decoder", "encoder", "vit")}
+# Stacks whose cross-entropy is one fused classifier kernel: llm.c's fused_classifier computes the loss and writes the
+# logits' gradient in place into the one 16-bit logits buffer (B x T x Vp, `output`), never materialising the
+# log-softmax (karpathy/llm.c@f1e2ace6:llmc/fused_classifier.cuh#L1-L5; train_gpt2.cu#L238 sizes `output` as
+# B*T*max(3C, NH*T, Vp) floatX, #L778 calls it): a `loss: standard` head keeps t·sbV, not the logits, fp32
+# log-softmax and its gradient (10 sbV at 16-bit).
+FUSED_CLASSIFIER_STACKS: tuple[str, ...] = ("hand_fused",)
+
 
 def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
     if value not in allowed:
@@ -60,16 +83,23 @@ def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
 
 
 def resolve_attention(requested: str | None, *, family: str, precision: str,
-                      compute_capability: str | None) -> tuple[str, Note | str]:
-    """(attention, why): the scenario's model.attention, else sdpa.
+                      compute_capability: str | None, stack: str | None = None) -> tuple[str, Note | str]:
+    """(attention, why): the scenario's model.attention, else what the stack runs (FLASH_DEFAULT_STACKS), else sdpa.
 
     The default is what the common stacks run for ViT, encoders and decoders alike: PyTorch's fused
     scaled_dot_product_attention (Hugging Face ≥ 4.36's `attn_implementation` default, LitGPT, torchtitan, timm,
     the zoo), which picks its flash kernel for fp16/bf16 on sm80+ and the memory-efficient one otherwise — no s×s
     scores either way — after the caller repeats grouped K/V to every head (Hugging Face's repeat_kv, LitGPT's
     expand). `flash` (FlashAttention-2 called directly, K/V kept at kv_heads) needs fp16/bf16 on sm80+; eager
-    attention (2021-era BERT, timm ViT) must be asked for.
+    attention (2021-era BERT, timm < 0.9 ViT, PyTorch 1.x) must be asked for: the stack vocabulary has no version,
+    and the current releases of every stack run a fused kernel (timm >= 0.9 `fused_attn`, torchvision's
+    nn.MultiheadAttention with need_weights=False on PyTorch 2; rasbt's plain-PyTorch ViT-L/16 rows measure it).
+    A stack that calls FlashAttention-2 directly (FLASH_DEFAULT_STACKS) runs `flash` where the GPU and precision
+    allow it, else SDPA.
     """
+    if requested is None and family in FLASH_DEFAULT_STACKS.get(stack or "", ()) and \
+            precision in HALF_PRECISIONS and _capability(compute_capability) >= FLASH_MIN_CAPABILITY:
+        return "flash", piece("stack_flash_default", stack=str(stack), family=family)
     if requested is None:
         kernel = "flash" if precision in HALF_PRECISIONS and _capability(compute_capability) >= FLASH_MIN_CAPABILITY \
             else "memory-efficient"
@@ -266,7 +296,7 @@ def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
 
 def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool | None = None,
                           layout: str = "torch_amp", adapter: Adapter | None = None,
-                          softmax_keeps_input: bool = False) -> float:
+                          softmax_keeps_input: bool = False, fused_classifier: bool = False) -> float:
     """Embedding dropout mask, final norm input, LM-head input and the logits/loss tensors.
 
     Logits (docs/methods.md#memory): the model's logits (t·sbV, kept by the training loop that returned them), the
@@ -277,7 +307,8 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     (`loss: sequence`: classification) has none: only the head input counts. A frozen head (adapters: the head
     stays a 16-bit nn.Linear) keeps no input, and a frozen final norm no normalised output. Before PyTorch 1.11
     (`softmax_keeps_input`) log_softmax kept its input too: under AMP the logits' fp32 upcast (4sbV); otherwise the
-    logits themselves, already counted.
+    logits themselves, already counted. A fused classifier (`fused_classifier`, FUSED_CLASSIFIER_STACKS: llm.c)
+    turns a `loss: standard` head into one t·sbV logits buffer that its gradient overwrites in place.
     """
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
@@ -292,7 +323,9 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     if shape.loss == "chunked_fp32":  # every chunk's fp32 logits kept by the loop + an fp32 log-softmax per chunk
         logits = FP32_ACTIVATION_ELEMENT_BYTES * sb * shape.vocab + logits_loss_bytes(shape.seq_len, micro_batch,
                                                                                         shape.vocab)
-    if shape.loss == "standard":
+    if shape.loss == "standard" and fused_classifier:
+        logits = t * sb * shape.vocab
+    elif shape.loss == "standard":
         logits = t * sb * shape.vocab + 2 * logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
         if softmax_keeps_input and kind == "amp":
             logits += logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
@@ -302,21 +335,30 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
 def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *,
                                  attention: str = "sdpa", dropout: bool | None = None, checkpointing: bool = False,
                                  layout: str = "torch_amp", adapter: Adapter | None = None,
-                                 softmax_keeps_input: bool = False) -> float:
+                                 softmax_keeps_input: bool = False, stack: str | None = None,
+                                 checkpoint_offload: bool = False) -> float:
     """Activations of a decoder/encoder stack at micro-batch b: L blocks + embeddings/head (bytes per GPU).
 
     Checkpointing (docs/methods.md#memory): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
     fp32, whose residual stream is fp32) and one block's full working set exists during its recomputation.
+    `checkpoint_offload` (training.checkpoint_offload, with checkpointing): the kept block inputs live in CPU RAM
+    (Unsloth's use_gradient_checkpointing="unsloth": Unsloth_Offloaded_Gradient_Checkpointer saves
+    hidden_states.to("cpu", non_blocking=True) and copies it back for the recomputation,
+    unslothai/unsloth@4474e4bc:unsloth/models/_utils.py#L312-L338; at e3162dc5 imported from unsloth_zoo,
+    unsloth/models/_utils.py#L89-L90): the GPU holds one block's input in flight besides its working set.
+    `stack` (the planned stack): its loss kernel (FUSED_CLASSIFIER_STACKS).
     """
     per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
                                        layout=layout, adapter=adapter, softmax_keeps_input=softmax_keeps_input)
     if checkpointing:
         r = _residual_bytes(activation_kind(precision, layout))
-        blocks = shape.layers * r * shape.seq_len * micro_batch * shape.hidden + per_layer
+        kept_inputs = 1 if checkpoint_offload else shape.layers
+        blocks = kept_inputs * r * shape.seq_len * micro_batch * shape.hidden + per_layer
     else:
         blocks = shape.layers * per_layer
     return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout,
-                                          adapter=adapter, softmax_keeps_input=softmax_keeps_input)
+                                          adapter=adapter, softmax_keeps_input=softmax_keeps_input,
+                                          fused_classifier=stack in FUSED_CLASSIFIER_STACKS)
 
 
 def activation_element_bytes(precision: str, layout: str) -> float:
@@ -354,7 +396,8 @@ def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_preci
 
 def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str,
                     attention_why: Note | str, checkpointing: bool,
-                    softmax_keeps_input: bool = False) -> tuple[Note, ...]:
+                    softmax_keeps_input: bool = False, fused_classifier: bool = False,
+                    checkpoint_offload: bool = False) -> tuple[Note, ...]:
     """How the transformer formula was set up, knob by knob (the plan's source line for the activations)."""
     kind = activation_kind(precision, layout)
     pieces: list[Note | str] = [{"fp32": "fp32", "amp": "torch AMP"}[kind] if kind != "half" else piece("half")]
@@ -373,10 +416,14 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
         pieces.append(piece("softmax_input_kept"))
     if checkpointing:
         pieces.append(piece("checkpointing"))
+    if checkpoint_offload:
+        pieces.append(piece("checkpoint_offload"))
     if not shape.vocab:
         loss = detail("no_vocab")
     elif shape.loss == "chunked_fp32":
         loss = detail("chunked_fp32_loss", formula="4sbV", formula2="4sbV")
+    elif shape.loss == "standard" and fused_classifier:
+        loss = detail("fused_classifier_loss", formula="t·sbV")
     elif shape.loss == "standard":
         loss = detail("logits", formula="4sbV", precision="fp32")
     else:
@@ -387,13 +434,16 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
 def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, checkpointing: bool = False,
                      line: ActivationLine | None = None, layout: str = "torch_amp", attention: str = "sdpa",
                      attention_why: Note | str = "", adapter: Adapter | None = None,
-                     softmax_keeps_input: bool = False) -> tuple[float, Source]:
+                     softmax_keeps_input: bool = False, stack: str | None = None,
+                     checkpoint_offload: bool = False) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
     Precedence (docs/methods.md: measured > traced > formula): a fitted line (its intercept included; lines are
     taken as measured without checkpointing), the transformer formula, then the user's per-sample figure.
     `attention` is the resolved kind (resolve_attention) and `attention_why` how it was chosen;
-    `softmax_keeps_input`: training.softmax_keeps_input (PyTorch < 1.11, formula only).
+    `softmax_keeps_input`: training.softmax_keeps_input (PyTorch < 1.11, formula only); `stack`: the planned stack
+    (planner.engine.stack.planned_stack), what its kernels keep; `checkpoint_offload`: training.checkpoint_offload
+    (formula only: a measured line or a user figure says what its run kept).
     """
     if micro_batch < 1:
         raise InputError(None, "micro_batch", micro_batch, "an integer >= 1")
@@ -408,9 +458,12 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         shape = model.transformer
         value = transformer_activation_bytes(shape, micro_batch, precision, attention=attention,
                                              checkpointing=checkpointing, layout=layout, adapter=adapter,
-                                             softmax_keeps_input=softmax_keeps_input)
+                                             softmax_keeps_input=softmax_keeps_input, stack=stack,
+                                             checkpoint_offload=checkpoint_offload)
         parts = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
-                                checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input)
+                                checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input,
+                                fused_classifier=stack in FUSED_CLASSIFIER_STACKS,
+                                checkpoint_offload=checkpointing and checkpoint_offload)
         if adapter is not None:
             parts += (detail("frozen_base_q" if quantized_base_keeps_inputs(adapter) else "frozen_base",
                              adapter=adapter.kind, targets=adapter.targets, base=adapter.base_dtype),)

@@ -1,0 +1,85 @@
+"""What the stack keeps (issue 33, docs/methods.md#memory): per-stack activation rules of
+planner/engine/memory_activations.py, each against the formula it departs from."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.engine import memory_activations as ma
+from planner.engine.estimates import ResolvedModel
+from planner.inputs.scenario import Adapter, TransformerShape
+
+GPT2_MEDIUM = TransformerShape(layers=24, hidden=1024, heads=16, seq_len=1024, vocab=50304, mlp="gelu", ffn=4096,
+                               tie_embeddings=True, dropout=0.0, qkv="fused")
+LLAMA3_8B = TransformerShape(layers=32, hidden=4096, heads=32, kv_heads=8, seq_len=8192, vocab=128256, mlp="swiglu",
+                             ffn=14336, tie_embeddings=False, dropout=0.0, loss="chunked")
+QLORA = Adapter(kind="qlora", rank=32, targets="all_linear", base_dtype="nf4_dq", dropout=0.0, kbit_upcast=False)
+
+
+def test_llm_c_fused_classifier_keeps_one_16_bit_logits_buffer():
+    # llm.c's fused_classifier: the bf16 logits buffer, overwritten by its gradient; no fp32 log-softmax, no
+    # separate gradient: 8·s·b·V bytes fewer than the standard loss's 2 + 4 + 4.
+    b, s, v = 64, GPT2_MEDIUM.seq_len, GPT2_MEDIUM.vocab
+    eager = ma.transformer_activation_bytes(GPT2_MEDIUM, b, "bf16", attention="flash", layout="pure_bf16",
+                                            stack="pytorch_eager")
+    fused = ma.transformer_activation_bytes(GPT2_MEDIUM, b, "bf16", attention="flash", layout="pure_bf16",
+                                            stack="hand_fused")
+    assert eager - fused == pytest.approx(2 * ma.logits_loss_bytes(s, b, v))
+    head = ma.head_activation_bytes(GPT2_MEDIUM, b, "bf16", layout="pure_bf16", fused_classifier=True)
+    assert head == pytest.approx((2 + 2) * s * b * GPT2_MEDIUM.hidden + 2 * s * b * v)  # lnf + head input, logits
+
+
+@pytest.mark.parametrize("loss", ["chunked", "sequence", "chunked_fp32"])
+def test_the_fused_classifier_replaces_only_the_standard_loss(loss):
+    shape = TransformerShape(**{**GPT2_MEDIUM.__dict__, "loss": loss})
+    args = dict(attention="flash", layout="pure_bf16")
+    assert ma.transformer_activation_bytes(shape, 4, "bf16", stack="hand_fused", **args) == \
+        ma.transformer_activation_bytes(shape, 4, "bf16", stack="pytorch_eager", **args)
+
+
+def test_offloaded_checkpoints_leave_one_block_input_on_the_gpu():
+    # Unsloth's offloaded checkpointing: L block inputs to CPU RAM, one copied back for its recomputation.
+    args = dict(attention="flash", checkpointing=True, layout="pure_bf16", adapter=QLORA)
+    kept = ma.transformer_activation_bytes(LLAMA3_8B, 1, "bf16", **args)
+    offloaded = ma.transformer_activation_bytes(LLAMA3_8B, 1, "bf16", checkpoint_offload=True, **args)
+    block_input = 2 * LLAMA3_8B.seq_len * LLAMA3_8B.hidden  # bf16 residual stream
+    assert kept - offloaded == pytest.approx((LLAMA3_8B.layers - 1) * block_input)
+
+
+def test_offload_without_checkpointing_changes_nothing():
+    args = dict(attention="flash", layout="pure_bf16", adapter=QLORA)
+    assert ma.transformer_activation_bytes(LLAMA3_8B, 1, "bf16", checkpoint_offload=True, **args) == \
+        ma.transformer_activation_bytes(LLAMA3_8B, 1, "bf16", **args)
+
+
+@pytest.mark.parametrize(("stack", "family", "precision", "cc", "expected"), [
+    ("hf_trainer_fa2", "decoder", "bf16", "8.0", "flash"),
+    ("hf_trainer_fa2", "encoder", "fp16", "8.9", "flash"),
+    ("hf_trainer_fa2", "vit", "bf16", "8.0", "sdpa"),  # transformers has no FA2 ViT
+    ("hf_trainer_fa2", "decoder", "fp32", "8.0", "sdpa"),  # FA2 is 16-bit only
+    ("hf_trainer_fa2", "decoder", "fp16", "7.5", "sdpa"),  # and sm80+ only
+    ("fused_kernels", "decoder", "bf16", "9.0", "flash"),
+    ("hand_fused", "decoder", "bf16", "8.0", "flash"),
+    ("hf_trainer_sdpa", "decoder", "bf16", "8.0", "sdpa"),
+    ("pytorch_eager", "vit", "fp16", "8.6", "sdpa"),  # timm >= 0.9, torchvision on PyTorch 2: fused SDPA
+    ("torch_compile", "vit", "bf16", "8.0", "sdpa"),
+    (None, "decoder", "bf16", "8.0", "sdpa"),
+])
+def test_the_default_attention_follows_the_stack(stack, family, precision, cc, expected):
+    attention, _ = ma.resolve_attention(None, family=family, precision=precision, compute_capability=cc, stack=stack)
+    assert attention == expected
+
+
+def test_a_named_attention_wins_over_the_stack():
+    attention, why = ma.resolve_attention("eager", family="vit", precision="bf16", compute_capability="8.0",
+                                          stack="hand_fused")
+    assert (attention, why) == ("eager", "model.attention")
+
+
+def test_the_plan_says_which_stack_rule_it_used():
+    model = ResolvedModel(name="gpt2_medium", family="decoder", params=355_000_000, transformer=GPT2_MEDIUM)
+    _, source = ma.activation_bytes(model, "bf16", 8, layout="pure_bf16", attention="flash", stack="hand_fused")
+    assert "fused_classifier_loss" in repr(source)
+    _, source = ma.activation_bytes(model, "bf16", 8, layout="pure_bf16", attention="flash", stack="hand_fused",
+                                    checkpointing=True, checkpoint_offload=True)
+    assert "checkpoint_offload" in repr(source)
