@@ -44,27 +44,6 @@ KNOWN_MISSES = {
                             "first backward, whose workspace PyTorch 1.7 sizes up to the largest cached free block "
                             "(the GPU is not published)",
     # Issue 33's new rows (status only: each ran; predicted device total vs the card's capacity).
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-12gb-s21848": "Unsloth 8B QLoRA, 21,848 tokens on 12 GB ran; planned 12.2 GiB "
-                                                         "of 12.0 with the block inputs in CPU RAM "
-                                                         "(checkpoint_offload; 24.5 before): the recomputed block is "
-                                                         "counted as HF/PEFT keeps it (45 B·s·h: fp32 RMSNorm upcasts, "
-                                                         "SiLU output and SwiGLU product), not as Unsloth's fused "
-                                                         "RMSNorm and LoRA_MLP keep it (X, e, g; unsloth@e3162dc5:"
-                                                         "unsloth/kernels/fast_lora.py#L75-L87), not modelled yet",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-16gb-s40724": "as the 12 GB row: 40,724 tokens on 16 GB planned 16.8 GiB (38.2 "
-                                                         "before checkpoint_offload)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-24gb-s78475": "as the 12 GB row: 78,475 tokens on 24 GB planned 25.8 GiB (66.5 "
-                                                         "before)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-40gb-s153977": "as the 12 GB row: 153,977 tokens on 40 GB planned 44.0 GiB "
-                                                          "(123.0 before)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-48gb-s191728": "as the 12 GB row: 191,728 tokens on 48 GB planned 53.1 GiB "
-                                                          "(151.3 before)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-80gb-s342733": "as the 12 GB row: 342,733 tokens on 80 GB planned 89.5 GiB "
-                                                          "(264.5 before)",
-    "unsloth-ctx-llama3-3-70b-qlora-unsloth-80gb-s89389": "Unsloth 70B QLoRA, 89,389 tokens on an 80GB A100 ran; planned "
-                                                          "85.5 GiB with checkpoint_offload (326.3 before), 35.8 of it "
-                                                          "activations: as the 8B rows, Unsloth's fused block kernels "
-                                                          "are not modelled yet",
     "aai-3090x2-llama2-7b-lora-fsdp-b1-s512": "Answer.AI LoRA+FSDP, Llama-2 7B on 2 x RTX 3090 at batch 1 x 512: "
                                               "reserved 8.72 GiB vs 10.24 published (-14.9%) since fragmentation is "
                                               "charged on the bytes the allocator churns (issue 33; -2.4% when it was "

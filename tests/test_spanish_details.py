@@ -73,7 +73,8 @@ def _sources(monkeypatch: pytest.MonkeyPatch | None = None) -> list[Source]:
     for stack in ("hf_trainer_fa2", "fused_kernels", "hand_fused"):
         attention, why = ma.resolve_attention(None, family="decoder", precision="bf16", compute_capability="8.0",
                                               stack=stack)
-        out.append(ma.activation_bytes(ResolvedModel(name="m", family="decoder", params=1, transformer=GPT2), "bf16",
+        shape = LLAMA if stack == "fused_kernels" else GPT2
+        out.append(ma.activation_bytes(ResolvedModel(name="m", family="decoder", params=1, transformer=shape), "bf16",
                                        1, attention=attention, attention_why=why, stack=stack, checkpointing=True,
                                        checkpoint_offload=stack == "fused_kernels")[1])
     if monkeypatch is not None:
@@ -97,7 +98,8 @@ def test_the_formula_details_cover_every_piece_the_engine_writes(monkeypatch):
                   ", fused QKV buffer kept (RoPE), ", "; + chunked logits kept in fp32 4sbV + fp32 log-softmax 4sbV",
                   "): no input kept for frozen linears", "except bitsandbytes' quantised ones",
                   "flash attention (hand_fused runs FlashAttention-2 for a decoder)",
-                  ", checkpointed inputs in CPU RAM", "fused classifier: one logits buffer t·sbV"):
+                  ", checkpointed inputs in CPU RAM", "fused classifier: one logits buffer t·sbV",
+                  "rmsnorm, fused RMSNorm/SwiGLU kernels (inputs kept, SiLU recomputed)"):
         assert piece in text, piece
     # every piece the catalog says in Spanish is said somewhere here (a new piece gets a configuration)
     es = i18n.catalog("es")

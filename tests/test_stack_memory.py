@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from calibration import memory_report
 from planner.engine import memory_activations as ma
 from planner.engine.estimates import ResolvedModel
 from planner.inputs.scenario import Adapter, TransformerShape
@@ -114,3 +115,37 @@ def test_hand_fused_activations_are_llm_c_s_own_allocation(layers, hidden, heads
     assert planned == pytest.approx(llm_c, rel=0.03)
     eager = ma.transformer_activation_bytes(shape, batch, "bf16", attention="flash", layout="zero_paper")
     assert eager > 1.2 * llm_c
+
+
+def test_fused_kernels_keep_the_rmsnorm_input_and_the_swiglu_gate_and_up():
+    # Trainable block, 16-bit: eager keeps 2(4 + 2) for the norms and 2(1 + 4f/h) for the MLP; the fused kernels
+    # 2·2 (inputs only) and 2(1 + 3f/h) (SiLU's output recomputed): 8 + 2f/h bytes per s·b·h fewer.
+    shape = TransformerShape(**{**LLAMA3_8B.__dict__, "loss": "standard"})
+    f_over_h = shape.ffn_width / shape.hidden
+    eager, _, _ = ma.layer_activation_coefficients(shape, "bf16", attention="flash", layout="pure_bf16")
+    fused, _, _ = ma.layer_activation_coefficients(shape, "bf16", attention="flash", layout="pure_bf16",
+                                                   fused_norm_mlp=True)
+    assert eager - fused == pytest.approx(8 + 2 * f_over_h)
+    # Frozen (QLoRA): eager keeps the norms' fp32 upcasts (2·4) and gate, SiLU and up outputs (3f/h·2); fused the
+    # norms' 16-bit inputs (2·2) and gate and up (2f/h·2): 4 + 2f/h fewer.
+    eager_q, _, _ = ma.layer_activation_coefficients(shape, "bf16", attention="flash", layout="pure_bf16",
+                                                     adapter=QLORA)
+    fused_q, _, _ = ma.layer_activation_coefficients(shape, "bf16", attention="flash", layout="pure_bf16",
+                                                     adapter=QLORA, fused_norm_mlp=True)
+    assert eager_q - fused_q == pytest.approx(4 + 2 * f_over_h)
+
+
+def test_fused_kernels_leave_a_gelu_layernorm_model_as_it_was():
+    args = dict(attention="flash", layout="pure_bf16")
+    assert ma.transformer_activation_bytes(GPT2_MEDIUM, 4, "bf16", stack="fused_kernels", **args) == \
+        ma.transformer_activation_bytes(GPT2_MEDIUM, 4, "bf16", stack="pytorch_eager", **args)
+
+
+def test_unsloth_s_longest_contexts_plan_at_the_edge_of_their_cards():
+    """Unsloth's README table (e3162dc5 L357-L375): the longest context that trained on each card. With the
+    offloaded checkpoints and the fused kernels the plan puts each at 95-100% of the card: it fits, at the edge,
+    where the published run was the longest that fit (no constant fitted to these rows)."""
+    results = [r for r in memory_report.run() if "-qlora-unsloth-" in r.case]
+    assert len(results) == 7
+    for r in results:
+        assert 0.95 * r.estimate.capacity <= r.estimate.total <= r.estimate.capacity, r.case

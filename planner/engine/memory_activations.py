@@ -75,6 +75,14 @@ FLASH_DEFAULT_STACKS: dict[str, tuple[str, ...]] = {
 # B*T*max(3C, NH*T, Vp) floatX, #L778 calls it): a `loss: standard` head keeps t·sbV, not the logits, fp32
 # log-softmax and its gradient (10 sbV at 16-bit).
 FUSED_CLASSIFIER_STACKS: tuple[str, ...] = ("hand_fused",)
+# Stacks whose RMSNorm and SwiGLU are fused Triton kernels (Unsloth, Liger Kernel, fms-acceleration's fused ops, which
+# are Unsloth's): the RMSNorm kernel keeps only its input and an fp32 rstd per row (unslothai/unsloth@e3162dc5:
+# unsloth/kernels/rms_layernorm.py#L169 `ctx.save_for_backward(X, W, r)`; linkedin/Liger-Kernel@43c5fe1b:
+# src/liger_kernel/ops/rms_norm.py LigerRMSNormFunction), not the fp32 upcast and the normalised output, and the
+# SwiGLU kernel keeps the gate and up outputs and recomputes SiLU in backward (linkedin/Liger-Kernel@3baaa6bb:
+# src/liger_kernel/ops/swiglu.py LigerSiLUMulFunction `ctx.save_for_backward(a, b)`, "recomputation to save
+# memory"; Unsloth's LoRA_MLP keeps X, e, g: unsloth/kernels/fast_lora.py#L86-L87), not SiLU's output.
+FUSED_NORM_MLP_STACKS: tuple[str, ...] = ("fused_kernels",)
 
 
 def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
@@ -129,10 +137,11 @@ def _mask_bytes(shape: TransformerShape, dropout: bool | None) -> int:
     return MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
 
 
-def _norm_bytes(shape: TransformerShape, r: int, *, frozen: bool = False) -> int:
+def _norm_bytes(shape: TransformerShape, r: int, *, frozen: bool = False, fused: bool = False) -> int:
     """Bytes per element one norm keeps for backward: LayerNorm its input (r); RMSNorm its fp32 upcast, plus the
-    normalised output the weight multiply keeps (r) unless the weight is frozen."""
-    if shape.norm_kind == "layernorm":
+    normalised output the weight multiply keeps (r) unless the weight is frozen; a fused RMSNorm kernel
+    (FUSED_NORM_MLP_STACKS) its input (r), trainable or frozen (the fp32 rstd per row is 4/h per element)."""
+    if shape.norm_kind == "layernorm" or fused:
         return r
     return RMSNORM_FP32_INPUT_BYTES + (0 if frozen else r)
 
@@ -156,23 +165,24 @@ def _residual_bytes(kind: str) -> int:
     return HALF_BYTES if kind == "half" else FP32_BYTES
 
 
-def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> float:
+def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int, *, fused: bool = False) -> float:
     """MLP bytes per s·b·h without dropout mask (Korthikanti §4.1: 18 at 16-bit for the 4h GeLU MLP).
 
     GeLU, width f: input of the first linear (t·sbh) + GeLU input and output (2·t·sbf) = t(1 + 2f/h).
     SwiGLU, width f (derived here): the shared input of gate and up projections (t·sbh); SiLU saves its input,
     the gate output (t·sbf); the product saves both factors, SiLU output and up output (2·t·sbf); the down
     projection saves its input, the product (t·sbf): t(1 + 4f/h), i.e. 2 + 8f/h at 16-bit (docs/methods.md#memory).
+    A fused SwiGLU kernel (`fused`, FUSED_NORM_MLP_STACKS) keeps gate and up outputs and recomputes SiLU: t(1 + 3f/h).
     """
     f_over_h = shape.ffn_width / shape.hidden
-    wide_tensors = 4 if shape.mlp == "swiglu" else 2
+    wide_tensors = (3 if fused else 4) if shape.mlp == "swiglu" else 2
     return tensor_bytes * (1 + wide_tensors * f_over_h)
 
 
 def layer_activation_coefficients(shape: TransformerShape, precision: str, *, attention: str = "sdpa",
                                   dropout: bool | None = None, layout: str = "torch_amp",
-                                  adapter: Adapter | None = None,
-                                  softmax_keeps_input: bool = False) -> tuple[float, float, float]:
+                                  adapter: Adapter | None = None, softmax_keeps_input: bool = False,
+                                  fused_norm_mlp: bool = False) -> tuple[float, float, float]:
     """(c_sbh, c_as2b, c_asb): one block keeps c_sbh·s·b·h + c_as2b·a·s²·b + c_asb·a·s·b bytes.
 
     Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", §4.1, eq. 1):
@@ -187,18 +197,20 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     `softmax_keeps_input` (PyTorch < 1.11): eager softmax also keeps its input, 4 under AMP (the fp32 upcast), else t.
     Results (checked in tests): 16-bit 34 + 5as/h / 32 + 2as/h, fp32 66 + 9as/h / 64 + 4as/h, AMP 38 + 7as/h /
     36 + 6as/h; SDPA 34/32, 66/64, 38/36. With an adapter the base is frozen: see frozen_block_coefficient.
-    A fused projection with RoPE (`qkv: fused_rope`) keeps 2t more: fused_qkv_extra.
+    A fused projection with RoPE (`qkv: fused_rope`) keeps 2t more: fused_qkv_extra. `fused_norm_mlp`
+    (FUSED_NORM_MLP_STACKS): fused RMSNorm and SwiGLU kernels (_norm_bytes, mlp_activation_coefficient).
     """
     _check(attention, ATTENTIONS, "model.attention")
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
     m = _mask_bytes(shape, dropout)
     if adapter is not None:
-        c_sbh = frozen_block_coefficient(shape, t=t, r=r, m=m, attention=attention, adapter=adapter)
+        c_sbh = frozen_block_coefficient(shape, t=t, r=r, m=m, attention=attention, adapter=adapter,
+                                         fused_norm_mlp=fused_norm_mlp)
     else:
-        norms = 2 * _norm_bytes(shape, r)
+        norms = 2 * _norm_bytes(shape, r, fused=fused_norm_mlp)
         kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
-        c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t) + m)
+        c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t, fused=fused_norm_mlp) + m)
         c_sbh += fused_qkv_extra(shape) * t
     if attention != "eager":
         return c_sbh, 0.0, float(LOGSUMEXP_BYTES)
@@ -224,7 +236,7 @@ def fused_qkv_extra(shape: TransformerShape) -> float:
 
 
 def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int, attention: str,
-                             adapter: Adapter) -> float:
+                             adapter: Adapter, fused_norm_mlp: bool = False) -> float:
     """Bytes per s·b·h one block keeps for backward when its base weights are frozen (LoRA/QLoRA).
 
     Autograd saves what the gradient of something trainable needs (checked with saved_tensors_hooks: a frozen
@@ -238,12 +250,14 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     (`adapter.fused_qkv`, LoRAQKVLinear) drops their shared input once, and zero_pad's index_copy keeps its
     source, the adapted outputs side by side ((h + kv width) for q and v: Lightning-AI/litgpt@0cc02afa:
     lit_gpt/lora.py#L290-L296; IndexCopyBackward0 saves `source` since pytorch/pytorch#52203).
+    `fused_norm_mlp` (FUSED_NORM_MLP_STACKS): a fused RMSNorm keeps its input (r), a fused SwiGLU the gate and up
+    outputs (2f/h, not SiLU's output); the adapters' inputs are kept as above.
     """
     f_over_h = shape.ffn_width / shape.hidden
-    norms = 2 * _norm_bytes(shape, r, frozen=True)
+    norms = 2 * _norm_bytes(shape, r, frozen=True, fused=fused_norm_mlp)
     kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
     attention_saved = (1 + 2 * kv) * t + (0 if attention == "eager" else t) + m + fused_qkv_extra(shape) * t
-    mlp_saved = (3 if shape.mlp == "swiglu" else 1) * f_over_h * t + m
+    mlp_saved = ((2 if fused_norm_mlp else 3) if shape.mlp == "swiglu" else 1) * f_over_h * t + m
     # The matmul inputs: attention input, projection input, MLP input, down-projection input (in units of sbh).
     inputs = {"qkv": 1.0, "o": 1.0, "mlp": 1.0, "down": f_over_h}
     # Adapted matrices per input: q, k, v share the attention input; gate and up (SwiGLU) the MLP input.
@@ -280,11 +294,13 @@ def quantized_base_keeps_inputs(adapter: Adapter) -> bool:
 
 def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, attention: str = "sdpa",
                            dropout: bool | None = None, layout: str = "torch_amp",
-                           adapter: Adapter | None = None, softmax_keeps_input: bool = False) -> float:
+                           adapter: Adapter | None = None, softmax_keeps_input: bool = False,
+                           fused_norm_mlp: bool = False) -> float:
     """Bytes one transformer block keeps for backward (Korthikanti et al. 2022 eq. 1 and variants)."""
     c_sbh, c_as2b, c_asb = layer_activation_coefficients(shape, precision, attention=attention, dropout=dropout,
                                                          layout=layout, adapter=adapter,
-                                                         softmax_keeps_input=softmax_keeps_input)
+                                                         softmax_keeps_input=softmax_keeps_input,
+                                                         fused_norm_mlp=fused_norm_mlp)
     s, b, h, a = shape.seq_len, micro_batch, shape.hidden, shape.heads
     return c_sbh * s * b * h + c_as2b * a * s * s * b + c_asb * a * s * b
 
@@ -296,7 +312,8 @@ def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
 
 def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool | None = None,
                           layout: str = "torch_amp", adapter: Adapter | None = None,
-                          softmax_keeps_input: bool = False, fused_classifier: bool = False) -> float:
+                          softmax_keeps_input: bool = False, fused_classifier: bool = False,
+                          fused_norm: bool = False) -> float:
     """Embedding dropout mask, final norm input, LM-head input and the logits/loss tensors.
 
     Logits (docs/methods.md#memory): the model's logits (t·sbV, kept by the training loop that returned them), the
@@ -313,7 +330,7 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
     m = _mask_bytes(shape, dropout)
-    norm = _norm_bytes(shape, r, frozen=adapter is not None)
+    norm = _norm_bytes(shape, r, frozen=adapter is not None, fused=fused_norm)
     if adapter is not None:
         t_head = 0
     else:
@@ -346,10 +363,13 @@ def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, prec
     hidden_states.to("cpu", non_blocking=True) and copies it back for the recomputation,
     unslothai/unsloth@4474e4bc:unsloth/models/_utils.py#L312-L338; at e3162dc5 imported from unsloth_zoo,
     unsloth/models/_utils.py#L89-L90): the GPU holds one block's input in flight besides its working set.
-    `stack` (the planned stack): its loss kernel (FUSED_CLASSIFIER_STACKS).
+    `stack` (the planned stack): its loss kernel (FUSED_CLASSIFIER_STACKS), its fused RMSNorm and SwiGLU
+    (FUSED_NORM_MLP_STACKS).
     """
+    fused = stack in FUSED_NORM_MLP_STACKS
     per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
-                                       layout=layout, adapter=adapter, softmax_keeps_input=softmax_keeps_input)
+                                       layout=layout, adapter=adapter, softmax_keeps_input=softmax_keeps_input,
+                                       fused_norm_mlp=fused)
     if checkpointing:
         r = _residual_bytes(activation_kind(precision, layout))
         kept_inputs = 1 if checkpoint_offload else shape.layers
@@ -358,7 +378,7 @@ def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, prec
         blocks = shape.layers * per_layer
     return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout,
                                           adapter=adapter, softmax_keeps_input=softmax_keeps_input,
-                                          fused_classifier=stack in FUSED_CLASSIFIER_STACKS)
+                                          fused_classifier=stack in FUSED_CLASSIFIER_STACKS, fused_norm=fused)
 
 
 def activation_element_bytes(precision: str, layout: str) -> float:
@@ -397,7 +417,7 @@ def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_preci
 def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str,
                     attention_why: Note | str, checkpointing: bool,
                     softmax_keeps_input: bool = False, fused_classifier: bool = False,
-                    checkpoint_offload: bool = False) -> tuple[Note, ...]:
+                    checkpoint_offload: bool = False, fused_norm_mlp: bool = False) -> tuple[Note, ...]:
     """How the transformer formula was set up, knob by knob (the plan's source line for the activations)."""
     kind = activation_kind(precision, layout)
     pieces: list[Note | str] = [{"fp32": "fp32", "amp": "torch AMP"}[kind] if kind != "half" else piece("half")]
@@ -408,6 +428,8 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
     if fused_qkv_extra(shape):
         pieces.append(piece("fused_qkv"))
     pieces.append(shape.norm_kind)
+    if fused_norm_mlp and (shape.norm_kind == "rmsnorm" or shape.mlp == "swiglu"):
+        pieces.append(piece("fused_norm_mlp"))
     if shape.dropout is None:
         pieces.append(piece("dropout_assumed" if ASSUME_DROPOUT else "no_dropout_assumed"))
     else:
@@ -463,7 +485,8 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         parts = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
                                 checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input,
                                 fused_classifier=stack in FUSED_CLASSIFIER_STACKS,
-                                checkpoint_offload=checkpointing and checkpoint_offload)
+                                checkpoint_offload=checkpointing and checkpoint_offload,
+                                fused_norm_mlp=stack in FUSED_NORM_MLP_STACKS)
         if adapter is not None:
             parts += (detail("frozen_base_q" if quantized_base_keeps_inputs(adapter) else "frozen_base",
                              adapter=adapter.kind, targets=adapter.targets, base=adapter.base_dtype),)
