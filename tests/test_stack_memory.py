@@ -62,6 +62,7 @@ def test_offload_without_checkpointing_changes_nothing():
     ("fused_kernels", "decoder", "bf16", "9.0", "flash"),
     ("hand_fused", "decoder", "bf16", "8.0", "flash"),
     ("hf_trainer_sdpa", "decoder", "bf16", "8.0", "sdpa"),
+    ("megatron", "decoder", "bf16", "8.0", "sdpa"),  # TransformerEngine not read yet: SDPA keeps more
     ("pytorch_eager", "vit", "fp16", "8.6", "sdpa"),  # timm >= 0.9, torchvision on PyTorch 2: fused SDPA
     ("torch_compile", "vit", "bf16", "8.0", "sdpa"),
     (None, "decoder", "bf16", "8.0", "sdpa"),

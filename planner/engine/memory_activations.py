@@ -53,7 +53,7 @@ AMP_ACTIVATION_ELEMENT_BYTES = FP32_ACTIVATION_ELEMENT_BYTES * 38 / 66
 # Ampere, Ada or Hopper); asking for `flash` elsewhere is refused.
 FLASH_MIN_CAPABILITY = 8.0
 
-# What the stack keeps (docs/methods.md#memory, "What the stack keeps"): where a software stack's own kernels keep
+# What the stack keeps (docs/methods.md#what-the-stack-keeps): where a software stack's own kernels keep
 # other tensors than the formula's reading of eager PyTorch. Keyed by planner.vocab.SOFTWARE_STACKS; a stack not
 # named here keeps what the formula counts.
 # The attention kernel a stack runs when the scenario's model.attention does not say, per model family: the stacks
@@ -64,11 +64,12 @@ FLASH_MIN_CAPABILITY = 8.0
 # - fused_kernels (Unsloth, Liger Kernel, fms-acceleration): decoder LLM fine-tuning on FlashAttention-2 (Unsloth's
 #   README context-length table: "Unsloth ... FA2"; calibration/published/sources/unsloth-readme-context-length.yaml);
 # - hand_fused (llm.c): cuDNN flash attention, saving an fp32 statistic per head and token
-#   (karpathy/llm.c@f1e2ace6:train_gpt2.cu#L177-L181, "cuDNN saves only some statistics information");
-# - megatron: TransformerEngine's / FlashAttention's fused attention (Megatron-LM --use-flash-attn, TE default).
+#   (karpathy/llm.c@f1e2ace6:train_gpt2.cu#L177-L181, "cuDNN saves only some statistics information").
+# Megatron (TransformerEngine's fused attention) is left at SDPA until its attention backend is read at a pinned
+# commit: SDPA's repeated K/V keep more, the conservative side.
 FLASH_DEFAULT_STACKS: dict[str, tuple[str, ...]] = {
     "hf_trainer_fa2": ("decoder", "encoder"), "fused_kernels": ("decoder", "encoder"),
-    "hand_fused": ("decoder", "encoder", "vit"), "megatron": ("decoder", "encoder", "vit")}
+    "hand_fused": ("decoder", "encoder", "vit")}
 # Stacks whose cross-entropy is one fused classifier kernel: llm.c's fused_classifier computes the loss and writes the
 # logits' gradient in place into the one 16-bit logits buffer (B x T x Vp, `output`), never materialising the
 # log-softmax (karpathy/llm.c@f1e2ace6:llmc/fused_classifier.cuh#L1-L5; train_gpt2.cu#L238 sizes `output` as
