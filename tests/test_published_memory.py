@@ -44,24 +44,6 @@ KNOWN_MISSES = {
                             "first backward, whose workspace PyTorch 1.7 sizes up to the largest cached free block "
                             "(the GPU is not published)",
     # Issue 33's new rows (status only: each ran; predicted device total vs the card's capacity).
-    "llmc-a100x8-gpt2-350m-b64": "llm.c GPT-2 350M at its published micro-batch 64 x 1024 (no recompute, ZeRO-1, 8 A100 "
-                                 "80GB) ran; planned 90.1 GiB of 80.0 (+10.1 GiB), 79.0 GiB of it activations: the model "
-                                 "keeps what an eager trainer keeps, not llm.c's fused kernels (issue 33: what the stack "
-                                 "keeps)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-12gb-s21848": "Unsloth 8B QLoRA, 21,848 tokens on 12 GB ran; planned 24.0 GiB "
-                                                         "(+12.0): 'unsloth' checkpointing offloads the layer inputs "
-                                                         "to CPU RAM, which the model cannot say",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-16gb-s40724": "as the 12 GB row: 40,724 tokens on 16 GB planned 38.2 GiB (+22.2)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-24gb-s78475": "as the 12 GB row: 78,475 tokens on 24 GB planned 66.5 GiB (+42.5)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-40gb-s153977": "as the 12 GB row: 153,977 tokens on 40 GB planned 123.0 GiB "
-                                                          "(+83.0)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-48gb-s191728": "as the 12 GB row: 191,728 tokens on 48 GB planned 151.3 GiB "
-                                                          "(+103.4)",
-    "unsloth-ctx-llama3-1-8b-qlora-unsloth-80gb-s342733": "as the 12 GB row: 342,733 tokens on 80 GB planned 264.5 GiB "
-                                                          "(+184.5)",
-    "unsloth-ctx-llama3-3-70b-qlora-unsloth-80gb-s89389": "Unsloth 70B QLoRA, 89,389 tokens on an 80GB A100 ran; planned "
-                                                          "326.3 GiB (+246.3), 251.3 of it activations (checkpoint "
-                                                          "offload to CPU not modelled)",
     "aai-3090x2-llama2-7b-lora-fsdp-b1-s512": "Answer.AI LoRA+FSDP, Llama-2 7B on 2 x RTX 3090 at batch 1 x 512: "
                                               "reserved 8.72 GiB vs 10.24 published (-14.9%) since fragmentation is "
                                               "charged on the bytes the allocator churns (issue 33; -2.4% when it was "

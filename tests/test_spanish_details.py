@@ -69,6 +69,14 @@ def _sources(monkeypatch: pytest.MonkeyPatch | None = None) -> list[Source]:
     # the bare call (no why) and the formula's other default: no dropout when the shape does not say
     out.append(ma.activation_bytes(ResolvedModel(name="m", family="decoder", params=1, transformer=GPT2), "fp16",
                                    1, layout="megatron")[1])
+    # what the stack keeps: a stack's default FlashAttention-2, llm.c's fused classifier, offloaded checkpoints
+    for stack in ("hf_trainer_fa2", "fused_kernels", "hand_fused"):
+        attention, why = ma.resolve_attention(None, family="decoder", precision="bf16", compute_capability="8.0",
+                                              stack=stack)
+        shape = LLAMA if stack == "fused_kernels" else GPT2
+        out.append(ma.activation_bytes(ResolvedModel(name="m", family="decoder", params=1, transformer=shape), "bf16",
+                                       1, attention=attention, attention_why=why, stack=stack, checkpointing=True,
+                                       checkpoint_offload=stack == "fused_kernels")[1])
     if monkeypatch is not None:
         monkeypatch.setattr(ma, "ASSUME_DROPOUT", False)
         out.append(Source("analytic", parts=ma._formula_detail(GPT2, "bf16", "torch_amp", attention="sdpa",
@@ -88,7 +96,10 @@ def test_the_formula_details_cover_every_piece_the_engine_writes(monkeypatch):
                   "; no token vocabulary (image transformer): no logits", "; sequence loss: no whole logits",
                   "; chunked loss: no whole logits", "+ logits/loss 4sbV (fp32 log-softmax) + its backward transient",
                   ", fused QKV buffer kept (RoPE), ", "; + chunked logits kept in fp32 4sbV + fp32 log-softmax 4sbV",
-                  "): no input kept for frozen linears", "except bitsandbytes' quantised ones"):
+                  "): no input kept for frozen linears", "except bitsandbytes' quantised ones",
+                  "flash attention (hand_fused runs FlashAttention-2 for a decoder)",
+                  ", checkpointed inputs in CPU RAM", "fused classifier: one logits buffer t·sbV",
+                  "rmsnorm, fused RMSNorm/SwiGLU kernels (inputs kept, SiLU recomputed)"):
         assert piece in text, piece
     # every piece the catalog says in Spanish is said somewhere here (a new piece gets a configuration)
     es = i18n.catalog("es")

@@ -28,6 +28,7 @@ from planner.engine.memory_activations import (
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.shapes import block_params, embedding_params
+from planner.engine.stack import planned_stack
 from planner.inputs.errors import CannotEstimate, InputError
 from planner.vocab import (
     ADAPTER_TARGETS,
@@ -577,12 +578,14 @@ def option_activation_bytes(model: ResolvedModel, training: TrainingSetup, optio
                             line: ActivationLine | None, adapter: Adapter | None) -> tuple[float, Source]:
     """Activation bytes of one micro-step of the option, at the attention its model, precision and GPU resolve to
     (resolve_attention); `adapter` None counts the base as trainable. CannotEstimate when nothing says them."""
+    stack = planned_stack(training.stack, model.family).stack  # what its kernels keep (memory_activations)
     attention, why = resolve_attention(model.attention, family=model.family, precision=option.precision,
-                                       compute_capability=option.gpu.compute_capability)
+                                       compute_capability=option.gpu.compute_capability, stack=stack)
     return activation_bytes(model, option.precision, option.micro_batch,
                             checkpointing=training.activation_checkpointing, line=line,
                             layout=training.state_layout, attention=attention, attention_why=why, adapter=adapter,
-                            softmax_keeps_input=training.softmax_keeps_input)
+                            softmax_keeps_input=training.softmax_keeps_input, stack=stack,
+                            checkpoint_offload=training.checkpoint_offload)
 
 
 def head_gradient_bytes(model: ResolvedModel, training: TrainingSetup, *, precision: str) -> float:

@@ -53,6 +53,38 @@ AMP_ACTIVATION_ELEMENT_BYTES = FP32_ACTIVATION_ELEMENT_BYTES * 38 / 66
 # Ampere, Ada or Hopper); asking for `flash` elsewhere is refused.
 FLASH_MIN_CAPABILITY = 8.0
 
+# What the stack keeps (docs/methods.md#what-the-stack-keeps): where a software stack's own kernels keep
+# other tensors than the formula's reading of eager PyTorch. Keyed by planner.vocab.SOFTWARE_STACKS; a stack not
+# named here keeps what the formula counts.
+# The attention kernel a stack runs when the scenario's model.attention does not say, per model family: the stacks
+# that call FlashAttention-2 (or cuDNN's flash kernel) directly keep K/V at kv_heads and no s x s scores. Every other
+# stack runs PyTorch's fused SDPA (resolve_attention's default). Why each:
+# - hf_trainer_fa2: transformers' attn_implementation="flash_attention_2" exists for decoders and encoders, not ViT
+#   (ViT gained SDPA, not FA2), so a ViT on that stack runs SDPA;
+# - fused_kernels (Unsloth, Liger Kernel, fms-acceleration): decoder LLM fine-tuning on FlashAttention-2 (Unsloth's
+#   README context-length table: "Unsloth ... FA2"; calibration/published/sources/unsloth-readme-context-length.yaml);
+# - hand_fused (llm.c): cuDNN flash attention, saving an fp32 statistic per head and token
+#   (karpathy/llm.c@f1e2ace6:train_gpt2.cu#L177-L181, "cuDNN saves only some statistics information").
+# Megatron (TransformerEngine's fused attention) is left at SDPA until its attention backend is read at a pinned
+# commit: SDPA's repeated K/V keep more, the conservative side.
+FLASH_DEFAULT_STACKS: dict[str, tuple[str, ...]] = {
+    "hf_trainer_fa2": ("decoder", "encoder"), "fused_kernels": ("decoder", "encoder"),
+    "hand_fused": ("decoder", "encoder", "vit")}
+# Stacks whose cross-entropy is one fused classifier kernel: llm.c's fused_classifier computes the loss and writes the
+# logits' gradient in place into the one 16-bit logits buffer (B x T x Vp, `output`), never materialising the
+# log-softmax (karpathy/llm.c@f1e2ace6:llmc/fused_classifier.cuh#L1-L5; train_gpt2.cu#L238 sizes `output` as
+# B*T*max(3C, NH*T, Vp) floatX, #L778 calls it): a `loss: standard` head keeps t·sbV, not the logits, fp32
+# log-softmax and its gradient (10 sbV at 16-bit).
+FUSED_CLASSIFIER_STACKS: tuple[str, ...] = ("hand_fused",)
+# Stacks whose RMSNorm and SwiGLU are fused Triton kernels (Unsloth, Liger Kernel, fms-acceleration's fused ops, which
+# are Unsloth's): the RMSNorm kernel keeps only its input and an fp32 rstd per row (unslothai/unsloth@e3162dc5:
+# unsloth/kernels/rms_layernorm.py#L169 `ctx.save_for_backward(X, W, r)`; linkedin/Liger-Kernel@43c5fe1b:
+# src/liger_kernel/ops/rms_norm.py LigerRMSNormFunction), not the fp32 upcast and the normalised output, and the
+# SwiGLU kernel keeps the gate and up outputs and recomputes SiLU in backward (linkedin/Liger-Kernel@3baaa6bb:
+# src/liger_kernel/ops/swiglu.py LigerSiLUMulFunction `ctx.save_for_backward(a, b)`, "recomputation to save
+# memory"; Unsloth's LoRA_MLP keeps X, e, g: unsloth/kernels/fast_lora.py#L86-L87), not SiLU's output.
+FUSED_NORM_MLP_STACKS: tuple[str, ...] = ("fused_kernels",)
+
 
 def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
     if value not in allowed:
@@ -60,16 +92,23 @@ def _check(value: str, allowed: tuple[str, ...], field: str) -> None:
 
 
 def resolve_attention(requested: str | None, *, family: str, precision: str,
-                      compute_capability: str | None) -> tuple[str, Note | str]:
-    """(attention, why): the scenario's model.attention, else sdpa.
+                      compute_capability: str | None, stack: str | None = None) -> tuple[str, Note | str]:
+    """(attention, why): the scenario's model.attention, else what the stack runs (FLASH_DEFAULT_STACKS), else sdpa.
 
     The default is what the common stacks run for ViT, encoders and decoders alike: PyTorch's fused
     scaled_dot_product_attention (Hugging Face ≥ 4.36's `attn_implementation` default, LitGPT, torchtitan, timm,
     the zoo), which picks its flash kernel for fp16/bf16 on sm80+ and the memory-efficient one otherwise — no s×s
     scores either way — after the caller repeats grouped K/V to every head (Hugging Face's repeat_kv, LitGPT's
     expand). `flash` (FlashAttention-2 called directly, K/V kept at kv_heads) needs fp16/bf16 on sm80+; eager
-    attention (2021-era BERT, timm ViT) must be asked for.
+    attention (2021-era BERT, timm < 0.9 ViT, PyTorch 1.x) must be asked for: the stack vocabulary has no version,
+    and the current releases of every stack run a fused kernel (timm >= 0.9 `fused_attn`, torchvision's
+    nn.MultiheadAttention with need_weights=False on PyTorch 2; rasbt's plain-PyTorch ViT-L/16 rows measure it).
+    A stack that calls FlashAttention-2 directly (FLASH_DEFAULT_STACKS) runs `flash` where the GPU and precision
+    allow it, else SDPA.
     """
+    if requested is None and family in FLASH_DEFAULT_STACKS.get(stack or "", ()) and \
+            precision in HALF_PRECISIONS and _capability(compute_capability) >= FLASH_MIN_CAPABILITY:
+        return "flash", piece("stack_flash_default", stack=str(stack), family=family)
     if requested is None:
         kernel = "flash" if precision in HALF_PRECISIONS and _capability(compute_capability) >= FLASH_MIN_CAPABILITY \
             else "memory-efficient"
@@ -99,10 +138,11 @@ def _mask_bytes(shape: TransformerShape, dropout: bool | None) -> int:
     return MASK_BYTES if (shape_dropout(shape) if dropout is None else dropout) else 0
 
 
-def _norm_bytes(shape: TransformerShape, r: int, *, frozen: bool = False) -> int:
+def _norm_bytes(shape: TransformerShape, r: int, *, frozen: bool = False, fused: bool = False) -> int:
     """Bytes per element one norm keeps for backward: LayerNorm its input (r); RMSNorm its fp32 upcast, plus the
-    normalised output the weight multiply keeps (r) unless the weight is frozen."""
-    if shape.norm_kind == "layernorm":
+    normalised output the weight multiply keeps (r) unless the weight is frozen; a fused RMSNorm kernel
+    (FUSED_NORM_MLP_STACKS) its input (r), trainable or frozen (the fp32 rstd per row is 4/h per element)."""
+    if shape.norm_kind == "layernorm" or fused:
         return r
     return RMSNORM_FP32_INPUT_BYTES + (0 if frozen else r)
 
@@ -126,23 +166,24 @@ def _residual_bytes(kind: str) -> int:
     return HALF_BYTES if kind == "half" else FP32_BYTES
 
 
-def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int) -> float:
+def mlp_activation_coefficient(shape: TransformerShape, tensor_bytes: int, *, fused: bool = False) -> float:
     """MLP bytes per s·b·h without dropout mask (Korthikanti §4.1: 18 at 16-bit for the 4h GeLU MLP).
 
     GeLU, width f: input of the first linear (t·sbh) + GeLU input and output (2·t·sbf) = t(1 + 2f/h).
     SwiGLU, width f (derived here): the shared input of gate and up projections (t·sbh); SiLU saves its input,
     the gate output (t·sbf); the product saves both factors, SiLU output and up output (2·t·sbf); the down
     projection saves its input, the product (t·sbf): t(1 + 4f/h), i.e. 2 + 8f/h at 16-bit (docs/methods.md#memory).
+    A fused SwiGLU kernel (`fused`, FUSED_NORM_MLP_STACKS) keeps gate and up outputs and recomputes SiLU: t(1 + 3f/h).
     """
     f_over_h = shape.ffn_width / shape.hidden
-    wide_tensors = 4 if shape.mlp == "swiglu" else 2
+    wide_tensors = (3 if fused else 4) if shape.mlp == "swiglu" else 2
     return tensor_bytes * (1 + wide_tensors * f_over_h)
 
 
 def layer_activation_coefficients(shape: TransformerShape, precision: str, *, attention: str = "sdpa",
                                   dropout: bool | None = None, layout: str = "torch_amp",
-                                  adapter: Adapter | None = None,
-                                  softmax_keeps_input: bool = False) -> tuple[float, float, float]:
+                                  adapter: Adapter | None = None, softmax_keeps_input: bool = False,
+                                  fused_norm_mlp: bool = False) -> tuple[float, float, float]:
     """(c_sbh, c_as2b, c_asb): one block keeps c_sbh·s·b·h + c_as2b·a·s²·b + c_asb·a·s·b bytes.
 
     Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", §4.1, eq. 1):
@@ -157,18 +198,20 @@ def layer_activation_coefficients(shape: TransformerShape, precision: str, *, at
     `softmax_keeps_input` (PyTorch < 1.11): eager softmax also keeps its input, 4 under AMP (the fp32 upcast), else t.
     Results (checked in tests): 16-bit 34 + 5as/h / 32 + 2as/h, fp32 66 + 9as/h / 64 + 4as/h, AMP 38 + 7as/h /
     36 + 6as/h; SDPA 34/32, 66/64, 38/36. With an adapter the base is frozen: see frozen_block_coefficient.
-    A fused projection with RoPE (`qkv: fused_rope`) keeps 2t more: fused_qkv_extra.
+    A fused projection with RoPE (`qkv: fused_rope`) keeps 2t more: fused_qkv_extra. `fused_norm_mlp`
+    (FUSED_NORM_MLP_STACKS): fused RMSNorm and SwiGLU kernels (_norm_bytes, mlp_activation_coefficient).
     """
     _check(attention, ATTENTIONS, "model.attention")
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
     m = _mask_bytes(shape, dropout)
     if adapter is not None:
-        c_sbh = frozen_block_coefficient(shape, t=t, r=r, m=m, attention=attention, adapter=adapter)
+        c_sbh = frozen_block_coefficient(shape, t=t, r=r, m=m, attention=attention, adapter=adapter,
+                                         fused_norm_mlp=fused_norm_mlp)
     else:
-        norms = 2 * _norm_bytes(shape, r)
+        norms = 2 * _norm_bytes(shape, r, fused=fused_norm_mlp)
         kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
-        c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t) + m)
+        c_sbh = norms + ((3 + 2 * kv) * t + m) + (mlp_activation_coefficient(shape, t, fused=fused_norm_mlp) + m)
         c_sbh += fused_qkv_extra(shape) * t
     if attention != "eager":
         return c_sbh, 0.0, float(LOGSUMEXP_BYTES)
@@ -194,7 +237,7 @@ def fused_qkv_extra(shape: TransformerShape) -> float:
 
 
 def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int, attention: str,
-                             adapter: Adapter) -> float:
+                             adapter: Adapter, fused_norm_mlp: bool = False) -> float:
     """Bytes per s·b·h one block keeps for backward when its base weights are frozen (LoRA/QLoRA).
 
     Autograd saves what the gradient of something trainable needs (checked with saved_tensors_hooks: a frozen
@@ -208,12 +251,14 @@ def frozen_block_coefficient(shape: TransformerShape, *, t: int, r: int, m: int,
     (`adapter.fused_qkv`, LoRAQKVLinear) drops their shared input once, and zero_pad's index_copy keeps its
     source, the adapted outputs side by side ((h + kv width) for q and v: Lightning-AI/litgpt@0cc02afa:
     lit_gpt/lora.py#L290-L296; IndexCopyBackward0 saves `source` since pytorch/pytorch#52203).
+    `fused_norm_mlp` (FUSED_NORM_MLP_STACKS): a fused RMSNorm keeps its input (r), a fused SwiGLU the gate and up
+    outputs (2f/h, not SiLU's output); the adapters' inputs are kept as above.
     """
     f_over_h = shape.ffn_width / shape.hidden
-    norms = 2 * _norm_bytes(shape, r, frozen=True)
+    norms = 2 * _norm_bytes(shape, r, frozen=True, fused=fused_norm_mlp)
     kv = shape.kv_head_count / shape.heads if attention == "flash" else 1.0
     attention_saved = (1 + 2 * kv) * t + (0 if attention == "eager" else t) + m + fused_qkv_extra(shape) * t
-    mlp_saved = (3 if shape.mlp == "swiglu" else 1) * f_over_h * t + m
+    mlp_saved = ((2 if fused_norm_mlp else 3) if shape.mlp == "swiglu" else 1) * f_over_h * t + m
     # The matmul inputs: attention input, projection input, MLP input, down-projection input (in units of sbh).
     inputs = {"qkv": 1.0, "o": 1.0, "mlp": 1.0, "down": f_over_h}
     # Adapted matrices per input: q, k, v share the attention input; gate and up (SwiGLU) the MLP input.
@@ -250,11 +295,13 @@ def quantized_base_keeps_inputs(adapter: Adapter) -> bool:
 
 def layer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, attention: str = "sdpa",
                            dropout: bool | None = None, layout: str = "torch_amp",
-                           adapter: Adapter | None = None, softmax_keeps_input: bool = False) -> float:
+                           adapter: Adapter | None = None, softmax_keeps_input: bool = False,
+                           fused_norm_mlp: bool = False) -> float:
     """Bytes one transformer block keeps for backward (Korthikanti et al. 2022 eq. 1 and variants)."""
     c_sbh, c_as2b, c_asb = layer_activation_coefficients(shape, precision, attention=attention, dropout=dropout,
                                                          layout=layout, adapter=adapter,
-                                                         softmax_keeps_input=softmax_keeps_input)
+                                                         softmax_keeps_input=softmax_keeps_input,
+                                                         fused_norm_mlp=fused_norm_mlp)
     s, b, h, a = shape.seq_len, micro_batch, shape.hidden, shape.heads
     return c_sbh * s * b * h + c_as2b * a * s * s * b + c_asb * a * s * b
 
@@ -266,7 +313,8 @@ def logits_loss_bytes(seq_len: int, micro_batch: int, vocab: int) -> float:
 
 def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *, dropout: bool | None = None,
                           layout: str = "torch_amp", adapter: Adapter | None = None,
-                          softmax_keeps_input: bool = False) -> float:
+                          softmax_keeps_input: bool = False, fused_classifier: bool = False,
+                          fused_norm: bool = False) -> float:
     """Embedding dropout mask, final norm input, LM-head input and the logits/loss tensors.
 
     Logits (docs/methods.md#memory): the model's logits (t·sbV, kept by the training loop that returned them), the
@@ -277,12 +325,13 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     (`loss: sequence`: classification) has none: only the head input counts. A frozen head (adapters: the head
     stays a 16-bit nn.Linear) keeps no input, and a frozen final norm no normalised output. Before PyTorch 1.11
     (`softmax_keeps_input`) log_softmax kept its input too: under AMP the logits' fp32 upcast (4sbV); otherwise the
-    logits themselves, already counted.
+    logits themselves, already counted. A fused classifier (`fused_classifier`, FUSED_CLASSIFIER_STACKS: llm.c)
+    turns a `loss: standard` head into one t·sbV logits buffer that its gradient overwrites in place.
     """
     kind = activation_kind(precision, layout)
     t, r = _tensor_bytes(kind), _residual_bytes(kind)
     m = _mask_bytes(shape, dropout)
-    norm = _norm_bytes(shape, r, frozen=adapter is not None)
+    norm = _norm_bytes(shape, r, frozen=adapter is not None, fused=fused_norm)
     if adapter is not None:
         t_head = 0
     else:
@@ -292,7 +341,9 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
     if shape.loss == "chunked_fp32":  # every chunk's fp32 logits kept by the loop + an fp32 log-softmax per chunk
         logits = FP32_ACTIVATION_ELEMENT_BYTES * sb * shape.vocab + logits_loss_bytes(shape.seq_len, micro_batch,
                                                                                         shape.vocab)
-    if shape.loss == "standard":
+    if shape.loss == "standard" and fused_classifier:
+        logits = t * sb * shape.vocab
+    elif shape.loss == "standard":
         logits = t * sb * shape.vocab + 2 * logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
         if softmax_keeps_input and kind == "amp":
             logits += logits_loss_bytes(shape.seq_len, micro_batch, shape.vocab)
@@ -302,21 +353,33 @@ def head_activation_bytes(shape: TransformerShape, micro_batch: int, precision: 
 def transformer_activation_bytes(shape: TransformerShape, micro_batch: int, precision: str, *,
                                  attention: str = "sdpa", dropout: bool | None = None, checkpointing: bool = False,
                                  layout: str = "torch_amp", adapter: Adapter | None = None,
-                                 softmax_keeps_input: bool = False) -> float:
+                                 softmax_keeps_input: bool = False, stack: str | None = None,
+                                 checkpoint_offload: bool = False) -> float:
     """Activations of a decoder/encoder stack at micro-batch b: L blocks + embeddings/head (bytes per GPU).
 
     Checkpointing (docs/methods.md#memory): each block keeps only its input (r·sbh: 2 at 16-bit, 4 under torch AMP or
     fp32, whose residual stream is fp32) and one block's full working set exists during its recomputation.
+    `checkpoint_offload` (training.checkpoint_offload, with checkpointing): the kept block inputs live in CPU RAM
+    (Unsloth's use_gradient_checkpointing="unsloth": Unsloth_Offloaded_Gradient_Checkpointer saves
+    hidden_states.to("cpu", non_blocking=True) and copies it back for the recomputation,
+    unslothai/unsloth@4474e4bc:unsloth/models/_utils.py#L312-L338; at e3162dc5 imported from unsloth_zoo,
+    unsloth/models/_utils.py#L89-L90): the GPU holds one block's input in flight besides its working set.
+    `stack` (the planned stack): its loss kernel (FUSED_CLASSIFIER_STACKS), its fused RMSNorm and SwiGLU
+    (FUSED_NORM_MLP_STACKS).
     """
+    fused = stack in FUSED_NORM_MLP_STACKS
     per_layer = layer_activation_bytes(shape, micro_batch, precision, attention=attention, dropout=dropout,
-                                       layout=layout, adapter=adapter, softmax_keeps_input=softmax_keeps_input)
+                                       layout=layout, adapter=adapter, softmax_keeps_input=softmax_keeps_input,
+                                       fused_norm_mlp=fused)
     if checkpointing:
         r = _residual_bytes(activation_kind(precision, layout))
-        blocks = shape.layers * r * shape.seq_len * micro_batch * shape.hidden + per_layer
+        kept_inputs = 1 if checkpoint_offload else shape.layers
+        blocks = kept_inputs * r * shape.seq_len * micro_batch * shape.hidden + per_layer
     else:
         blocks = shape.layers * per_layer
     return blocks + head_activation_bytes(shape, micro_batch, precision, dropout=dropout, layout=layout,
-                                          adapter=adapter, softmax_keeps_input=softmax_keeps_input)
+                                          adapter=adapter, softmax_keeps_input=softmax_keeps_input,
+                                          fused_classifier=stack in FUSED_CLASSIFIER_STACKS, fused_norm=fused)
 
 
 def activation_element_bytes(precision: str, layout: str) -> float:
@@ -354,7 +417,8 @@ def _rescaled_per_sample(per_sample: float, model: ResolvedModel, *, given_preci
 
 def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, attention: str,
                     attention_why: Note | str, checkpointing: bool,
-                    softmax_keeps_input: bool = False) -> tuple[Note, ...]:
+                    softmax_keeps_input: bool = False, fused_classifier: bool = False,
+                    checkpoint_offload: bool = False, fused_norm_mlp: bool = False) -> tuple[Note, ...]:
     """How the transformer formula was set up, knob by knob (the plan's source line for the activations)."""
     kind = activation_kind(precision, layout)
     pieces: list[Note | str] = [{"fp32": "fp32", "amp": "torch AMP"}[kind] if kind != "half" else piece("half")]
@@ -365,6 +429,8 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
     if fused_qkv_extra(shape):
         pieces.append(piece("fused_qkv"))
     pieces.append(shape.norm_kind)
+    if fused_norm_mlp and (shape.norm_kind == "rmsnorm" or shape.mlp == "swiglu"):
+        pieces.append(piece("fused_norm_mlp"))
     if shape.dropout is None:
         pieces.append(piece("dropout_assumed" if ASSUME_DROPOUT else "no_dropout_assumed"))
     else:
@@ -373,10 +439,14 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
         pieces.append(piece("softmax_input_kept"))
     if checkpointing:
         pieces.append(piece("checkpointing"))
+    if checkpoint_offload:
+        pieces.append(piece("checkpoint_offload"))
     if not shape.vocab:
         loss = detail("no_vocab")
     elif shape.loss == "chunked_fp32":
         loss = detail("chunked_fp32_loss", formula="4sbV", formula2="4sbV")
+    elif shape.loss == "standard" and fused_classifier:
+        loss = detail("fused_classifier_loss", formula="t·sbV")
     elif shape.loss == "standard":
         loss = detail("logits", formula="4sbV", precision="fp32")
     else:
@@ -387,13 +457,16 @@ def _formula_detail(shape: TransformerShape, precision: str, layout: str, *, att
 def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, checkpointing: bool = False,
                      line: ActivationLine | None = None, layout: str = "torch_amp", attention: str = "sdpa",
                      attention_why: Note | str = "", adapter: Adapter | None = None,
-                     softmax_keeps_input: bool = False) -> tuple[float, Source]:
+                     softmax_keeps_input: bool = False, stack: str | None = None,
+                     checkpoint_offload: bool = False) -> tuple[float, Source]:
     """Activation bytes per GPU at micro-batch b and where they came from.
 
     Precedence (docs/methods.md: measured > traced > formula): a fitted line (its intercept included; lines are
     taken as measured without checkpointing), the transformer formula, then the user's per-sample figure.
     `attention` is the resolved kind (resolve_attention) and `attention_why` how it was chosen;
-    `softmax_keeps_input`: training.softmax_keeps_input (PyTorch < 1.11, formula only).
+    `softmax_keeps_input`: training.softmax_keeps_input (PyTorch < 1.11, formula only); `stack`: the planned stack
+    (planner.engine.stack.planned_stack), what its kernels keep; `checkpoint_offload`: training.checkpoint_offload
+    (formula only: a measured line or a user figure says what its run kept).
     """
     if micro_batch < 1:
         raise InputError(None, "micro_batch", micro_batch, "an integer >= 1")
@@ -408,9 +481,13 @@ def activation_bytes(model: ResolvedModel, precision: str, micro_batch: int, *, 
         shape = model.transformer
         value = transformer_activation_bytes(shape, micro_batch, precision, attention=attention,
                                              checkpointing=checkpointing, layout=layout, adapter=adapter,
-                                             softmax_keeps_input=softmax_keeps_input)
+                                             softmax_keeps_input=softmax_keeps_input, stack=stack,
+                                             checkpoint_offload=checkpoint_offload)
         parts = _formula_detail(shape, precision, layout, attention=attention, attention_why=attention_why,
-                                checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input)
+                                checkpointing=checkpointing, softmax_keeps_input=softmax_keeps_input,
+                                fused_classifier=stack in FUSED_CLASSIFIER_STACKS,
+                                checkpoint_offload=checkpointing and checkpoint_offload,
+                                fused_norm_mlp=stack in FUSED_NORM_MLP_STACKS)
         if adapter is not None:
             parts += (detail("frozen_base_q" if quantized_base_keeps_inputs(adapter) else "frozen_base",
                              adapter=adapter.kind, targets=adapter.targets, base=adapter.base_dtype),)

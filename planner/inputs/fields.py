@@ -262,6 +262,7 @@ FIELDS: tuple[Field, ...] = (
     Field("training.softmax_keeps_input", bool),
     Field("training.fsdp_no_sync", bool),
     Field("training.fsdp_frozen_grads", bool),
+    Field("training.checkpoint_offload", bool),
     # ---------------------------------------------------------------- GPUs
     Field("hardware.gpus", bool, key="gpus_all", widget="checkbox", section="gpus", switch=True),
     Field("hardware.gpus", str, many=True, key="gpus", widget="multiselect", section="gpus",

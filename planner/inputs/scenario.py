@@ -133,6 +133,9 @@ class TrainingSetup:
     # The software stack the run uses (planner.vocab.SOFTWARE_STACKS): the plan says which it is made for. None:
     # the model family's default (planner.vocab.DEFAULT_STACKS, planner.engine.stack.planned_stack).
     stack: str | None = None
+    # With activation_checkpointing: the checkpointed block inputs are kept in CPU RAM, not on the GPU (Unsloth's
+    # use_gradient_checkpointing="unsloth"); docs/methods.md#memory. Unused without checkpointing.
+    checkpoint_offload: bool = False
 
 
 @dataclass(frozen=True)
