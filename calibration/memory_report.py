@@ -75,6 +75,15 @@ class Result:
     ran: bool  # the published run ran (False: out of memory)
     estimate: MemoryEstimate
     inferred: bool = False  # an out-of-memory outcome inferred from a retry ladder (unit oom_inferred), not printed
+    band: float = BORDERLINE_FRACTION  # the borderline band its verdict is read with (a LOSO pass refits it)
+
+    @property
+    def source_slug(self) -> str:
+        return self.source.split(":", 1)[0]
+
+    @property
+    def verdict(self) -> str | None:
+        return self.estimate.verdict_at(self.band)
 
     @property
     def error(self) -> float | None:
@@ -216,12 +225,12 @@ def verdict_right(r: Result) -> bool:
     """Whether the model's verdict is right: fits for a run that ran, does not fit for one that did not; a borderline
     verdict only when the published run's device total (the model's, less its error on the published figure) lies
     inside the band around the capacity, so a row with no figure never makes a borderline verdict right."""
-    verdict = r.estimate.verdict
+    verdict = r.verdict
     if verdict == "borderline":
         if r.published_gib is None:
             return False
         published_total = r.estimate.total - (r.predicted_gib - r.published_gib) * GIB
-        return abs(published_total - r.estimate.capacity) <= BORDERLINE_FRACTION * r.estimate.capacity
+        return abs(published_total - r.estimate.capacity) <= r.band * r.estimate.capacity
     return (verdict == "fits") == r.ran
 
 
@@ -229,7 +238,7 @@ def summary(results: Sequence[Result]) -> dict[str, Any]:
     fitted, used = fit_reserved_fraction(results)
     pairs = boundaries(results)
     out: dict[str, Any] = {"n_cases": len(results), "verdicts_right": sum(verdict_right(r) for r in results),
-                           "borderline": sum(r.estimate.verdict == "borderline" for r in results),
+                           "borderline": sum(r.verdict == "borderline" for r in results),
                            "borderline_fraction_fit": borderline_fraction(results),
                            "boundaries": len(pairs), "boundaries_right": sum(ok for _, _, ok in pairs),
                            "reserved_over_churned_fit": fitted, "reserved_fit_cases": used}
@@ -252,9 +261,126 @@ def table_lines(results: Sequence[Result]) -> list[str]:
                "out of memory (inferred)" if r.inferred else "out of memory")
         err = f"{r.error * 100:+.1f}%" if r.error is not None else "—"
         verdict = {"fits": "fits", "borderline": "borderline", "does_not_fit": "does not fit"}.get(
-            r.estimate.verdict or "", "unknown") + (" ✓" if verdict_right(r) else " ✗")
+            r.verdict or "", "unknown") + (" ✓" if verdict_right(r) else " ✗")
         lines.append(f"| {r.case} | {r.half} | {r.source} | {r.figure} | {pub} | {r.predicted_gib:.2f} | {err} | "
                      f"{verdict} |")
+    return lines
+
+
+def p90_abs(errors: Sequence[float]) -> float:
+    """The 90th percentile of absolute errors, nearest rank (borderline_fraction's rule)."""
+    errs = sorted(abs(e) for e in errors)
+    return errs[max(0, -(-9 * len(errs) // 10) - 1)]
+
+
+def with_constants(r: Result, *, reserved_over_churned: float, band: float) -> Result:
+    """The case's estimate with other free constants: its fragmentation is `reserved_over_churned` × the bytes the
+    allocator churns (exactly how planner/engine/memory.py charges RESERVED_OVER_CHURNED), its verdict read with
+    `band`. The case's configuration is held (a plan's micro-batch is fixed), so nothing else moves."""
+    est = replace(r.estimate, fragmentation=reserved_over_churned * r.estimate.churned)
+    predicted = getattr(est, r.figure if r.figure != "verdict" else "device_total") / GIB
+    return replace(r, estimate=est, predicted_gib=predicted, fits=est.fits is True, band=band)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One leave-one-source-out fold: the constants refitted without `source`'s cases, and its cases predicted."""
+
+    source: str
+    reserved_over_churned: float
+    band: float
+    results: tuple[Result, ...]
+
+
+def loso(results: Sequence[Result]) -> list[HeldOut]:
+    """Leave one corpus source out: for each source, refit the model's free constants on every case of the other
+    sources (both halves: the `fit` half's reserved rows all come from one source, so the halves cannot be kept) and
+    predict the source's cases with them. Fragmentation (memory.RESERVED_OVER_CHURNED): the median implied by the
+    other sources' reserved and device rows (fit_reserved_fraction's rule); the borderline band
+    (estimates.BORDERLINE_FRACTION): the 90th percentile of the other sources' absolute errors under that
+    fragmentation, rounded to 0.01 and capped at 0.10 (borderline_fraction's rule)."""
+    folds = []
+    for source in dict.fromkeys(r.source_slug for r in results):
+        others = [r for r in results if r.source_slug != source]
+        implied = [f for r in others if (f := implied_reserved_fraction(r)) is not None]
+        fraction = round(statistics.median(implied), 2) if implied else RESERVED_OVER_CHURNED
+        refitted = [with_constants(r, reserved_over_churned=fraction, band=0.0) for r in others]
+        errs = [r.error for r in refitted if r.error is not None]
+        band = min(0.10, round(p90_abs(errs), 2)) if errs else BORDERLINE_FRACTION
+        folds.append(HeldOut(source, fraction, band, tuple(
+            with_constants(r, reserved_over_churned=fraction, band=band) for r in results if r.source_slug == source)))
+    return folds
+
+
+def loso_results(folds: Sequence[HeldOut], order: Sequence[Result]) -> list[Result]:
+    """Every fold's predictions, in the order of `order` (the in-sample results)."""
+    by_case = {r.case: r for fold in folds for r in fold.results}
+    return [by_case[r.case] for r in order]
+
+
+def accuracy(results: Sequence[Result], pairs: Sequence[tuple[str, str, bool]]) -> dict[str, Any]:
+    """The issue-33 figures of a set of cases: memory median and p90 absolute error over every published figure,
+    verdicts right (verdict_right: a borderline verdict only inside its band), fit/OOM boundaries right."""
+    errs = [abs(r.error) for r in results if r.error is not None]
+    ids = {r.case for r in results}
+    mine = [ok for ran, oom, ok in pairs if oom in ids or ran in ids]
+    return {"cases": len(results), "figures": len(errs),
+            "median_abs": round(statistics.median(errs), 4) if errs else None,
+            "p90_abs": round(p90_abs(errs), 4) if errs else None,
+            "verdicts_right": sum(verdict_right(r) for r in results),
+            "boundaries": len(mine), "boundaries_right": sum(mine)}
+
+
+# Issue 33's goal, on both the in-sample and the leave-one-source-out figures.
+GOAL_MEDIAN_ABS = 0.05
+
+
+def goal_shortfalls(figures: dict[str, Any]) -> list[str]:
+    """What of issue 33's goal (memory median ≤ 5%, every verdict right, every boundary right) a set misses."""
+    out = []
+    if figures["median_abs"] is not None and figures["median_abs"] > GOAL_MEDIAN_ABS:
+        out.append(f"median {figures['median_abs'] * 100:.1f}% > {GOAL_MEDIAN_ABS * 100:.0f}%")
+    if figures["verdicts_right"] < figures["cases"]:
+        out.append(f"{figures['cases'] - figures['verdicts_right']} verdicts wrong")
+    if figures["boundaries_right"] < figures["boundaries"]:
+        out.append(f"{figures['boundaries'] - figures['boundaries_right']} boundaries wrong")
+    return out
+
+
+def loso_table_lines(results: Sequence[Result], cases: Sequence[dict[str, Any]] | None = None) -> list[str]:
+    """In-sample (the shipped constants) next to leave-one-source-out, per corpus source and over all: the README's
+    table under the memory table."""
+    cases = list(cases) if cases is not None else load_cases()
+    folds = loso(results)
+    held = loso_results(folds, results)
+    pairs_in, pairs_out = boundaries(results, cases), boundaries(held, cases)
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x * 100:.1f}%"
+
+    def cells(a: dict[str, Any], b: dict[str, Any]) -> str:
+        bnd = (f"{a['boundaries_right']}/{a['boundaries']} | {b['boundaries_right']}/{b['boundaries']}"
+               if a["boundaries"] else "— | —")
+        return (f"{pct(a['median_abs'])} | {pct(b['median_abs'])} | {pct(a['p90_abs'])} | {pct(b['p90_abs'])} | "
+                f"{a['verdicts_right']}/{a['cases']} | {b['verdicts_right']}/{b['cases']} | {bnd}")
+
+    lines = ["| source held out | cases | figures | LOSO fragmentation | LOSO band | median abs. in-sample | "
+             "median abs. LOSO | p90 abs. in-sample | p90 abs. LOSO | verdicts right in-sample | verdicts right LOSO | "
+             "boundaries right in-sample | boundaries right LOSO |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for fold in folds:
+        mine = [r for r in results if r.source_slug == fold.source]
+        a, b = accuracy(mine, pairs_in), accuracy(fold.results, pairs_out)
+        lines.append(f"| {fold.source} | {a['cases']} | {a['figures']} | {fold.reserved_over_churned:.2f} | "
+                     f"{fold.band:.2f} | {cells(a, b)} |")
+    a, b = accuracy(results, pairs_in), accuracy(held, pairs_out)
+    lines.append(f"| **all** | {a['cases']} | {a['figures']} | shipped {RESERVED_OVER_CHURNED:.2f} | shipped "
+                 f"{BORDERLINE_FRACTION:.2f} | {cells(a, b)} |")
+    lines.append("")
+    for name, figures in (("in-sample", a), ("leave-one-source-out", b)):
+        missed = goal_shortfalls(figures)
+        lines.append(f"Goal (memory median ≤ {GOAL_MEDIAN_ABS * 100:.0f}%, every verdict right, every boundary right), "
+                     f"{name}: " + ("met." if not missed else "not met: " + "; ".join(missed) + "."))
     return lines
 
 
@@ -264,7 +390,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     results = run()
     if args.json:
+        folds = loso(results)
+        held = loso_results(folds, results)
+        pairs_in, pairs_out = boundaries(results), boundaries(held)
         print(json.dumps({"summary": summary(results),
+                          "loso": {"all": accuracy(held, pairs_out), "in_sample_all": accuracy(results, pairs_in),
+                                   "by_source": [{"source": f.source,
+                                                  "reserved_over_churned": f.reserved_over_churned, "band": f.band,
+                                                  "in_sample": accuracy([r for r in results
+                                                                         if r.source_slug == f.source], pairs_in),
+                                                  "loso": accuracy(list(f.results), pairs_out),
+                                                  "cases": [{"case": r.case, "predicted_gib": round(r.predicted_gib, 4),
+                                                             "error": None if r.error is None else round(r.error, 4),
+                                                             "verdict": r.verdict, "verdict_right": verdict_right(r)}
+                                                            for r in f.results]} for f in folds]},
                           "cases": [{"case": r.case, "half": r.half, "row": r.source, "figure": r.figure,
                                      "published_gib": r.published_gib, "predicted_gib": round(r.predicted_gib, 4),
                                      "error": None if r.error is None else round(r.error, 4), "fits": r.fits,
@@ -282,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nFragmentation ((max_memory_reserved − max_memory_allocated) / churned bytes) fitted on the fit half "
           f"({len(used)} rows: {', '.join(used)}): {fitted:.2f}; the planner uses "
           f"{RESERVED_OVER_CHURNED:.2f} (planner/engine/memory.py).")
+    print("\nLeave one source out (each source's cases predicted with the free constants refitted without them), "
+          "next to in-sample:\n")
+    print("\n".join(loso_table_lines(results)))
     return 0
 
 

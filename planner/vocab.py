@@ -70,6 +70,35 @@ def adapter_base_for(kind: str, base_dtype: str | None) -> str:
     if base_dtype is None or (kind == "qlora" and base_dtype not in QUANTIZED_BASE_DTYPES):
         return ADAPTER_DEFAULT_BASE.get(kind, "bf16")
     return base_dtype
+# The state layout a scenario that names none plans with, by its training.stack (issue 33: "FSDP mixed-precision
+# layouts as the stacks ship them"). Only stacks that fix the layout move it; everything else keeps torch_amp (fp32
+# parameters, gradients and AdamW moments: what PyTorch FSDP keeps for the optimizer step, since "outside forward and
+# backward, the *sharded* parameters are kept in full precision", torch.distributed.fsdp.MixedPrecision docstring;
+# what Accelerate keeps since it upcasts a low-precision model to fp32 under FSDP mixed precision, huggingface/
+# accelerate#2674, v0.30; LitGPT's training default bf16-mixed, Lightning-AI/litgpt@d49df208:litgpt/utils.py
+# get_default_supported_precision). Not moved: llm_recipe holds torchtune (bf16 weights, gradients and optimizer
+# states, no fp32 master: pytorch/torchtune@1814feb1 recipes/full_finetune_single_device.py docstring L59-L61) and
+# LitGPT bf16-true beside LitGPT's bf16-mixed default, so the stack does not say which: such runs write
+# `state_layout: pure_bf16`. Why each moved one: docs/methods.md#memory ("The default layout follows the stack").
+STACK_STATE_LAYOUTS: dict[str, tuple[tuple[tuple[Sharding, ...], StateLayout], ...]] = {
+    # DeepSpeed's ZeRO optimizers keep fp32 master weights and moments beside 16-bit weights and gradients
+    # (Rajbhandari et al. 2020 §3, K = 12); under ZeRO-2/3 its own estimator's figures (the `deepspeed` layout).
+    "deepspeed": ((("zero2", "zero3"), "deepspeed"), (("none", "zero1"), "zero_paper")),
+    # Megatron-LM's mixed precision: fp32 main parameters and gradients (distributed optimizer = zero1); it has no
+    # ZeRO-2/3 of its own, so a sharded scenario keeps torch_amp.
+    "megatron": ((("none", "zero1"), "megatron"),),
+}
+
+
+def stack_state_layout(stack: str | None, sharding: str) -> StateLayout:
+    """The layout a scenario without `training.state_layout` plans with: its stack's (STACK_STATE_LAYOUTS), where
+    the stack fixes one for this sharding, else torch_amp."""
+    for shardings, layout in STACK_STATE_LAYOUTS.get(stack or "", ()):
+        if sharding in shardings:
+            return layout
+    return "torch_amp"
+
+
 MLP_KINDS: tuple[str, ...] = ("gelu", "swiglu")
 # Model families: the default MFU row (planner.engine.steptime.DEFAULT_MFU), the workspace assumption (cnn: cuDNN)
 # and the analytic operator-class split read them; the zoo and the corpus say each model's, a scenario may too.

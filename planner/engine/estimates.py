@@ -140,9 +140,14 @@ class MemoryEstimate:
         """fits | borderline | does_not_fit (vocab.MEMORY_VERDICTS): the device total against the capacity, with
         the band BORDERLINE_FRACTION × capacity on either side called borderline; a published run decides as in
         `fits`. None when the activations are unknown and the floor alone is not over the band."""
+        return self.verdict_at(BORDERLINE_FRACTION)
+
+    def verdict_at(self, band_fraction: float) -> MemoryVerdict | None:
+        """`verdict` with a band of `band_fraction` × capacity instead of BORDERLINE_FRACTION (the memory report's
+        leave-one-source-out pass sizes the band without the source it predicts)."""
         if self.published_outcome is not None:
             return "fits" if self.published_outcome == "ran" else "does_not_fit"
-        margin, band = self.usable - self.total, BORDERLINE_FRACTION * self.capacity
+        margin, band = self.usable - self.total, band_fraction * self.capacity
         if margin < -band:
             return "does_not_fit"
         if not self.activations_known:

@@ -21,6 +21,7 @@ from planner.vocab import (
     DATA_OTHER,
     PRECISIONS,
     QUANTIZED_BASE_DTYPES,
+    stack_state_layout,
 )
 
 SCHEMA = "trainplan.scenario/1"
@@ -412,6 +413,8 @@ def _training(r: Reader) -> TrainingSetup:
         adapter = Adapter(**_fields_of(a, "training.adapter", kind=kind, base_dtype=base_dtype))
     setup = TrainingSetup(**_fields_of(r, "training", precisions=tuple(precisions), micro_batch=micro_batch,
                                        adapter=adapter))
+    if r.raw("state_layout", None) is None:  # none given: the stack's, where it fixes one (issue 33)
+        setup = dataclasses.replace(setup, state_layout=stack_state_layout(setup.stack, setup.sharding))
     if setup.state_layout == "deepspeed" and setup.sharding not in ("zero2", "zero3"):
         raise r.fail("sharding", setup.sharding, "zero2 or zero3 with state_layout deepspeed "
                      "(DeepSpeed's estimator covers only those)")
