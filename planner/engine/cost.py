@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from planner.engine import datacost
-from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
+from planner.engine.estimates import ConvergenceEstimate, CostEstimate, CostLines, PriceChoice, StepEstimate
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.errors import TrainplanError
@@ -450,7 +450,17 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
         co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
         notes=tuple(notes),
         data_usd=data_likely.usd * (1 + pricing.tax_rate),
+        lines=cost_lines(n_billed * likely.billed_hours * price.usd_per_gpu_hour, data_likely,
+                         tax_rate=pricing.tax_rate),
     )
+
+
+def cost_lines(gpu_usd: float, data: datacost.DataCost, *, tax_rate: float) -> CostLines:
+    """The lines of one cost before tax (GPU time, storage, egress) and the tax on their sum: what the headline's
+    formula shows, so that its lines add up to estimate_cost's usd."""
+    storage, egress = data.storage_usd or 0.0, data.egress_usd or 0.0
+    return CostLines(gpu_usd=gpu_usd, storage_usd=storage, egress_usd=egress,
+                     tax_usd=(gpu_usd + storage + egress) * tax_rate, tax_rate=tax_rate)
 
 
 def estimate_time_only(option: OptionPlan, step: StepEstimate, convergence: ConvergenceEstimate, pricing: Pricing,

@@ -52,6 +52,9 @@ class PlanView:
     # "Does not fit as given (needs 40.6 of 40.0 GiB); planned with micro-batch 4 …" when the recommended option runs
     # with a change the scenario did not ask for (issue 33, degrade never refuse); "" when it fits as given.
     degraded: str = ""
+    # "It adds up as $9.76 GPU time (…) + $17.18 downloading the dataset … = $26.94.": every line of the headline's
+    # cost (issue 35 d), said wherever the cost is.
+    cost_lines: str = ""
 
     @property
     def summary(self) -> tuple[str, ...]:
@@ -59,7 +62,7 @@ class PlanView:
         if self.primary is None:
             return tuple(s for s in (self.headline, self.planned_for, self.counts) if s)
         return tuple(s for s in (self.degraded, self.setting, self.planned_for, self.time, self.throughput, self.cost,
-                                 self.deadline,
+                                 self.cost_lines, self.deadline,
                                  self.budget, self.reason, self.runner, self.unpriced, *self.advice, self.counts) if s)
 
     @property
@@ -98,8 +101,8 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None
                step=fmt.sig(primary.step.step_time_s, locale) if primary.step else "—"),
         cost=t("summary.cost", locale, cost=cost_text(primary, locale), range=cost_range_text(primary, locale),
                price=fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—",
-               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1))
-        + (" " + t("summary.cost_data", locale, data=fmt.money(c.data_usd, "USD", locale)) if c.data_usd else ""),
+               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1)),
+        cost_lines=cost_lines_sentence(primary, locale),
         deadline=deadline_sentence(plan, scenario, primary, locale),
         budget=budget_sentence(scenario, primary, locale),
         reason=reason_sentence(plan, scenario, primary, locale),
@@ -187,6 +190,36 @@ def cost_text(o: PlanOption, locale: str) -> str:
     if c.currency == "USD":
         return usd
     return f"{fmt.money(c.amount_in_currency, c.currency, locale)} ({usd})"
+
+
+def cost_line_parts(o: PlanOption, locale: str) -> tuple[tuple[str, float, str], ...]:
+    """The lines of an option's cost (CostEstimate.lines) as (name, USD, words): GPU time always, storage, egress
+    and tax when they are not zero; their USD add up to the option's cost. () for an option without a price."""
+    c = o.cost
+    if c is None or c.lines is None:
+        return ()
+    ln = c.lines
+    price = fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—"
+    parts = [("gpu", ln.gpu_usd, t("summary.cost_line.gpu", locale, usd=fmt.money(ln.gpu_usd, "USD", locale),
+                                   gpu_hours=fmt.number(c.gpu_hours, locale, 1), price=price))]
+    for name, usd in (("storage", ln.storage_usd), ("egress", ln.egress_usd)):
+        if usd:
+            parts.append((name, usd, t(f"summary.cost_line.{name}", locale, usd=fmt.money(usd, "USD", locale))))
+    if ln.tax_usd:
+        parts.append(("tax", ln.tax_usd, t("summary.cost_line.tax", locale, usd=fmt.money(ln.tax_usd, "USD", locale),
+                                           rate=fmt.percent(ln.tax_rate, locale))))
+    return tuple(parts)
+
+
+def cost_lines_sentence(o: PlanOption, locale: str) -> str:
+    """'It adds up as $9.76 GPU time (28.7 GPU-hours × $0.34 per GPU-hour) + $17.18 downloading the dataset … =
+    $26.94.': what makes the headline's cost, in USD; '' for an option without a price or whose cost is its GPU
+    time alone (the cost sentence already says GPU-hours × price)."""
+    parts = cost_line_parts(o, locale)
+    if len(parts) < 2:
+        return ""
+    return t("summary.cost_lines", locale, lines=" + ".join(words for _, _, words in parts),
+             total=fmt.money(cost_of(o).usd, "USD", locale))
 
 
 def cost_range_text(o: PlanOption, locale: str) -> str:
