@@ -78,6 +78,20 @@ class AliasRule:
 
 
 @dataclass(frozen=True)
+class BillingIncrement:
+    """How finely one provider bills one instance family (issue 35 c), as the provider's own page states it."""
+
+    provider: str   # the provider's name in quotes
+    instance: str   # fnmatch pattern over the instance type, case-insensitive ("*": every family)
+    seconds: int    # the billing increment: 1 = per second, 60 = per minute, 3600 = per hour
+    source: str     # the page that states it, with the sentence transcribed
+    as_of: dt.date  # the day the page was read
+
+    def matches(self, provider: str, instance: str) -> bool:
+        return self.provider == provider and fnmatch.fnmatchcase(instance.lower(), self.instance.lower())
+
+
+@dataclass(frozen=True)
 class AttachedGpus:
     """A host VM whose GPUs a catalog prices on a separate accelerator-only row (Google Cloud: the host row has no
     AcceleratorName; a row with no InstanceType prices `count` GPUs of `accelerator` in the same zone). The import
@@ -99,6 +113,15 @@ class AliasTable:
     non_gpu: tuple[str, ...]                  # accelerator-name patterns that are not GPUs (TPUs, Inferentia...)
     path: str
     attached: tuple[AttachedGpus, ...] = ()   # hosts whose GPUs a catalog prices on separate rows (Google Cloud)
+    increments: tuple[BillingIncrement, ...] = ()  # cited, per provider and instance family; first match wins
+
+    def increment_s(self, provider: str, instance: str) -> int:
+        """The billing increment of one offer: the first cited `billing_increments` rule that matches it, else the
+        provider's uncited `billing_increment_s`, else hourly (DEFAULT_BILLING_INCREMENT_S)."""
+        cited = next((b for b in self.increments if b.matches(provider, instance)), None)
+        if cited is not None:
+            return cited.seconds
+        return self.billing_increment_s.get(provider, DEFAULT_BILLING_INCREMENT_S)
 
     def rule_for(self, provider: str, instance: str, accelerator: str) -> AliasRule | None:
         return next((r for r in self.rules if r.matches(provider, instance, accelerator)), None)
@@ -118,7 +141,8 @@ def load_aliases(path: str | Path = ALIASES_PATH, known_profiles: Iterable[str] 
     source = str(path)
     data = loader.load_file(path, ALIASES_FILE)
     r = Reader(data, source)
-    r.reject_unknown(("schema", "providers", "billing_increment_s", "non_gpu_accelerators", "rules", "attached_gpus"))
+    r.reject_unknown(("schema", "providers", "billing_increment_s", "billing_increments", "non_gpu_accelerators",
+                      "rules", "attached_gpus"))
     if r.raw("schema") != ALIASES_SCHEMA:
         raise r.fail("schema", r.raw("schema"), ALIASES_SCHEMA)
     known = set(known_profiles) if known_profiles is not None else None
@@ -148,8 +172,17 @@ def load_aliases(path: str | Path = ALIASES_PATH, known_profiles: Iterable[str] 
         attached.append(AttachedGpus(provider=q.string("provider"), host=host, accelerator=q.string("accelerator"),
                                      count=q.integer("count", minimum=1, maximum=MAX_GPUS_PER_INSTANCE),
                                      instance=q.string("instance", host)))
+    increments = []
+    for i, item in enumerate(r.list_of("billing_increments", [], max_items=500)):
+        q = Reader(item, source, f"billing_increments[{i}]")
+        q.reject_unknown(("provider", "instance", "seconds", "source", "as_of"))
+        increments.append(BillingIncrement(provider=q.string("provider"), instance=q.string("instance", "*"),
+                                           seconds=q.integer("seconds", minimum=1, maximum=86400),
+                                           source=q.string("source"), as_of=q.date("as_of")))
     return AliasTable(rules=tuple(rules), providers=providers, billing_increment_s=billing,
-                      non_gpu=r.string_list("non_gpu_accelerators", ()), path=source, attached=tuple(attached))
+                      non_gpu=r.string_list("non_gpu_accelerators", ()), path=source, attached=tuple(attached),
+                      increments=tuple(increments))
+
 
 
 def _string_map(r: Reader, key: str) -> dict[str, str]:
@@ -398,7 +431,7 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
         quote = PriceQuote(
             provider=provider, instance=instance, gpus_per_instance=count,
             usd_per_gpu_hour=round(price / count, 6), tier=tier,
-            billing_increment_s=aliases.billing_increment_s.get(provider, DEFAULT_BILLING_INCREMENT_S),
+            billing_increment_s=aliases.increment_s(provider, instance),
             region=region, as_of=cat.as_of,
             source=f"{cat.source} row {instance} {region}" + (f" ({zone})" if zone else "")
             + (f" ({row[JOINED]})" if row.get(JOINED) else ""),
