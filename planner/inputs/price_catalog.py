@@ -59,6 +59,8 @@ COUNT_CONFLICT = "GPU count differs from the alias table's"
 NO_PRICE = "no price (Price and SpotPrice empty)"
 BAD_ROW = "unreadable row"
 REASONS = (NO_RULE, EXCLUDED, ACCELERATOR_ONLY, COUNT_CONFLICT, NO_PRICE, BAD_ROW)
+# A row's spot price equal to its on-demand price is not a spot discount: its spot quote is dropped, counted apart.
+SPOT_AS_ON_DEMAND = "spot price equal to the on-demand price, not used as spot"
 
 
 # ---------------------------------------------------------------- alias table
@@ -286,6 +288,9 @@ class ImportResult:
     unmapped: Counter = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)   # reason -> a few "file line N: ..." lines
     quotes: dict[str, list[PriceQuote]] = field(default_factory=dict)  # profile id -> quotes
+    # Rows whose SpotPrice equals their Price (issue 35 c): not a spot discount, so no spot quote is kept from them;
+    # the row still gives its on-demand quote. "file line N: provider instance region at $X".
+    spot_as_on_demand: list[str] = field(default_factory=list)
 
     def note(self, reason: str, text: str) -> None:
         self.unmapped[reason] += 1
@@ -416,6 +421,9 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
     if all(p is None for p in prices.values()):
         result.note(NO_PRICE, f"{where}: {what} {region}")
         return
+    if prices["spot"] is not None and prices["spot"] == prices["on_demand"]:
+        result.spot_as_on_demand.append(f"{where}: {what} {region} at ${prices['spot']:g}")
+        prices["spot"] = None
     for tier, price in prices.items():
         if price is None:
             continue
@@ -569,6 +577,8 @@ def render_snapshot(result: ImportResult, root: str | Path | None = None, *, mad
     summary = {"rows_read": result.rows_read, "gpu_rows": result.gpu_rows, "mapped": result.mapped,
                "quotes": result.quote_count,
                "unmapped": {reason: result.unmapped[reason] for reason in REASONS if result.unmapped[reason]}}
+    if result.spot_as_on_demand:
+        summary[SPOT_AS_ON_DEMAND] = len(result.spot_as_on_demand)
     out.append("summary: " + yaml.safe_dump(summary, default_flow_style=True, width=100_000, sort_keys=False).strip())
     out.append("quotes:" + ("" if result.quotes else " {}"))
     for profile in sorted(result.quotes):
@@ -605,6 +615,9 @@ def summary_lines(result: ImportResult) -> list[str]:
         if result.unmapped[reason]:
             lines.append(f"  {result.unmapped[reason]:>5}  {reason}")
             lines.extend(f"           e.g. {e}" for e in result.examples.get(reason, []))
+    if result.spot_as_on_demand:
+        lines.append(f"  {len(result.spot_as_on_demand):>5}  {SPOT_AS_ON_DEMAND} (the on-demand quote is kept)")
+        lines.extend(f"           e.g. {e}" for e in result.spot_as_on_demand[:EXAMPLES_PER_REASON])
     by: dict[tuple[str, str], list[str]] = {}
     for quotes in result.quotes.values():
         for q in quotes:
