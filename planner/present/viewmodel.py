@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
-from planner.engine.recommend import costed
+from planner.engine.recommend import costed, deadline_hours
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
@@ -106,7 +106,8 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None
         deadline=deadline_sentence(plan, scenario, primary, locale),
         budget=budget_sentence(scenario, primary, locale),
         reason=reason_sentence(plan, scenario, primary, locale),
-        runner=runner_sentence(primary, runner, locale),
+        runner=runner_sentence(primary, runner, locale, deadline=scenario.constraints.deadline_hours,
+                               confidence=r.deadline_confidence),
         fastest=_fastest_sentence(scenario, primary, fastest, locale),
         counts=counts,
         unpriced=unpriced_sentence(plan, scenario, locale),
@@ -257,7 +258,12 @@ def budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
 
 def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
     r = plan.recommendation
-    if r.fallback:
+    if r.fallback == "fastest" and (faster := _faster_than(plan, o, r.deadline_confidence)) is not None:
+        # issue 35 e: "the fastest" only when no costed option takes fewer hours at the confidence that was checked
+        why = t("summary.reason_fallback.fastest_of_clean", locale, option=option_label(faster),
+                hours=fmt.hours(deadline_hours(faster, r.deadline_confidence), locale),
+                mine=fmt.hours(deadline_hours(o, r.deadline_confidence), locale))
+    elif r.fallback:
         why = t(f"summary.reason_fallback.{r.fallback}", locale)
     elif scenario.constraints.deadline_hours is None:
         why = t("summary.reason_cheapest", locale)
@@ -275,6 +281,14 @@ def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) 
         why += " " + t("summary.set_aside", locale, option=option_label(aside), cost=cost_text(aside, locale),
                        risks=risks, fix="; ".join(fixes))
     return why
+
+
+def _faster_than(plan: Plan, o: PlanOption, confidence: str) -> PlanOption | None:
+    """The costed option with the fewest hours at `confidence` (recommend.deadline_hours) when it beats `o`'s."""
+    best = min(costed(plan.options), key=lambda x: deadline_hours(x, confidence), default=None)
+    if best is None or deadline_hours(best, confidence) >= deadline_hours(o, confidence):
+        return None
+    return best
 
 
 def advice_sentences(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> tuple[str, ...]:
@@ -324,11 +338,18 @@ def trade_off(a: PlanOption, b: PlanOption, locale: str) -> str:
              price=fmt.number(price, locale, 2))
 
 
-def runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str) -> str:
+def runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str, *, deadline: float | None = None,
+                    confidence: str = "p90") -> str:
+    """The runner-up and its trade-off; with a deadline, said when the runner-up misses it at `confidence`
+    (issue 35 e: a faster runner-up that is late too must not read as the way out)."""
     if runner is None:
         return t("summary.no_runner_up", locale)
-    return t("summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
+    said = t("summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
              hours=fmt.hours(cost_of(runner).hours, locale), cost=cost_text(runner, locale))
+    if deadline is not None and deadline_hours(runner, confidence) > deadline:
+        said += " " + t(f"summary.runner_misses_deadline_{confidence}", locale, deadline=fmt.hours(deadline, locale),
+                        hours=fmt.hours(deadline_hours(runner, confidence), locale))
+    return said
 
 
 def _fastest_sentence(scenario: Scenario, primary: PlanOption, fastest: PlanOption | None, locale: str) -> str:
