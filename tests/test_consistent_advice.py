@@ -104,3 +104,27 @@ def test_a_plan_past_its_critical_batch_caps_the_lr_it_advises(lang):
     (note,) = [n for n in plan.advice if n.key.startswith("lr_scale")]
     assert note.key == "lr_scale_capped" and note.params["b_crit"] == b_crit
     assert note.params["factor"] == pytest.approx(8.0 ** 0.5)  # AdamW, square root, from b_crit/8 to b_crit
+
+
+# ---------------------------------------------------------------- a global batch larger than the dataset
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "larger than one epoch"), ("es", "mayor que una época")])
+def test_a_batch_larger_than_the_dataset_is_warned_with_its_numbers_not_refused(lang, words):
+    from planner.present.notes import render_note
+
+    def tiny_dataset(data: dict) -> None:
+        data["workload"]["dataset_samples"] = 100
+        data["workload"].pop("dataset_gb", None)
+        data["workload"].pop("data_location", None)
+
+    scenario = _scenario("resnet50-imagenet", tiny_dataset)  # loads: a warning, not a refusal
+    assert scenario.training.global_batch > 100
+    plan = build_plan(scenario, _shipped_inputs(), today=TODAY)
+    (warning,) = [w for w in plan.warnings if getattr(w, "key", "") == "batch_over_dataset"]
+    epochs = scenario.workload.epochs
+    assert warning.params["rows"] == 100 and warning.params["batch"] == scenario.training.global_batch
+    assert warning.params["steps"] == -(-epochs * 100 // scenario.training.global_batch)  # ceil(epochs x D / B)
+    said = render_note(warning, lang)
+    assert words in said and str(warning.params["steps"]) in said
+    normal = build_plan(_scenario("resnet50-imagenet"), _shipped_inputs(), today=TODAY)
+    assert not [w for w in normal.warnings if getattr(w, "key", "") == "batch_over_dataset"]
