@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.engine.estimates import MemoryEstimate
+from planner.engine.estimates import CostLines, MemoryEstimate
 from planner.present import i18n
 from planner.vocab import (
     ADAPTER_TARGETS,
@@ -131,6 +131,7 @@ def test_keys_the_app_names_exist():
         "common.phase": MEMORY_PHASES, "app.sidebar.attentions": ATTENTION_CHOICES,
         "common.region_group": REGION_GROUPS, "common.topology": TOPOLOGIES,
         "app.sidebar.confidence": DEADLINE_CONFIDENCES, "common.stack": SOFTWARE_STACKS,
+        "app.why.cost_line": CostLines.NAMES,
     }
     # columns: every one is rendered by the AppTest tests, in both languages; app.sidebar.<field>: plan_page's
     # field_label names a clamped field by its sidebar label and falls back to the field's key (tr_or)

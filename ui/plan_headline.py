@@ -61,6 +61,8 @@ def headline(plan: Plan, scenario: Scenario) -> tuple[PlanOption | None, tuple[s
                    delta=tr("app.metric.gpu_hours_delta", n=c.n_gpus_billed,
                             price=fmt.money(c.price.usd_per_gpu_hour, "USD", loc, 2) if c.price else "—"),
                    delta_color="off", delta_arrow="off", help=tr("app.metric.gpu_hours_help"))
+    if view.cost_lines:  # issue 35 d: every line that makes the cost above, with their sum
+        st.caption(md(view.cost_lines))
     attention_box(view.warnings)
     for sentence in view.decision:  # the report's words: why this one, deadline, budget, runner-up
         st.markdown(md(sentence))

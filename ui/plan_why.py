@@ -24,6 +24,7 @@ from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
 from planner.present.notes import price_source_text
+from planner.present.viewmodel import cost_line_parts, cost_lines_sentence
 from ui.i18n_ui import locale, note, tr, tr_or
 from ui.markup import gib, md, source_text, trm
 from ui.panels import lazy_expander
@@ -141,8 +142,9 @@ def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
                  (tr("app.why.price_date"), fmt.date(pr.as_of, loc) if pr.as_of else tr("app.why.undated")),
                  (tr("app.why.price_origin"), tr_or(f"common.origin.{pr.origin}", pr.origin)),
                  (tr("app.why.price_source"), price_source_text(pr, locale()))]
-    rows += [(_field("pricing.tax_rate"), fmt.percent(p.tax_rate, loc)),
-             (tr("app.col.cost_usd"), fmt.money(c.usd, "USD", loc))]
+    rows += [(_field("pricing.tax_rate"), fmt.percent(p.tax_rate, loc))]
+    rows += [(tr(f"app.why.cost_line.{name}"), fmt.money(usd, "USD", loc)) for name, usd, _ in cost_line_parts(o, loc)]
+    rows += [(tr("app.col.cost_usd"), fmt.money(c.usd, "USD", loc))]
     if c.currency != "USD":
         as_of = fmt.date(p.exchange_rate_as_of, loc) if p.exchange_rate_as_of else tr("app.why.undated")
         rows += [(tr("app.why.exchange_rate"), f"{fmt.sig(p.exchange_rate, loc, 4)} {c.currency}/USD · {as_of}")]
@@ -151,6 +153,8 @@ def _cost(o: PlanOption, scenario: Scenario, loc: str) -> None:
     if c.energy_kwh is not None:
         rows.append((tr("app.col.energy_kwh"), fmt.number(c.energy_kwh, loc, 0)))
     _explained(rows, formula="app.why.cost_formula", notes=c.notes)
+    if adds_up := cost_lines_sentence(o, loc):  # the formula with this option's numbers: its lines add up
+        st.markdown(md(adds_up))
 
 
 def _inputs(plan: Plan) -> None:

@@ -63,6 +63,16 @@ def batch_advice(scenario: Scenario, conv: ConvergenceEstimate, rows_per_epoch: 
     return tuple(out)
 
 
+def batch_over_dataset_warning(global_batch: int, rows_per_epoch: int | None,
+                               conv: ConvergenceEstimate) -> Note | None:
+    """A warning, not a refusal (files that load today keep loading), when one global batch holds more samples than
+    an epoch has (issue 35 e): each step then takes more than the whole dataset, and the plan's steps say so."""
+    if not rows_per_epoch or global_batch <= rows_per_epoch:
+        return None
+    return Note("batch_over_dataset", batch=global_batch, rows=rows_per_epoch, steps=round(conv.steps),
+                epochs=round(conv.epochs, 3) if conv.epochs is not None else "?")
+
+
 def plan_warnings(scenario: Scenario, options: Sequence[PlanOption], today: dt.date) -> list[Note]:
     out: list[Note] = []
     w = cost.undated_rate_warning(scenario.pricing)

@@ -215,9 +215,14 @@ def lr_advice(optimizer: str, reference_batch: float | None, batch: float, b_noi
     else:
         raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {', '.join(SGD_FAMILY + ADAM_FAMILY)}")
     out = []
-    if reference_batch:
+    if reference_batch and b_noise and batch > b_noise:
+        # Past the critical batch the plan reports, a larger LR no longer buys fewer steps (McCandlish et al. 2018):
+        # the rule scales up to b_crit only (issue 35 e: ×32 was advised where the noise-scale line implied ×11.3).
+        out.append(Note("lr_scale_capped", rule=Note(rule), cite=cite, ref=reference_batch, batch=batch,
+                        b_crit=b_noise, factor=lr_scale_factor(reference_batch, batch, exponent, b_crit=b_noise)))
+    elif reference_batch:
         out.append(Note("lr_scale", rule=Note(rule), cite=cite, ref=reference_batch, batch=batch,
-                        factor=(batch / reference_batch) ** exponent))
+                        factor=lr_scale_factor(reference_batch, batch, exponent)))
     else:
         out.append(Note("lr_scale_unknown_ref", rule=Note(rule), cite=cite))
     if b_noise:
@@ -231,6 +236,13 @@ def lr_advice(optimizer: str, reference_batch: float | None, batch: float, b_noi
             out.append(Note("lr_warmup_samples", factor=reference_batch / batch, ref=reference_batch,
                             batch=batch))
     return tuple(out)
+
+
+def lr_scale_factor(reference_batch: float, batch: float, exponent: float, *, b_crit: float | None = None) -> float:
+    """(B / B_ref)^exponent, both batches capped at the critical batch when one is known: beyond b_crit the LR stops
+    growing (exponent 1: linear, Goyal et al. 2017; 0.5: square root, Malladi et al. 2022)."""
+    cap = b_crit if b_crit else math.inf
+    return float((min(batch, cap) / min(reference_batch, cap)) ** exponent)
 
 
 def optimal_lr_fraction(b_noise: float, batch: float) -> float:

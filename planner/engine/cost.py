@@ -9,11 +9,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from planner.engine import datacost
-from planner.engine.estimates import ConvergenceEstimate, CostEstimate, PriceChoice, StepEstimate
+from planner.engine.estimates import ConvergenceEstimate, CostEstimate, CostLines, PriceChoice, StepEstimate
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.errors import TrainplanError
-from planner.inputs.profiles import current_quotes, recency_rank
+from planner.inputs.profiles import current_quotes, prefer_dated, price_disagreements, recency_rank
 from planner.inputs.regions import ANY as ANY_REGION
 from planner.inputs.regions import in_regions
 from planner.inputs.storage import EMPTY as EMPTY_STORAGE
@@ -86,7 +86,8 @@ def choose_quote(prices: Iterable[PriceQuote], tier: str, provider: str = "cheap
     pool = [q for q in prices if _offer_key(q) not in replaced
             and in_regions(q.region, group=region_group, regions=regions)]
     pool += [q for q in overrides if q.region is None or in_regions(q.region, group=region_group, regions=regions)]
-    offers = current_quotes([q for q in pool if q.tier == tier and _offered_by(q, provider)], as_of_today=today)
+    offers = prefer_dated(current_quotes([q for q in pool if q.tier == tier and _offered_by(q, provider)],
+                                         as_of_today=today))
     if usable is not None:
         offers = [q for q in offers if usable(q)]
     if not offers:
@@ -450,7 +451,17 @@ def estimate_cost(option: OptionPlan, step: StepEstimate, convergence: Convergen
         co2_kg=co2_kg(kwh, pricing.grid_kg_co2_per_kwh),
         notes=tuple(notes),
         data_usd=data_likely.usd * (1 + pricing.tax_rate),
+        lines=cost_lines(n_billed * likely.billed_hours * price.usd_per_gpu_hour, data_likely,
+                         tax_rate=pricing.tax_rate),
     )
+
+
+def cost_lines(gpu_usd: float, data: datacost.DataCost, *, tax_rate: float) -> CostLines:
+    """The lines of one cost before tax (GPU time, storage, egress) and the tax on their sum: what the headline's
+    formula shows, so that its lines add up to estimate_cost's usd."""
+    storage, egress = data.storage_usd or 0.0, data.egress_usd or 0.0
+    return CostLines(gpu_usd=gpu_usd, storage_usd=storage, egress_usd=egress,
+                     tax_usd=(gpu_usd + storage + egress) * tax_rate, tax_rate=tax_rate)
 
 
 def estimate_time_only(option: OptionPlan, step: StepEstimate, convergence: ConvergenceEstimate, pricing: Pricing,
@@ -525,6 +536,7 @@ def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], p
     if quote is None:
         raise NoQuoteError(_no_quote_message(gpu.prices, pricing, overrides, today, gpu_name=gpu.name,
                                              gpu_id=gpu.id))
+    notes.extend(_disagreement_notes(quote, gpu.prices, today))
     as_of = _as_date(quote.as_of)
     choice = PriceChoice(
         provider=quote.provider, instance=quote.instance, tier=quote.tier, usd_per_gpu_hour=quote.usd_per_gpu_hour,
@@ -533,6 +545,24 @@ def _price(gpu: GpuProfile, pricing: Pricing, overrides: Sequence[PriceQuote], p
         retrieved=quote.retrieved.isoformat() if quote.retrieved else None,
     )
     return choice, 1.0
+
+
+def _disagreement_notes(quote: PriceQuote, prices: Iterable[PriceQuote], today: dt.date) -> list[Note]:
+    """A note for each quote of the same provider, tier and GPUs per instance whose price contradicts the billed
+    one (planner.inputs.profiles.price_disagreements): both prices, their dates, and which the rule billed."""
+    current = current_quotes([q for q in prices if q.tier == quote.tier], as_of_today=today)
+    notes: dict[tuple[str, float], Note] = {}  # one per rival instance and price (the catalog repeats regions)
+    for d in price_disagreements(current):
+        if quote not in (d.dated, d.undated) or d.dated.as_of is None or d.undated.retrieved is None:
+            continue
+        rival = d.undated if quote == d.dated else d.dated
+        notes.setdefault((rival.instance, rival.usd_per_gpu_hour), Note(
+            "price_disagrees_dated" if d.dated_wins else "price_disagrees_catalog", provider=quote.provider,
+            dated_instance=d.dated.instance, dated_usd=round(d.dated.usd_per_gpu_hour, 4),
+            as_of=d.dated.as_of.isoformat(), undated_instance=d.undated.instance,
+            undated_usd=round(d.undated.usd_per_gpu_hour, 4), retrieved=d.undated.retrieved.isoformat(),
+            percent=round(100 * d.fraction)))
+    return list(notes.values())
 
 
 def _on_prem_price(gpu: GpuProfile, on_prem: OnPrem, power_w: float | None, notes: list[Note]) -> PriceChoice:

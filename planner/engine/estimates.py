@@ -227,6 +227,25 @@ class PriceChoice:
 
 
 @dataclass(frozen=True)
+class CostLines:
+    """The lines that add up to a cost (issue 35 d), in USD: GPU time (billed GPU-hours x price, overheads, failures
+    and spot losses included), storing the dataset next to the GPUs, downloading it there, and the tax on all three.
+    gpu_usd + storage_usd + egress_usd + tax_usd == CostEstimate.usd (to float rounding)."""
+
+    NAMES: ClassVar[tuple[str, ...]] = ("gpu", "storage", "egress", "tax")  # the lines, in the order they are said
+
+    gpu_usd: float
+    storage_usd: float  # 0.0 without dataset_gb or without a storage price (a note says which)
+    egress_usd: float   # 0.0 when no transfer is needed or no egress price is known (a note says which)
+    tax_usd: float
+    tax_rate: float
+
+    @property
+    def total_usd(self) -> float:
+        return self.gpu_usd + self.storage_usd + self.egress_usd + self.tax_usd
+
+
+@dataclass(frozen=True)
 class CostEstimate:
     hours: float  # wall-clock hours for all runs, overheads included
     hours_range: tuple[float, float]
@@ -245,6 +264,8 @@ class CostEstimate:
     # The data line (storage during the run + egress, tax included), part of usd; 0 without dataset_gb; None when the
     # option has no price at all (estimate_time_only).
     data_usd: float | None = 0.0
+    # The lines of `usd` for the likely run (GPU time, storage, egress, tax); None when the option has no price.
+    lines: CostLines | None = None
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ def build_plan(scenario: Scenario, inputs: Inputs, today: dt.date | None = None,
         if unknown:
             warnings.append(unknown)
     rows = ctx.work.dataset_rows if ctx.work else scenario.workload.dataset_samples
+    if (over := advice.batch_over_dataset_warning(scenario.training.global_batch, rows, ctx.conv)) is not None:
+        warnings.append(over)
     stack = planned_stack(scenario.training.stack, ctx.model.family)
     return Plan(
         scenario_name=scenario.name,

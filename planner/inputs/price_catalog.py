@@ -59,6 +59,8 @@ COUNT_CONFLICT = "GPU count differs from the alias table's"
 NO_PRICE = "no price (Price and SpotPrice empty)"
 BAD_ROW = "unreadable row"
 REASONS = (NO_RULE, EXCLUDED, ACCELERATOR_ONLY, COUNT_CONFLICT, NO_PRICE, BAD_ROW)
+# A row's spot price equal to its on-demand price is not a spot discount: its spot quote is dropped, counted apart.
+SPOT_AS_ON_DEMAND = "spot price equal to the on-demand price, not used as spot"
 
 
 # ---------------------------------------------------------------- alias table
@@ -75,6 +77,20 @@ class AliasRule:
     def matches(self, provider: str, instance: str, accelerator: str) -> bool:
         return (self.provider == provider and self.accelerator.lower() == accelerator.lower()
                 and fnmatch.fnmatchcase(instance.lower(), self.instance.lower()))
+
+
+@dataclass(frozen=True)
+class BillingIncrement:
+    """How finely one provider bills one instance family (issue 35 c), as the provider's own page states it."""
+
+    provider: str   # the provider's name in quotes
+    instance: str   # fnmatch pattern over the instance type, case-insensitive ("*": every family)
+    seconds: int    # the billing increment: 1 = per second, 60 = per minute, 3600 = per hour
+    source: str     # the page that states it, with the sentence transcribed
+    as_of: dt.date  # the day the page was read
+
+    def matches(self, provider: str, instance: str) -> bool:
+        return self.provider == provider and fnmatch.fnmatchcase(instance.lower(), self.instance.lower())
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,15 @@ class AliasTable:
     non_gpu: tuple[str, ...]                  # accelerator-name patterns that are not GPUs (TPUs, Inferentia...)
     path: str
     attached: tuple[AttachedGpus, ...] = ()   # hosts whose GPUs a catalog prices on separate rows (Google Cloud)
+    increments: tuple[BillingIncrement, ...] = ()  # cited, per provider and instance family; first match wins
+
+    def increment_s(self, provider: str, instance: str) -> int:
+        """The billing increment of one offer: the first cited `billing_increments` rule that matches it, else the
+        provider's uncited `billing_increment_s`, else hourly (DEFAULT_BILLING_INCREMENT_S)."""
+        cited = next((b for b in self.increments if b.matches(provider, instance)), None)
+        if cited is not None:
+            return cited.seconds
+        return self.billing_increment_s.get(provider, DEFAULT_BILLING_INCREMENT_S)
 
     def rule_for(self, provider: str, instance: str, accelerator: str) -> AliasRule | None:
         return next((r for r in self.rules if r.matches(provider, instance, accelerator)), None)
@@ -118,7 +143,8 @@ def load_aliases(path: str | Path = ALIASES_PATH, known_profiles: Iterable[str] 
     source = str(path)
     data = loader.load_file(path, ALIASES_FILE)
     r = Reader(data, source)
-    r.reject_unknown(("schema", "providers", "billing_increment_s", "non_gpu_accelerators", "rules", "attached_gpus"))
+    r.reject_unknown(("schema", "providers", "billing_increment_s", "billing_increments", "non_gpu_accelerators",
+                      "rules", "attached_gpus"))
     if r.raw("schema") != ALIASES_SCHEMA:
         raise r.fail("schema", r.raw("schema"), ALIASES_SCHEMA)
     known = set(known_profiles) if known_profiles is not None else None
@@ -148,8 +174,17 @@ def load_aliases(path: str | Path = ALIASES_PATH, known_profiles: Iterable[str] 
         attached.append(AttachedGpus(provider=q.string("provider"), host=host, accelerator=q.string("accelerator"),
                                      count=q.integer("count", minimum=1, maximum=MAX_GPUS_PER_INSTANCE),
                                      instance=q.string("instance", host)))
+    increments = []
+    for i, item in enumerate(r.list_of("billing_increments", [], max_items=500)):
+        q = Reader(item, source, f"billing_increments[{i}]")
+        q.reject_unknown(("provider", "instance", "seconds", "source", "as_of"))
+        increments.append(BillingIncrement(provider=q.string("provider"), instance=q.string("instance", "*"),
+                                           seconds=q.integer("seconds", minimum=1, maximum=86400),
+                                           source=q.string("source"), as_of=q.date("as_of")))
     return AliasTable(rules=tuple(rules), providers=providers, billing_increment_s=billing,
-                      non_gpu=r.string_list("non_gpu_accelerators", ()), path=source, attached=tuple(attached))
+                      non_gpu=r.string_list("non_gpu_accelerators", ()), path=source, attached=tuple(attached),
+                      increments=tuple(increments))
+
 
 
 def _string_map(r: Reader, key: str) -> dict[str, str]:
@@ -253,6 +288,9 @@ class ImportResult:
     unmapped: Counter = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)   # reason -> a few "file line N: ..." lines
     quotes: dict[str, list[PriceQuote]] = field(default_factory=dict)  # profile id -> quotes
+    # Rows whose SpotPrice equals their Price (issue 35 c): not a spot discount, so no spot quote is kept from them;
+    # the row still gives its on-demand quote. "file line N: provider instance region at $X".
+    spot_as_on_demand: list[str] = field(default_factory=list)
 
     def note(self, reason: str, text: str) -> None:
         self.unmapped[reason] += 1
@@ -383,6 +421,9 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
     if all(p is None for p in prices.values()):
         result.note(NO_PRICE, f"{where}: {what} {region}")
         return
+    if prices["spot"] is not None and prices["spot"] == prices["on_demand"]:
+        result.spot_as_on_demand.append(f"{where}: {what} {region} at ${prices['spot']:g}")
+        prices["spot"] = None
     for tier, price in prices.items():
         if price is None:
             continue
@@ -398,7 +439,7 @@ def _import_row(cat: CatalogFile, line: int, row: Mapping[str, str], aliases: Al
         quote = PriceQuote(
             provider=provider, instance=instance, gpus_per_instance=count,
             usd_per_gpu_hour=round(price / count, 6), tier=tier,
-            billing_increment_s=aliases.billing_increment_s.get(provider, DEFAULT_BILLING_INCREMENT_S),
+            billing_increment_s=aliases.increment_s(provider, instance),
             region=region, as_of=cat.as_of,
             source=f"{cat.source} row {instance} {region}" + (f" ({zone})" if zone else "")
             + (f" ({row[JOINED]})" if row.get(JOINED) else ""),
@@ -536,6 +577,8 @@ def render_snapshot(result: ImportResult, root: str | Path | None = None, *, mad
     summary = {"rows_read": result.rows_read, "gpu_rows": result.gpu_rows, "mapped": result.mapped,
                "quotes": result.quote_count,
                "unmapped": {reason: result.unmapped[reason] for reason in REASONS if result.unmapped[reason]}}
+    if result.spot_as_on_demand:
+        summary[SPOT_AS_ON_DEMAND] = len(result.spot_as_on_demand)
     out.append("summary: " + yaml.safe_dump(summary, default_flow_style=True, width=100_000, sort_keys=False).strip())
     out.append("quotes:" + ("" if result.quotes else " {}"))
     for profile in sorted(result.quotes):
@@ -572,6 +615,9 @@ def summary_lines(result: ImportResult) -> list[str]:
         if result.unmapped[reason]:
             lines.append(f"  {result.unmapped[reason]:>5}  {reason}")
             lines.extend(f"           e.g. {e}" for e in result.examples.get(reason, []))
+    if result.spot_as_on_demand:
+        lines.append(f"  {len(result.spot_as_on_demand):>5}  {SPOT_AS_ON_DEMAND} (the on-demand quote is kept)")
+        lines.extend(f"           e.g. {e}" for e in result.spot_as_on_demand[:EXAMPLES_PER_REASON])
     by: dict[tuple[str, str], list[str]] = {}
     for quotes in result.quotes.values():
         for q in quotes:

@@ -489,6 +489,55 @@ def current_quotes(quotes: Iterable[PriceQuote], as_of_today: datetime.date | No
     return list(latest.values())
 
 
+# Two quotes of one provider, GPU, tier and GPUs per instance disagree when their per-GPU prices differ by more
+# than this share of the dated one (issue 35 c: undated catalog H100/H200 prices sat 22-29% below the same
+# providers' dated 2026 rate cards). 10%: wider than the spread between regions of one provider in the shipped quotes.
+PRICE_DISAGREE_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class PriceDisagreement:
+    dated: PriceQuote    # a published quote with a price date
+    undated: PriceQuote  # a catalog quote without one (its catalog's read day is `retrieved`)
+
+    @property
+    def fraction(self) -> float:
+        """(undated - dated) / dated: negative when the undated price is lower."""
+        return (self.undated.usd_per_gpu_hour - self.dated.usd_per_gpu_hour) / self.dated.usd_per_gpu_hour
+
+    @property
+    def dated_wins(self) -> bool:
+        """The rule (issue 35 c): the dated quote is preferred unless the catalog was read after its date (a later
+        read may reflect a price cut)."""
+        assert self.dated.as_of is not None and self.undated.retrieved is not None
+        return self.undated.retrieved < self.dated.as_of
+
+
+def price_disagreements(quotes: Iterable[PriceQuote], *,
+                        fraction: float = PRICE_DISAGREE_FRACTION) -> list[PriceDisagreement]:
+    """Pairs of one GPU's quotes from the same provider, tier and GPUs per instance (whatever their instance names)
+    where a dated published quote and an undated catalog quote differ by more than `fraction` of the dated one. The
+    dated quote must be current when the catalog was read (at most QUOTE_MAX_AGE_DAYS before it): an older price
+    is history, not a rival (the shipped 2022-2025 quotes are often for another instance size of the family)."""
+    quotes = list(quotes)
+    dated = [q for q in quotes if q.as_of is not None and q.origin == "published"]
+    undated = [q for q in quotes if q.as_of is None and q.retrieved is not None]
+    return [PriceDisagreement(d, u) for d in dated for u in undated
+            if (d.provider.lower(), d.tier, d.gpus_per_instance) == (u.provider.lower(), u.tier, u.gpus_per_instance)
+            and d.as_of is not None and u.retrieved is not None
+            and (u.retrieved - d.as_of).days <= QUOTE_MAX_AGE_DAYS
+            and abs(u.usd_per_gpu_hour - d.usd_per_gpu_hour) > fraction * d.usd_per_gpu_hour]
+
+
+def prefer_dated(quotes: Iterable[PriceQuote]) -> list[PriceQuote]:
+    """`quotes` without the undated catalog quotes that a dated quote contradicts (price_disagreements) when the
+    catalog was read before that date (PriceDisagreement.dated_wins); a catalog read later stays (and the plan
+    notes both prices)."""
+    quotes = list(quotes)
+    dropped = {id(p.undated) for p in price_disagreements(quotes) if p.dated_wins}
+    return [q for q in quotes if id(q) not in dropped]
+
+
 def merge_catalog_quotes(own: Iterable[PriceQuote], catalog: Iterable[PriceQuote]) -> tuple[PriceQuote, ...]:
     """A profile's quotes plus a catalog's, no offer counted twice.
 

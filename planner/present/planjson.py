@@ -89,6 +89,8 @@ def option_to_dict(o: PlanOption) -> dict:
         "cost_usd": _r(c.usd, 6) if c else None,
         "cost_usd_range": _pair(c.usd_range, 6) if c else None,
         "data_cost_usd": _r(c.data_usd, 6) if c and c.data_usd is not None else None,
+        "cost_lines_usd": ({"gpu": _r(ln.gpu_usd, 6), "storage": _r(ln.storage_usd, 6), "egress": _r(ln.egress_usd, 6),
+                            "tax": _r(ln.tax_usd, 6)} if c and (ln := c.lines) is not None else None),
         "cost_local": ({"amount": _r(c.amount_in_currency, 6), "currency": c.currency,
                         "range": _pair(c.amount_range_in_currency, 6)} if c else None),
         "price": price,

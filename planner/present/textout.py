@@ -10,7 +10,13 @@ from planner.engine.what_fits import WhatFits
 from planner.present.fit_answers import what_fits_headers, what_fits_rows
 from planner.present.fmt import MISSING, SCIENTIFIC_FROM
 from planner.present.notes import english, parts_text
-from planner.present.viewmodel import degraded_sentence, planned_for_sentence, throughput_sentence, trade_off
+from planner.present.viewmodel import (
+    cost_lines_sentence,
+    degraded_sentence,
+    planned_for_sentence,
+    throughput_sentence,
+    trade_off,
+)
 from planner.vocab import GIB
 
 COLUMNS = (
@@ -87,6 +93,8 @@ def recommendation_lines(plan: Plan) -> list[str]:
     out = [f"Recommendation: {primary.id} (micro-batch {primary.micro_batch} x {primary.grad_accum} accumulation): "
            f"{_fmt(c.hours)} h [{_fmt(c.hours_range[0])}-{_fmt(c.hours_range[1])}], {_money(c.usd)} USD "
            f"({_money(c.amount_in_currency)} {c.currency}) — {parts_text(r.reason, 'en')}"]
+    if adds_up := cost_lines_sentence(primary, "en"):  # issue 35 d: every line of the cost
+        out.append(adds_up)
     if degraded := degraded_sentence(primary, "en"):  # issue 33: planned with a change the scenario did not ask for
         out.append(degraded)
     runner = plan.option(r.runner_up)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.engine.estimates import Plan, PlanOption, cost_of
-from planner.engine.recommend import costed
+from planner.engine.recommend import costed, deadline_hours
 from planner.inputs.scenario import Scenario
 from planner.present import fmt
 from planner.present.charts import option_label
@@ -52,6 +52,9 @@ class PlanView:
     # "Does not fit as given (needs 40.6 of 40.0 GiB); planned with micro-batch 4 …" when the recommended option runs
     # with a change the scenario did not ask for (issue 33, degrade never refuse); "" when it fits as given.
     degraded: str = ""
+    # "It adds up as $9.76 GPU time (…) + $17.18 downloading the dataset … = $26.94.": every line of the headline's
+    # cost (issue 35 d), said wherever the cost is.
+    cost_lines: str = ""
 
     @property
     def summary(self) -> tuple[str, ...]:
@@ -59,7 +62,7 @@ class PlanView:
         if self.primary is None:
             return tuple(s for s in (self.headline, self.planned_for, self.counts) if s)
         return tuple(s for s in (self.degraded, self.setting, self.planned_for, self.time, self.throughput, self.cost,
-                                 self.deadline,
+                                 self.cost_lines, self.deadline,
                                  self.budget, self.reason, self.runner, self.unpriced, *self.advice, self.counts) if s)
 
     @property
@@ -98,12 +101,13 @@ def plan_view(plan: Plan, scenario: Scenario, locale: str, today: dt.date | None
                step=fmt.sig(primary.step.step_time_s, locale) if primary.step else "—"),
         cost=t("summary.cost", locale, cost=cost_text(primary, locale), range=cost_range_text(primary, locale),
                price=fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—",
-               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1))
-        + (" " + t("summary.cost_data", locale, data=fmt.money(c.data_usd, "USD", locale)) if c.data_usd else ""),
+               provider=c.price.provider if c.price else "—", gpu_hours=fmt.number(c.gpu_hours, locale, 1)),
+        cost_lines=cost_lines_sentence(primary, locale),
         deadline=deadline_sentence(plan, scenario, primary, locale),
         budget=budget_sentence(scenario, primary, locale),
         reason=reason_sentence(plan, scenario, primary, locale),
-        runner=runner_sentence(primary, runner, locale),
+        runner=runner_sentence(primary, runner, locale, deadline=scenario.constraints.deadline_hours,
+                               confidence=r.deadline_confidence),
         fastest=_fastest_sentence(scenario, primary, fastest, locale),
         counts=counts,
         unpriced=unpriced_sentence(plan, scenario, locale),
@@ -189,6 +193,36 @@ def cost_text(o: PlanOption, locale: str) -> str:
     return f"{fmt.money(c.amount_in_currency, c.currency, locale)} ({usd})"
 
 
+def cost_line_parts(o: PlanOption, locale: str) -> tuple[tuple[str, float, str], ...]:
+    """The lines of an option's cost (CostEstimate.lines) as (name, USD, words): GPU time always, storage, egress
+    and tax when they are not zero; their USD add up to the option's cost. () for an option without a price."""
+    c = o.cost
+    if c is None or c.lines is None:
+        return ()
+    ln = c.lines
+    price = fmt.money(c.price.usd_per_gpu_hour, "USD", locale, 2) if c.price else "—"
+    parts = [("gpu", ln.gpu_usd, t("summary.cost_line.gpu", locale, usd=fmt.money(ln.gpu_usd, "USD", locale),
+                                   gpu_hours=fmt.number(c.gpu_hours, locale, 1), price=price))]
+    for name, usd in (("storage", ln.storage_usd), ("egress", ln.egress_usd)):
+        if usd:
+            parts.append((name, usd, t(f"summary.cost_line.{name}", locale, usd=fmt.money(usd, "USD", locale))))
+    if ln.tax_usd:
+        parts.append(("tax", ln.tax_usd, t("summary.cost_line.tax", locale, usd=fmt.money(ln.tax_usd, "USD", locale),
+                                           rate=fmt.percent(ln.tax_rate, locale))))
+    return tuple(parts)
+
+
+def cost_lines_sentence(o: PlanOption, locale: str) -> str:
+    """'It adds up as $9.76 GPU time (28.7 GPU-hours × $0.34 per GPU-hour) + $17.18 downloading the dataset … =
+    $26.94.': what makes the headline's cost, in USD; '' for an option without a price or whose cost is its GPU
+    time alone (the cost sentence already says GPU-hours × price)."""
+    parts = cost_line_parts(o, locale)
+    if len(parts) < 2:
+        return ""
+    return t("summary.cost_lines", locale, lines=" + ".join(words for _, _, words in parts),
+             total=fmt.money(cost_of(o).usd, "USD", locale))
+
+
 def cost_range_text(o: PlanOption, locale: str) -> str:
     c = cost_of(o)
     lo, hi = c.amount_range_in_currency
@@ -224,7 +258,12 @@ def budget_sentence(scenario: Scenario, o: PlanOption, locale: str) -> str:
 
 def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> str:
     r = plan.recommendation
-    if r.fallback:
+    if r.fallback == "fastest" and (faster := _faster_than(plan, o, r.deadline_confidence)) is not None:
+        # issue 35 e: "the fastest" only when no costed option takes fewer hours at the confidence that was checked
+        why = t("summary.reason_fallback.fastest_of_clean", locale, option=option_label(faster),
+                hours=fmt.hours(deadline_hours(faster, r.deadline_confidence), locale),
+                mine=fmt.hours(deadline_hours(o, r.deadline_confidence), locale))
+    elif r.fallback:
         why = t(f"summary.reason_fallback.{r.fallback}", locale)
     elif scenario.constraints.deadline_hours is None:
         why = t("summary.reason_cheapest", locale)
@@ -242,6 +281,14 @@ def reason_sentence(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) 
         why += " " + t("summary.set_aside", locale, option=option_label(aside), cost=cost_text(aside, locale),
                        risks=risks, fix="; ".join(fixes))
     return why
+
+
+def _faster_than(plan: Plan, o: PlanOption, confidence: str) -> PlanOption | None:
+    """The costed option with the fewest hours at `confidence` (recommend.deadline_hours) when it beats `o`'s."""
+    best = min(costed(plan.options), key=lambda x: deadline_hours(x, confidence), default=None)
+    if best is None or deadline_hours(best, confidence) >= deadline_hours(o, confidence):
+        return None
+    return best
 
 
 def advice_sentences(plan: Plan, scenario: Scenario, o: PlanOption, locale: str) -> tuple[str, ...]:
@@ -291,11 +338,18 @@ def trade_off(a: PlanOption, b: PlanOption, locale: str) -> str:
              price=fmt.number(price, locale, 2))
 
 
-def runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str) -> str:
+def runner_sentence(primary: PlanOption, runner: PlanOption | None, locale: str, *, deadline: float | None = None,
+                    confidence: str = "p90") -> str:
+    """The runner-up and its trade-off; with a deadline, said when the runner-up misses it at `confidence`
+    (issue 35 e: a faster runner-up that is late too must not read as the way out)."""
     if runner is None:
         return t("summary.no_runner_up", locale)
-    return t("summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
+    said = t("summary.runner_up", locale, option=option_label(runner), trade=trade_off(primary, runner, locale),
              hours=fmt.hours(cost_of(runner).hours, locale), cost=cost_text(runner, locale))
+    if deadline is not None and deadline_hours(runner, confidence) > deadline:
+        said += " " + t(f"summary.runner_misses_deadline_{confidence}", locale, deadline=fmt.hours(deadline, locale),
+                        hours=fmt.hours(deadline_hours(runner, confidence), locale))
+    return said
 
 
 def _fastest_sentence(scenario: Scenario, primary: PlanOption, fastest: PlanOption | None, locale: str) -> str:
