@@ -199,7 +199,11 @@ def _tick(page: Page, label: str):
 
 def _pick_family(page: Page, label: str, family: str):
     def act() -> None:
-        page.get_by_role("combobox", name=label).click()
+        box = page.get_by_role("combobox", name=label)
+        # Centred first: at the viewport's bottom edge its list opens off screen and no option can be clicked
+        # (the cost caption above the table moved it there, issue 35).
+        box.evaluate("el => el.scrollIntoView({block: 'center'})")
+        box.click()
         page.get_by_role("option", name=family, exact=True).click()
         page.keyboard.press("Escape")
     return act

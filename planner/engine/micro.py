@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from planner.engine import steptime
 from planner.engine.context import ModelFacts
-from planner.engine.estimates import ResolvedModel
+from planner.engine.estimates import ResolvedModel, Source, TimePoint
 from planner.engine.measurements import MeasurementIndex
 from planner.engine.notes import Note
 from planner.engine.stack import planned_stack
 from planner.inputs.folders import Inputs
 from planner.inputs.scenario import TrainingSetup
 
-if TYPE_CHECKING:
-    from planner.engine.step_transfer import TransferSource
+
+@dataclass(frozen=True)
+class TransferSource:
+    """What a transfer reads of one source GPU's own figure at one precision and micro-batch, whatever the target
+    GPU: its forward + backward (at the reference source's level), the optimizer step inside it, the unscaled host
+    part and what the figure rests on. Kept per context (micro.Kept): a plan moves each source's figure to every
+    other GPU (issue 38)."""
+
+    peak_tflops: float
+    fwd_bwd_s: float
+    optimizer_s: float
+    t0_s: float
+    source: Source  # how its own time was obtained
+    used: tuple[TimePoint, ...]
+    aligned: Note | None
 
 
 @dataclass(frozen=True, eq=False)

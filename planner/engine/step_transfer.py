@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from planner.engine import calibration, steptime
 from planner.engine.estimates import Micro, Source, TimePoint, detail
-from planner.engine.micro import MicroContext
+from planner.engine.micro import MicroContext, TransferSource
 from planner.engine.notes import Note
 from planner.engine.option import OptionPlan
 from planner.engine.physics_bounds import transfer_peak
@@ -56,22 +56,6 @@ class _Transfer:
     optimizer_s: float | None
     used: tuple[TimePoint, ...]
     aligned: Note | None = None  # its source moved to the reference source's level (MeasurementIndex.alignment)
-
-
-@dataclass(frozen=True)
-class TransferSource:
-    """What a transfer reads of one source GPU's own figure at one precision and micro-batch, whatever the target
-    GPU: its forward + backward (at the reference source's level), the optimizer step inside it, the unscaled host
-    part and what the figure rests on. Kept per context (micro.Kept): a plan moves each source's figure to every
-    other GPU (issue 38)."""
-
-    peak_tflops: float
-    fwd_bwd_s: float
-    optimizer_s: float
-    t0_s: float
-    source: Source  # how its own time was obtained
-    used: tuple[TimePoint, ...]
-    aligned: Note | None
 
 
 def _transfer_source(ctx: MicroContext, other: GpuProfile, precision: str, micro_batch: int) -> TransferSource | None:
