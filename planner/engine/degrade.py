@@ -1,7 +1,7 @@
 """Degrade, never refuse (issue 33): when an option does not fit as the scenario gives it, the cheapest change in
 step time that makes it fit — a smaller micro-batch, activation checkpointing, a deeper ZeRO/FSDP stage, 8-bit
-optimizer states, or a combination — planned in its place, with the change named (docs/methods.md#memory
-"Degrade, never refuse"). Offload to CPU is not among them: its step time is not modelled.
+optimizer states, or a combination — planned in its place, with the change named (docs/methods.md#degrade).
+Offload to CPU is not among them: its step time is not modelled.
 """
 
 from __future__ import annotations
