@@ -181,8 +181,9 @@ def _write_out(path: str, data: str | bytes) -> None:
 
 def _what_fits(scenario: Scenario, plan: Plan, inputs: Inputs) -> tuple[WhatFits, ...]:
     from planner.engine.what_fits import what_fits_all
+    from planner.present.fit_answers import preferred_precision
     return what_fits_all(inputs, scenario.model, scenario.training, plan.profiles_used,
-                         counts=scenario.hardware.gpu_counts)
+                         counts=scenario.hardware.gpu_counts, prefer=preferred_precision(plan))
 
 
 def _render(args: argparse.Namespace, scenario: Scenario, plan: Plan, inputs: Inputs) -> str | bytes:

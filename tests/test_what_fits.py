@@ -18,6 +18,7 @@ from planner.engine.plan import build_plan
 from planner.engine.what_fits import GPU_COUNTS, SEQ_STEP, what_fits, what_fits_all
 from planner.inputs.folders import load_inputs
 from planner.inputs.scenario import Adapter, load_scenario_file
+from planner.present.fit_answers import what_fits_headers, what_fits_rows
 from planner.present.report import render_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +91,16 @@ def test_a_model_without_a_sequence_says_so(inputs):
     s = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
     (a,) = what_fits_all(inputs, s.model, s.training, ["t4-16gb"])
     assert a.seq_searched is None and a.longest_seq is None and a.largest_micro_batch > 32
+    headers = what_fits_headers("en", (a,))  # no column of dashes for a model without a sequence
+    assert not any("sequence" in h for h in headers) and len(what_fits_rows((a,), "en")[0]) == len(headers)
+
+
+def test_the_answers_follow_the_recommended_precision(inputs):
+    s = load_scenario_file(ROOT / "scenarios" / "resnet50-imagenet.yaml")
+    assert s.training.precisions[0] == "fp32"
+    (a,) = what_fits_all(inputs, s.model, s.training, ["rtx4090-24gb"], prefer="fp16")
+    (t4,) = what_fits_all(inputs, s.model, s.training, ["t4-16gb"], prefer="bf16")  # a T4 has no bf16
+    assert a.precision == "fp16" and t4.precision == "fp32"
 
 
 @pytest.mark.parametrize(("lang", "words"), [("en", "What fits on each GPU"), ("es", "Qué cabe en cada GPU")])

@@ -8,7 +8,7 @@ from planner.engine.estimates import Plan, PlanOption, memory_of
 from planner.engine.what_fits import what_fits_all
 from planner.inputs.scenario import Scenario
 from planner.present.charts import memory_spec
-from planner.present.fit_answers import what_fits_headers, what_fits_rows
+from planner.present.fit_answers import preferred_precision, what_fits_headers, what_fits_rows
 from ui import page_data
 from ui.i18n_ui import dataframe, locale, tr
 from ui.panels import lazy_expander
@@ -62,8 +62,8 @@ def render_what_fits(plan: Plan, scenario: Scenario) -> None:
     with box:
         loc = locale()
         answers = what_fits_all(page_data.inputs(), scenario.model, scenario.training, plan.profiles_used,
-                                counts=scenario.hardware.gpu_counts)
+                                counts=scenario.hardware.gpu_counts, prefer=preferred_precision(plan))
         st.caption(tr("what_fits.intro"))
-        headers = what_fits_headers(loc)
+        headers = what_fits_headers(loc, answers)
         dataframe([dict(zip(headers, row, strict=True)) for row in what_fits_rows(answers, loc)], hide_index=True,
                   width="stretch")

@@ -29,9 +29,11 @@ def _render(kind: str, scenario_yaml: str, fingerprint: str, today_iso: str, loc
     plan = page_data.plan_for(_scenario)
     today = dt.date.fromisoformat(today_iso)
     from planner.engine.what_fits import what_fits_all
+    from planner.present.fit_answers import preferred_precision
 
     fits = what_fits_all(page_data.inputs(), _scenario.model, _scenario.training, plan.profiles_used,
-                         counts=_scenario.hardware.gpu_counts) if kind != "csv" else ()
+                         counts=_scenario.hardware.gpu_counts, prefer=preferred_precision(plan)) \
+        if kind != "csv" else ()
     if kind == "preview":
         from planner.present.report.html import render_fragment
         from planner.present.report.model import build_report_model

@@ -154,13 +154,16 @@ def _alternative_fits(alternative: str, model: ResolvedModel, training: Training
 
 
 def what_fits_all(inputs: Inputs, model: ModelSpec, training: TrainingSetup, gpu_ids: Sequence[str], *,
-                  counts: Sequence[int] = (1,), source: str = "<scenario>") -> tuple[WhatFits, ...]:
-    """what_fits for each GPU at the first of the scenario's precisions it supports (GPUs supporting none: left
-    out) and the scenario's largest GPU count, largest capacity first."""
+                  counts: Sequence[int] = (1,), prefer: str | None = None,
+                  source: str = "<scenario>") -> tuple[WhatFits, ...]:
+    """what_fits for each GPU at `prefer` (the recommended option's precision) where the GPU supports it, else the
+    first of the scenario's precisions it supports (GPUs supporting none: left out), and the scenario's largest GPU
+    count; largest capacity first."""
     out, n_gpus = [], max(counts)
+    order = ((prefer,) if prefer in training.precisions else ()) + training.precisions
     for gpu_id in gpu_ids:
         gpu = inputs.profiles[gpu_id]
-        precision = next((p for p in training.precisions if gpu.supports(p)), None)
+        precision = next((p for p in order if p is not None and gpu.supports(p)), None)
         if precision is not None:
             out.append(what_fits(inputs, model, training, gpu_id=gpu_id, precision=precision, n_gpus=n_gpus,
                                  source=source))

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from planner.engine.estimates import Plan
 from planner.engine.what_fits import WhatFits
 from planner.present import fmt
 from planner.present.i18n import t
 
+COLUMNS = ("gpu", "micro", "seq", "seq_ckpt", "fewest", "fixes")
+SEQ_COLUMNS = ("seq", "seq_ckpt")
 
-def what_fits_headers(locale: str) -> tuple[str, ...]:
-    return tuple(t(f"what_fits.col.{c}", locale) for c in ("gpu", "micro", "seq", "seq_ckpt", "fewest", "fixes"))
+
+def what_fits_columns(answers: Sequence[WhatFits]) -> tuple[str, ...]:
+    """The columns a table of these answers shows: the sequence ones only for a model with a sequence."""
+    with_seq = any(a.seq_searched is not None for a in answers)
+    return tuple(c for c in COLUMNS if with_seq or c not in SEQ_COLUMNS)
+
+
+def what_fits_headers(locale: str, answers: Sequence[WhatFits] = ()) -> tuple[str, ...]:
+    shown = what_fits_columns(answers) if answers else COLUMNS
+    return tuple(t(f"what_fits.col.{c}", locale) for c in shown)
 
 
 def _tokens(value: int | None, searched: tuple[int, int] | None, locale: str) -> str:
@@ -26,7 +37,8 @@ def _tokens(value: int | None, searched: tuple[int, int] | None, locale: str) ->
 
 def what_fits_rows(answers: Sequence[WhatFits], locale: str) -> tuple[tuple[str, ...], ...]:
     """One row per GPU: the GPU (precision, GPU count), the largest micro-batch, the longest sequence at micro-batch 1
-    without and with checkpointing, the fewest GPUs for a full fine-tune, and what would make micro-batch 1 fit."""
+    without and with checkpointing (models with a sequence only: what_fits_columns), the fewest GPUs for a full
+    fine-tune, and what would make micro-batch 1 fit."""
     rows = []
     for a in answers:
         gpu = t("what_fits.gpu", locale, gpu=a.gpu_name, precision=a.precision, n=a.n_gpus)
@@ -39,6 +51,19 @@ def what_fits_rows(answers: Sequence[WhatFits], locale: str) -> tuple[tuple[str,
             fixes = ", ".join(t(f"what_fits.fix.{f}", locale) for f in a.would_fit_with)
         else:
             fixes = t("what_fits.no_fix", locale)
-        rows.append((gpu, micro, _tokens(a.longest_seq, a.seq_searched, locale),
-                     _tokens(a.longest_seq_checkpointed, a.seq_searched, locale), fewest, fixes))
+        cells = {"gpu": gpu, "micro": micro, "seq": _tokens(a.longest_seq, a.seq_searched, locale),
+                 "seq_ckpt": _tokens(a.longest_seq_checkpointed, a.seq_searched, locale), "fewest": fewest,
+                 "fixes": fixes}
+        rows.append(tuple(cells[c] for c in what_fits_columns(answers)))
     return tuple(rows)
+
+
+def what_fits_numeric(answers: Sequence[WhatFits]) -> tuple[bool, ...]:
+    """Which shown columns are numbers (right-aligned in the reports)."""
+    return tuple(c not in ("gpu", "fixes") for c in what_fits_columns(answers))
+
+
+def preferred_precision(plan: Plan) -> str | None:
+    """The recommended option's precision: what fits is answered at it where a GPU supports it."""
+    primary = plan.option(plan.recommendation.primary)
+    return primary.precision if primary is not None else None

@@ -109,7 +109,7 @@ def recommendation_lines(plan: Plan) -> list[str]:
 
 def what_fits_lines(answers: Sequence[WhatFits]) -> list[str]:
     """What fits on each GPU (planner.engine.what_fits), as the CLI table prints it (English)."""
-    headers = what_fits_headers("en")
+    headers = what_fits_headers("en", answers)
     rows = what_fits_rows(answers, "en")
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 

@@ -112,6 +112,7 @@ def render_case(case: Case) -> dict[str, str]:
     from planner.engine.plan import build_plan
     from planner.engine.what_fits import what_fits_all
     from planner.inputs.scenario import parse_scenario, scenario_to_dict
+    from planner.present.fit_answers import preferred_precision
     from planner.present.planjson import plan_to_json
     from planner.present.report import render_report
     from planner.present.textout import render_table
@@ -128,7 +129,7 @@ def render_case(case: Case) -> dict[str, str]:
     langs = ("en", "es") if case.full else ("en",)
     # The reports as the CLI writes them: with what fits on each GPU (issue 33) in the Markdown.
     fits = what_fits_all(inputs, scenario.model, scenario.training, plan.profiles_used,
-                         counts=scenario.hardware.gpu_counts)
+                         counts=scenario.hardware.gpu_counts, prefer=preferred_precision(plan))
     for lang in langs:
         out[f"report-{lang}.md"] = str(render_report(plan, scenario, "markdown", locale=lang, today=TODAY,
                                                      what_fits=fits))

@@ -16,7 +16,7 @@ from planner.inputs.actuals import RecordedRun
 from planner.inputs.scenario import Scenario, dump_scenario_yaml
 from planner.present import fmt
 from planner.present.charts import option_label, top_options
-from planner.present.fit_answers import what_fits_headers, what_fits_rows
+from planner.present.fit_answers import what_fits_headers, what_fits_numeric, what_fits_rows
 from planner.present.i18n import language_of, t
 from planner.present.notes import detail_text, price_source_text, render_note, render_part
 from planner.present.report.risks import Risk, find_risks
@@ -118,8 +118,8 @@ def build_report_model(plan: Plan, scenario: Scenario, locale: str | None = None
         footer=t("report.footer", locale, version=__version__),
         **_recorded(plan, runs, locale),
         what_fits_intro=t("what_fits.intro", locale) if what_fits else "",
-        what_fits=Table(what_fits_headers(locale), what_fits_rows(what_fits, locale),
-                        (False, True, True, True, True, False)) if what_fits else None,
+        what_fits=Table(what_fits_headers(locale, what_fits), what_fits_rows(what_fits, locale),
+                        what_fits_numeric(what_fits)) if what_fits else None,
     )
 
 
