@@ -11,12 +11,16 @@ if [ requirements-dev.txt -nt .venv/.installed-dev ] || [ requirements.txt -nt .
   .venv/bin/pip install -q -r requirements-dev.txt
   touch .venv/.installed-dev
 fi
-# Browser tests drive Debian's chromium (never `playwright install`); pdftoppm renders PDF pages to look at.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
+# Browser tests drive Debian's chromium (never `playwright install`); pdftoppm renders PDF pages to look at; a CJK
+# font (WenQuanYi Micro Hei, 4 MB) lets the PDF test draw Chinese, Japanese and Korean with a system font, as a
+# user's machine with one does (the project vendors no CJK font).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1 \
+    || ! fc-list :lang=zh 2>/dev/null | grep -q .; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium poppler-utils \
+      fonts-wqy-microhei >/dev/null
   else
-    echo "note: chromium/poppler-utils missing and not root: browser tests will skip" >&2
+    echo "note: chromium/poppler-utils/fonts-wqy-microhei missing and not root: browser and CJK PDF tests will skip" >&2
   fi
 fi
 .venv/bin/ruff check .
